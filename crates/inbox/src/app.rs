@@ -1,0 +1,67 @@
+//! Cold-start wiring shared by the two binaries: environment, SDK clients (built once and
+//! reused by every invocation), configuration and secrets. Any problem stops start-up with a
+//! message naming the variable, the source and the field.
+
+use std::time::Duration;
+
+use crate::clock::SystemClock;
+use crate::config::{AwsSecretResolver, ConfigError, SourceSpecs};
+use crate::consumer::{Consumer, ConsumerSettings, HttpForwarder};
+use crate::env::{required, ConsumerEnv, ReceiverEnv};
+use crate::ledger::dynamo::DynamoLedger;
+use crate::metrics::Metrics;
+use crate::queue::SqsQueue;
+use crate::receiver::{Receiver, ReceiverSettings};
+
+/// The deployed receiver.
+pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+/// The deployed consumer, with the shipped HTTP forwarder.
+pub type LambdaConsumer = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
+
+/// Region, credentials and `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` from the
+/// standard places, with the SDK's standard retry mode.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
+        .load()
+        .await
+}
+
+pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
+    let env = ReceiverEnv::from_env()?;
+    let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
+    let sdk = sdk_config().await;
+    let sources = specs.resolve(&AwsSecretResolver::new(&sdk)).await?;
+    Ok(Receiver::new(
+        sources,
+        DynamoLedger::new(aws_sdk_dynamodb::Client::new(&sdk), env.ledger_table),
+        SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), env.queue_url),
+        SystemClock,
+        ReceiverSettings {
+            in_progress_wait: Duration::from_millis(env.in_progress_wait_ms),
+            max_body_bytes: usize::try_from(env.max_body_bytes).unwrap_or(usize::MAX),
+        },
+        Metrics::stdout("receiver"),
+    ))
+}
+
+pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
+    let env = ConsumerEnv::from_env()?;
+    let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
+    let sdk = sdk_config().await;
+    let forwarder = HttpForwarder::new(env.forward_url, Duration::from_millis(env.forward_timeout_ms))
+        .map_err(|e| ConfigError::BadVar {
+            name: "FORWARD_URL",
+            message: e.to_string(),
+        })?;
+    Ok(Consumer::new(
+        specs,
+        DynamoLedger::new(aws_sdk_dynamodb::Client::new(&sdk), env.ledger_table),
+        forwarder,
+        SystemClock,
+        ConsumerSettings {
+            max_concurrent_groups: env.max_concurrent_groups,
+        },
+        Metrics::stdout("consumer"),
+    ))
+}

@@ -1,0 +1,331 @@
+//! The ledger on DynamoDB: one table, partition key `pk` (a string), TTL on `expires_at`.
+//! Every write is conditional, with the condition taken from [`super`], where each sits next
+//! to the predicate the in-memory adapter evaluates.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::Client;
+
+use super::{
+    accepted_response, refused_take, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
+    Take, TakeOutcome, CLAIM_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION,
+    RELEASE_CONDITION, TAKE_CONDITION,
+};
+
+type Item = HashMap<String, AttributeValue>;
+
+/// The ledger table, reached through the SDK client (region and endpoint from aws-config).
+#[derive(Clone, Debug)]
+pub struct DynamoLedger {
+    client: Client,
+    table: String,
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn status(st: Status) -> AttributeValue {
+    s(st.as_str())
+}
+
+fn unavailable<E, R>(err: SdkError<E, R>) -> StoreError
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    StoreError::Unavailable(DisplayErrorContext(err).to_string())
+}
+
+impl DynamoLedger {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn pk(key: &str) -> AttributeValue {
+        s(key)
+    }
+
+    /// A condition failure carries the old item (`ALL_OLD`); moto and old DynamoDB Local may
+    /// leave it out, and then one consistent read stands in. Nothing is written after it.
+    async fn old_item(&self, key: &str, carried: Option<&Item>) -> Result<Option<Record>, StoreError> {
+        match carried {
+            Some(item) => from_item(item).map(Some),
+            None => self.get(key).await,
+        }
+    }
+
+    /// UpdateItem with a condition. `Ok(false)` when the condition failed.
+    async fn conditional_update(
+        &self,
+        key: &str,
+        update: &str,
+        condition: &str,
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<bool, StoreError> {
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(key))
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#status", "status");
+        for (name, value) in values {
+            req = req.expression_attribute_values(name, value);
+        }
+        match req.send().await {
+            Ok(_) => Ok(true),
+            Err(err) => match err.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+}
+
+impl LedgerStore for DynamoLedger {
+    async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
+        let item: Item = [
+            ("pk", s(&c.key)),
+            ("source", s(&c.source)),
+            ("status", status(Status::Received)),
+            ("expires_at", n(c.expires_at)),
+            ("lease_until", n(c.lease_until_ms)),
+            ("lease_owner", s(&c.owner)),
+            ("payload_sha256", s(&c.payload_sha256)),
+            ("response_status", n(c.response_status)),
+            ("response_body", s(&c.response_body)),
+            ("attempts", n(0)),
+            ("received_at", n(c.now_ms)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(CLAIM_CONDITION)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":now_s", n(c.now_ms.div_euclid(1000)))
+            .expression_attribute_values(":now_ms", n(c.now_ms))
+            .expression_attribute_values(":received", status(Status::Received))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(ClaimOutcome::Claimed),
+            Err(err) => match err.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(e)) => {
+                    match self.old_item(&c.key, e.item()).await? {
+                        Some(old) => Ok(ClaimOutcome::Exists(Box::new(old))),
+                        // Gone between the refusal and the read: the sender's retry will claim it.
+                        None => Err(StoreError::Unavailable("claimed item vanished".into())),
+                    }
+                }
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
+    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(key))
+            .condition_expression(RELEASE_CONDITION)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":received", status(Status::Received))
+            .expression_attribute_values(":me", s(owner))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) => match err.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
+    async fn mark_queued(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+        self.conditional_update(
+            key,
+            "SET #status = :queued REMOVE lease_until, lease_owner",
+            MARK_QUEUED_CONDITION,
+            vec![
+                (":queued", status(Status::Queued)),
+                (":received", status(Status::Received)),
+                (":me", s(owner)),
+            ],
+        )
+        .await
+    }
+
+    async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
+        let (response_status, response_body) = accepted_response(&t.key);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(&t.key))
+            .update_expression(
+                "SET #status = :processing, lease_until = :lease, lease_owner = :me, \
+                 attempts = if_not_exists(attempts, :zero) + :one, expires_at = :exp, \
+                 #source = if_not_exists(#source, :source), \
+                 payload_sha256 = if_not_exists(payload_sha256, :sha), \
+                 received_at = if_not_exists(received_at, :now_ms), \
+                 response_status = if_not_exists(response_status, :rs), \
+                 response_body = if_not_exists(response_body, :rb)",
+            )
+            .condition_expression(TAKE_CONDITION)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#source", "source")
+            .expression_attribute_values(":processing", status(Status::Processing))
+            .expression_attribute_values(":received", status(Status::Received))
+            .expression_attribute_values(":queued", status(Status::Queued))
+            .expression_attribute_values(":failed", status(Status::Failed))
+            .expression_attribute_values(":lease", n(t.lease_until_ms))
+            .expression_attribute_values(":me", s(&t.owner))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n(t.expires_at))
+            .expression_attribute_values(":source", s(&t.source))
+            .expression_attribute_values(":sha", s(&t.payload_sha256))
+            .expression_attribute_values(":now_ms", n(t.now_ms))
+            .expression_attribute_values(":now_s", n(t.now_ms.div_euclid(1000)))
+            .expression_attribute_values(":rs", n(response_status))
+            .expression_attribute_values(":rb", s(response_body))
+            .return_values(ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(out) => {
+                let attempts = out
+                    .attributes()
+                    .and_then(|a| a.get("attempts"))
+                    .map(number)
+                    .transpose()?
+                    .unwrap_or(1);
+                Ok(TakeOutcome::Taken {
+                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                })
+            }
+            Err(err) => match err.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(e)) => {
+                    let old = self.old_item(&t.key, e.item()).await?;
+                    Ok(refused_take(old, t.now_ms))
+                }
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
+    async fn complete(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
+        self.conditional_update(
+            key,
+            "SET #status = :completed, completed_at = :now_ms REMOVE lease_until, lease_owner",
+            FINISH_CONDITION,
+            vec![
+                (":completed", status(Status::Completed)),
+                (":processing", status(Status::Processing)),
+                (":me", s(owner)),
+                (":now_ms", n(now_ms)),
+            ],
+        )
+        .await
+    }
+
+    async fn fail(&self, key: &str, owner: &str, error: &str, _now_ms: i64) -> Result<bool, StoreError> {
+        self.conditional_update(
+            key,
+            "SET #status = :failed, last_error = :err REMOVE lease_until, lease_owner",
+            FINISH_CONDITION,
+            vec![
+                (":failed", status(Status::Failed)),
+                (":processing", status(Status::Processing)),
+                (":me", s(owner)),
+                (":err", s(error)),
+            ],
+        )
+        .await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().map(from_item).transpose()
+    }
+}
+
+fn number(v: &AttributeValue) -> Result<i64, StoreError> {
+    v.as_n()
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| StoreError::Corrupt(format!("expected a number, found {v:?}")))
+}
+
+/// Reads an item back into a [`Record`].
+pub fn from_item(item: &Item) -> Result<Record, StoreError> {
+    let text = |name: &str| -> Result<Option<String>, StoreError> {
+        item.get(name)
+            .map(|v| {
+                v.as_s()
+                    .cloned()
+                    .map_err(|_| StoreError::Corrupt(format!("`{name}` is not a string")))
+            })
+            .transpose()
+    };
+    let num = |name: &str| -> Result<Option<i64>, StoreError> { item.get(name).map(number).transpose() };
+    let required = |name: &str, v: Option<String>| {
+        v.ok_or_else(|| StoreError::Corrupt(format!("item lacks `{name}`")))
+    };
+    let key = required("pk", text("pk")?)?;
+    let status_text = required("status", text("status")?)?;
+    let status = Status::parse(&status_text)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown status `{status_text}`")))?;
+    let (default_status, default_body) = accepted_response(&key);
+    Ok(Record {
+        source: text("source")?.unwrap_or_default(),
+        status,
+        expires_at: num("expires_at")?.ok_or_else(|| StoreError::Corrupt("item lacks `expires_at`".into()))?,
+        lease_until: num("lease_until")?,
+        lease_owner: text("lease_owner")?,
+        payload_sha256: text("payload_sha256")?.unwrap_or_default(),
+        response_status: num("response_status")?
+            .and_then(|v| u16::try_from(v).ok())
+            .unwrap_or(default_status),
+        response_body: text("response_body")?.unwrap_or(default_body),
+        attempts: num("attempts")?
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0),
+        last_error: text("last_error")?,
+        received_at: num("received_at")?.unwrap_or(0),
+        completed_at: num("completed_at")?,
+        key,
+    })
+}

@@ -1,0 +1,159 @@
+//! The in-memory ledger: DynamoDB's conditional semantics as this project uses them, for unit
+//! tests and the deterministic simulation. Each write checks the same predicate that sits
+//! beside its DynamoDB condition in [`super`], atomically under one lock.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::{
+    accepted_response, claim_allowed, finish_allowed, mark_queued_allowed, refused_take,
+    release_allowed, take_allowed, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
+    Take, TakeOutcome,
+};
+
+#[derive(Debug, Default)]
+pub struct MemoryLedger {
+    items: Mutex<HashMap<String, Record>>,
+}
+
+impl MemoryLedger {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, Record>) -> T) -> T {
+        let mut items = match self.items.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut items)
+    }
+
+    /// Every item, for assertions.
+    pub fn snapshot(&self) -> Vec<Record> {
+        self.with(|items| items.values().cloned().collect())
+    }
+
+    /// What DynamoDB's TTL sweeper does, some time after `expires_at`: deletes expired items.
+    pub fn sweep_expired(&self, now_ms: i64) -> usize {
+        self.with(|items| {
+            let before = items.len();
+            items.retain(|_, r| !r.is_expired(now_ms));
+            before - items.len()
+        })
+    }
+}
+
+impl LedgerStore for MemoryLedger {
+    async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
+        Ok(self.with(|items| {
+            if let Some(existing) = items.get(&c.key) {
+                if !claim_allowed(Some(existing), c.now_ms) {
+                    return ClaimOutcome::Exists(Box::new(existing.clone()));
+                }
+            }
+            items.insert(
+                c.key.clone(),
+                Record {
+                    key: c.key.clone(),
+                    source: c.source.clone(),
+                    status: Status::Received,
+                    expires_at: c.expires_at,
+                    lease_until: Some(c.lease_until_ms),
+                    lease_owner: Some(c.owner.clone()),
+                    payload_sha256: c.payload_sha256.clone(),
+                    response_status: c.response_status,
+                    response_body: c.response_body.clone(),
+                    attempts: 0,
+                    last_error: None,
+                    received_at: c.now_ms,
+                    completed_at: None,
+                },
+            );
+            ClaimOutcome::Claimed
+        }))
+    }
+
+    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = release_allowed(items.get(key), owner);
+            if ok {
+                items.remove(key);
+            }
+            ok
+        }))
+    }
+
+    async fn mark_queued(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = mark_queued_allowed(items.get(key), owner);
+            if let Some(r) = items.get_mut(key).filter(|_| ok) {
+                r.status = Status::Queued;
+                r.lease_until = None;
+                r.lease_owner = None;
+            }
+            ok
+        }))
+    }
+
+    async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
+        Ok(self.with(|items| {
+            let existing = items.get(&t.key);
+            if !take_allowed(existing, t.now_ms) {
+                return refused_take(existing.cloned(), t.now_ms);
+            }
+            let (status, body) = accepted_response(&t.key);
+            let r = items.entry(t.key.clone()).or_insert_with(|| Record {
+                key: t.key.clone(),
+                source: t.source.clone(),
+                status: Status::Processing,
+                expires_at: t.expires_at,
+                lease_until: None,
+                lease_owner: None,
+                payload_sha256: t.payload_sha256.clone(),
+                response_status: status,
+                response_body: body,
+                attempts: 0,
+                last_error: None,
+                received_at: t.now_ms,
+                completed_at: None,
+            });
+            r.status = Status::Processing;
+            r.lease_until = Some(t.lease_until_ms);
+            r.lease_owner = Some(t.owner.clone());
+            r.expires_at = t.expires_at;
+            r.attempts += 1;
+            TakeOutcome::Taken { attempts: r.attempts }
+        }))
+    }
+
+    async fn complete(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = finish_allowed(items.get(key), owner);
+            if let Some(r) = items.get_mut(key).filter(|_| ok) {
+                r.status = Status::Completed;
+                r.completed_at = Some(now_ms);
+                r.lease_until = None;
+                r.lease_owner = None;
+            }
+            ok
+        }))
+    }
+
+    async fn fail(&self, key: &str, owner: &str, error: &str, _now_ms: i64) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = finish_allowed(items.get(key), owner);
+            if let Some(r) = items.get_mut(key).filter(|_| ok) {
+                r.status = Status::Failed;
+                r.last_error = Some(error.to_owned());
+                r.lease_until = None;
+                r.lease_owner = None;
+            }
+            ok
+        }))
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
+        Ok(self.with(|items| items.get(key).cloned()))
+    }
+}

@@ -1,0 +1,284 @@
+//! The ledger: one item per key, moved through its states by conditional writes only.
+//!
+//! ```text
+//!  (absent/expired) --claim--> RECEIVED --mark queued--> QUEUED --take--> PROCESSING --complete--> COMPLETED
+//!                                 |  \--release--> (absent)                    \--fail--> FAILED --take--> ...
+//!                                 \--(lease ran out) claim again
+//! ```
+//!
+//! Every transition is written here twice, side by side: as the DynamoDB condition
+//! expression the [`dynamo`] adapter sends, and as the predicate the in-memory adapter
+//! ([`memory`]) evaluates. The same transition tests run against both adapters, so the two
+//! cannot drift apart. An item past `expires_at` counts as absent in every condition:
+//! DynamoDB's TTL deletes lazily, often days later, and nothing here deletes by age.
+//!
+//! Units: `expires_at` is epoch seconds (the TTL attribute); `lease_until`, `received_at`
+//! and `completed_at` are epoch milliseconds.
+
+use std::future::Future;
+
+pub mod dynamo;
+pub mod memory;
+
+/// Where an item is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    Received,
+    Queued,
+    Processing,
+    Completed,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Received => "RECEIVED",
+            Status::Queued => "QUEUED",
+            Status::Processing => "PROCESSING",
+            Status::Completed => "COMPLETED",
+            Status::Failed => "FAILED",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        Some(match text {
+            "RECEIVED" => Status::Received,
+            "QUEUED" => Status::Queued,
+            "PROCESSING" => Status::Processing,
+            "COMPLETED" => Status::Completed,
+            "FAILED" => Status::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// One ledger item, as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub key: String,
+    pub source: String,
+    pub status: Status,
+    /// Epoch seconds; the TTL attribute.
+    pub expires_at: i64,
+    /// Epoch milliseconds, while RECEIVED or PROCESSING.
+    pub lease_until: Option<i64>,
+    pub lease_owner: Option<String>,
+    pub payload_sha256: String,
+    pub response_status: u16,
+    pub response_body: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    /// Epoch milliseconds.
+    pub received_at: i64,
+    /// Epoch milliseconds.
+    pub completed_at: Option<i64>,
+}
+
+impl Record {
+    /// Past `expires_at`: absent, whether or not DynamoDB has deleted it yet.
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.expires_at < now_ms.div_euclid(1000)
+    }
+
+    fn lease_ran_out(&self, now_ms: i64) -> bool {
+        self.lease_until.is_some_and(|until| until < now_ms)
+    }
+
+    fn owned_by(&self, owner: &str) -> bool {
+        self.lease_owner.as_deref() == Some(owner)
+    }
+}
+
+/// The first response to a key, stored with the claim and replayed to duplicates.
+pub fn accepted_response(key: &str) -> (u16, String) {
+    (
+        200,
+        serde_json::json!({"status": "accepted", "key": key}).to_string(),
+    )
+}
+
+/// A ledger call that did not get an answer (a DynamoDB error, not a failed condition).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    #[error("ledger unavailable: {0}")]
+    Unavailable(String),
+    #[error("ledger item unreadable: {0}")]
+    Corrupt(String),
+}
+
+/// The receiver's claim on a key.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    pub key: String,
+    pub source: String,
+    pub payload_sha256: String,
+    pub owner: String,
+    pub now_ms: i64,
+    pub lease_until_ms: i64,
+    pub expires_at: i64,
+    pub response_status: u16,
+    pub response_body: String,
+}
+
+/// What a claim found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The key is ours (it was absent, expired, or an abandoned claim).
+    Claimed,
+    /// Someone holds it: the item as it was (one round trip, via `ALL_OLD`).
+    Exists(Box<Record>),
+}
+
+/// The consumer's take of a key.
+#[derive(Clone, Debug)]
+pub struct Take {
+    pub key: String,
+    pub source: String,
+    pub payload_sha256: String,
+    pub owner: String,
+    pub now_ms: i64,
+    pub lease_until_ms: i64,
+    pub expires_at: i64,
+}
+
+/// What a take found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TakeOutcome {
+    /// Ours to run; `attempts` counts this one.
+    Taken { attempts: u32 },
+    /// Done already: acknowledge, no side effect.
+    Completed,
+    /// Someone else holds a live lease (or the item changed under us): do not run.
+    Busy { lease_until: Option<i64> },
+}
+
+// ---------------------------------------------------------------------------------------
+// The transitions. Each: the DynamoDB condition, then the same rule as a predicate.
+// Placeholders: :now_s (epoch seconds), :now_ms, :me (the lease owner), statuses by name.
+// `#status` stands for `status`, a DynamoDB reserved word.
+// ---------------------------------------------------------------------------------------
+
+/// Claim (receiver, PutItem): the key is free, expired, or a claim whose lease ran out.
+pub const CLAIM_CONDITION: &str =
+    "attribute_not_exists(pk) OR expires_at < :now_s OR (#status = :received AND lease_until < :now_ms)";
+
+pub fn claim_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
+    match existing {
+        None => true,
+        Some(r) => {
+            r.is_expired(now_ms) || (r.status == Status::Received && r.lease_ran_out(now_ms))
+        }
+    }
+}
+
+/// Release (receiver, DeleteItem): only our own claim, only before it was queued.
+pub const RELEASE_CONDITION: &str = "#status = :received AND lease_owner = :me";
+
+pub fn release_allowed(existing: Option<&Record>, owner: &str) -> bool {
+    existing.is_some_and(|r| r.status == Status::Received && r.owned_by(owner))
+}
+
+/// Mark queued (receiver, UpdateItem): our claim, still RECEIVED. A failure is benign: the
+/// consumer took it first.
+pub const MARK_QUEUED_CONDITION: &str = "#status = :received AND lease_owner = :me";
+
+pub fn mark_queued_allowed(existing: Option<&Record>, owner: &str) -> bool {
+    release_allowed(existing, owner)
+}
+
+/// Take (consumer, UpdateItem): absent or expired, RECEIVED, QUEUED or FAILED, or
+/// PROCESSING whose lease ran out. COMPLETED and a live PROCESSING lease are refused.
+pub const TAKE_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
+     OR #status IN (:received, :queued, :failed) \
+     OR (#status = :processing AND lease_until < :now_ms)";
+
+pub fn take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
+    match existing {
+        None => true,
+        Some(r) => {
+            r.is_expired(now_ms)
+                || matches!(r.status, Status::Received | Status::Queued | Status::Failed)
+                || (r.status == Status::Processing && r.lease_ran_out(now_ms))
+        }
+    }
+}
+
+/// Complete and fail (consumer, UpdateItem): only while we hold the lease.
+pub const FINISH_CONDITION: &str = "#status = :processing AND lease_owner = :me";
+
+pub fn finish_allowed(existing: Option<&Record>, owner: &str) -> bool {
+    existing.is_some_and(|r| r.status == Status::Processing && r.owned_by(owner))
+}
+
+/// What a refused take means for the message.
+pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
+    match existing {
+        Some(r) if r.status == Status::Completed && !r.is_expired(now_ms) => TakeOutcome::Completed,
+        Some(r) => TakeOutcome::Busy {
+            lease_until: r.lease_until,
+        },
+        None => TakeOutcome::Busy { lease_until: None },
+    }
+}
+
+/// The ledger's port: the six transitions and a read for operators.
+///
+/// `Ok(false)` from release, mark queued, complete and fail means the condition failed (the
+/// lease was lost or the item moved on); `Err` means no answer from the store.
+pub trait LedgerStore: Send + Sync + 'static {
+    fn claim(&self, claim: &Claim) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
+    fn release(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn mark_queued(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send;
+    fn complete(
+        &self,
+        key: &str,
+        owner: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn fail(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// A plain read, for operators and tests; no transition depends on it.
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
+}
+
+impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
+    fn claim(&self, claim: &Claim) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send {
+        (**self).claim(claim)
+    }
+    fn release(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).release(key, owner)
+    }
+    fn mark_queued(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).mark_queued(key, owner)
+    }
+    fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send {
+        (**self).take(take)
+    }
+    fn complete(
+        &self,
+        key: &str,
+        owner: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).complete(key, owner, now_ms)
+    }
+    fn fail(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).fail(key, owner, error, now_ms)
+    }
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
+        (**self).get(key)
+    }
+}

@@ -1,0 +1,21 @@
+//! The webhook inbox library: everything the two Lambda functions do, minus the wiring.
+//!
+//! - [`config`]: `WEBHOOK_SOURCES`, parsed and checked once at start-up.
+//! - [`key`]: the idempotency key, derived from the sender's own identifier.
+//! - [`signature`]: the senders' signature schemes.
+//! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail)
+//!   and its DynamoDB and in-memory adapters.
+//! - [`queue`]: the queue envelope and the SQS FIFO adapter.
+//! - [`receiver`] and [`consumer`]: the two handlers.
+
+pub mod app;
+pub mod clock;
+pub mod config;
+pub mod consumer;
+pub mod env;
+pub mod key;
+pub mod ledger;
+pub mod metrics;
+pub mod queue;
+pub mod receiver;
+pub mod signature;

@@ -1,0 +1,143 @@
+//! Metrics as CloudWatch Embedded Metric Format: one JSON line on stdout per count, which
+//! Lambda ships to CloudWatch Logs and CloudWatch turns into metrics. No API calls.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use crate::clock::{Clock, SystemClock};
+
+/// The one namespace.
+pub const NAMESPACE: &str = "WebhookInbox";
+
+/// What is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Accepted,
+    Replayed,
+    InProgressConflict,
+    SignatureRejected,
+    PayloadMismatch,
+    Released,
+    Rejected,
+    Completed,
+    Failed,
+    DuplicateDelivery,
+    LeaseLost,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Accepted => "Accepted",
+            Metric::Replayed => "Replayed",
+            Metric::InProgressConflict => "InProgressConflict",
+            Metric::SignatureRejected => "SignatureRejected",
+            Metric::PayloadMismatch => "PayloadMismatch",
+            Metric::Released => "Released",
+            Metric::Rejected => "Rejected",
+            Metric::Completed => "Completed",
+            Metric::Failed => "Failed",
+            Metric::DuplicateDelivery => "DuplicateDelivery",
+            Metric::LeaseLost => "LeaseLost",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Sink {
+    Stdout,
+    Memory(Arc<Mutex<Vec<String>>>),
+}
+
+/// Where a function's counts go, with its `function` dimension.
+#[derive(Clone, Debug)]
+pub struct Metrics {
+    function: &'static str,
+    sink: Sink,
+}
+
+impl Metrics {
+    /// Lines on stdout, as Lambda expects.
+    pub fn stdout(function: &'static str) -> Self {
+        Self {
+            function,
+            sink: Sink::Stdout,
+        }
+    }
+
+    /// Lines kept in memory, for tests; the handle reads them.
+    pub fn memory(function: &'static str) -> (Self, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        (
+            Self {
+                function,
+                sink: Sink::Memory(lines.clone()),
+            },
+            lines,
+        )
+    }
+
+    /// The EMF line for one count.
+    pub fn line(&self, source: &str, metric: Metric, timestamp_ms: i64) -> String {
+        serde_json::json!({
+            "_aws": {
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": NAMESPACE,
+                    "Dimensions": [["source", "function"]],
+                    "Metrics": [{"Name": metric.name(), "Unit": "Count"}]
+                }]
+            },
+            "source": source,
+            "function": self.function,
+            metric.name(): 1
+        })
+        .to_string()
+    }
+
+    /// Counts one.
+    pub fn count(&self, source: &str, metric: Metric) {
+        let line = self.line(source, metric, SystemClock.now_ms());
+        match &self.sink {
+            Sink::Stdout => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+            }
+            Sink::Memory(lines) => match lines.lock() {
+                Ok(mut l) => l.push(line),
+                Err(p) => p.into_inner().push(line),
+            },
+        }
+    }
+}
+
+/// Sums the EMF lines by metric name and source, for tests and the demo.
+pub fn tally(lines: &[String], source: &str, metric: Metric) -> u64 {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("source").and_then(|s| s.as_str()) == Some(source))
+        .filter_map(|v| v.get(metric.name()).and_then(|n| n.as_u64()))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emf_line_has_namespace_dimensions_and_value() {
+        let (m, lines) = Metrics::memory("receiver");
+        m.count("stripe", Metric::Accepted);
+        m.count("stripe", Metric::Accepted);
+        m.count("github", Metric::Replayed);
+        let lines = lines.lock().unwrap().clone();
+        let v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0][1], "function");
+        assert_eq!(v["function"], "receiver");
+        assert_eq!(tally(&lines, "stripe", Metric::Accepted), 2);
+        assert_eq!(tally(&lines, "github", Metric::Replayed), 1);
+        assert_eq!(tally(&lines, "github", Metric::Accepted), 0);
+    }
+}

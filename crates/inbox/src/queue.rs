@@ -1,0 +1,221 @@
+//! The queue message: a JSON envelope around the raw body, sent to SQS FIFO with the key as
+//! `MessageDeduplicationId` (the operation, not the delivery) and the configured group.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::key::sha256_hex;
+
+/// The envelope's version.
+pub const ENVELOPE_VERSION: u32 = 1;
+/// SQS's limit on `MessageDeduplicationId` and `MessageGroupId`.
+pub const SQS_ID_MAX: usize = 128;
+
+/// What travels on the queue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub v: u32,
+    pub key: String,
+    pub source: String,
+    /// Epoch milliseconds of the first receipt. Bookkeeping only: never part of an id.
+    pub received_at: i64,
+    pub payload_sha256: String,
+    /// The source's signature, id and content-type headers, lowercase names.
+    pub headers: BTreeMap<String, String>,
+    /// The raw body: as is where it is UTF-8, else base64 with `body_encoding: "base64"`.
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_encoding: Option<String>,
+}
+
+/// A message that cannot be read back.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EnvelopeError {
+    #[error("not an envelope: {0}")]
+    Json(String),
+    #[error("unsupported envelope version {0}")]
+    Version(u32),
+    #[error("body_encoding `{0}` is not known")]
+    Encoding(String),
+    #[error("the base64 body does not decode")]
+    Base64,
+}
+
+impl Envelope {
+    pub fn new(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: BTreeMap<String, String>,
+        body: &[u8],
+    ) -> Self {
+        let (body, body_encoding) = match std::str::from_utf8(body) {
+            Ok(text) => (text.to_owned(), None),
+            Err(_) => (
+                base64::engine::general_purpose::STANDARD.encode(body),
+                Some("base64".to_owned()),
+            ),
+        };
+        Self {
+            v: ENVELOPE_VERSION,
+            key: key.to_owned(),
+            source: source.to_owned(),
+            received_at,
+            payload_sha256: payload_sha256.to_owned(),
+            headers,
+            body,
+            body_encoding,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        // Serializing plain strings and maps cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn parse(text: &str) -> Result<Self, EnvelopeError> {
+        let env: Envelope =
+            serde_json::from_str(text).map_err(|e| EnvelopeError::Json(e.to_string()))?;
+        if env.v != ENVELOPE_VERSION {
+            return Err(EnvelopeError::Version(env.v));
+        }
+        if let Some(enc) = env.body_encoding.as_deref() {
+            if enc != "base64" {
+                return Err(EnvelopeError::Encoding(enc.to_owned()));
+            }
+        }
+        Ok(env)
+    }
+
+    /// The raw body, exactly as received.
+    pub fn body_bytes(&self) -> Result<Vec<u8>, EnvelopeError> {
+        match self.body_encoding.as_deref() {
+            None => Ok(self.body.as_bytes().to_vec()),
+            Some(_) => base64::engine::general_purpose::STANDARD
+                .decode(&self.body)
+                .map_err(|_| EnvelopeError::Base64),
+        }
+    }
+}
+
+/// An id SQS accepts: the value itself where it is at most 128 characters of the allowed
+/// set (letters, digits, punctuation), else its SHA-256 hex. Same input, same id, always.
+pub fn sqs_id(value: &str) -> String {
+    let fits = !value.is_empty()
+        && value.len() <= SQS_ID_MAX
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
+    if fits {
+        value.to_owned()
+    } else {
+        sha256_hex(value.as_bytes())
+    }
+}
+
+/// One message to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub group_id: String,
+    pub dedup_id: String,
+    pub body: String,
+}
+
+/// A failed send.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("queue unavailable: {0}")]
+pub struct QueueError(pub String);
+
+/// The queue's port.
+pub trait Queue: Send + Sync + 'static {
+    fn send(&self, msg: &Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+impl<T: Queue> Queue for std::sync::Arc<T> {
+    fn send(&self, msg: &Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send {
+        (**self).send(msg)
+    }
+}
+
+/// SQS: FIFO where the URL ends in `.fifo` (group and deduplication ids set), standard
+/// otherwise (neither is allowed there).
+#[derive(Clone, Debug)]
+pub struct SqsQueue {
+    client: aws_sdk_sqs::Client,
+    url: String,
+    fifo: bool,
+}
+
+impl SqsQueue {
+    pub fn new(client: aws_sdk_sqs::Client, url: impl Into<String>) -> Self {
+        let url = url.into();
+        let fifo = url.ends_with(".fifo");
+        Self { client, url, fifo }
+    }
+}
+
+impl Queue for SqsQueue {
+    async fn send(&self, msg: &Outgoing) -> Result<(), QueueError> {
+        let mut req = self
+            .client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(&msg.body);
+        if self.fifo {
+            req = req
+                .message_group_id(&msg.group_id)
+                .message_deduplication_id(&msg.dedup_id);
+        }
+        req.send()
+            .await
+            .map(|_| ())
+            .map_err(|e| QueueError(aws_sdk_sqs::error::DisplayErrorContext(e).to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqs_id_keeps_short_keys_and_hashes_the_rest() {
+        assert_eq!(sqs_id("stripe:evt_1"), "stripe:evt_1");
+        let long = format!("s:{}", "x".repeat(200));
+        assert_eq!(sqs_id(&long), sha256_hex(long.as_bytes()));
+        assert_eq!(sqs_id(&long).len(), 64);
+        assert_eq!(sqs_id("s:caf\u{e9}"), sha256_hex("s:caf\u{e9}".as_bytes()));
+        assert_eq!(sqs_id("s:a b"), sha256_hex(b"s:a b"));
+        assert_eq!(sqs_id(&"k".repeat(128)), "k".repeat(128));
+    }
+
+    #[test]
+    fn envelope_round_trips_text_and_binary_bodies() {
+        let headers = BTreeMap::from([("webhook-id".to_owned(), "msg_1".to_owned())]);
+        let text = Envelope::new("a:1", "a", 5, "h", headers.clone(), br#"{"x":1}"#);
+        assert_eq!(text.body_encoding, None);
+        let back = Envelope::parse(&text.to_json()).unwrap();
+        assert_eq!(back, text);
+        assert_eq!(back.body_bytes().unwrap(), br#"{"x":1}"#);
+
+        let binary = Envelope::new("a:1", "a", 5, "h", headers, &[0xff, 0x00, 0x80]);
+        assert_eq!(binary.body_encoding.as_deref(), Some("base64"));
+        let back = Envelope::parse(&binary.to_json()).unwrap();
+        assert_eq!(back.body_bytes().unwrap(), vec![0xff, 0x00, 0x80]);
+    }
+
+    #[test]
+    fn bad_envelopes_are_errors() {
+        assert!(matches!(Envelope::parse("nope"), Err(EnvelopeError::Json(_))));
+        let mut e = Envelope::new("a:1", "a", 5, "h", BTreeMap::new(), b"x");
+        e.v = 2;
+        assert_eq!(Envelope::parse(&e.to_json()), Err(EnvelopeError::Version(2)));
+        e.v = 1;
+        e.body_encoding = Some("rot13".into());
+        assert!(matches!(Envelope::parse(&e.to_json()), Err(EnvelopeError::Encoding(_))));
+        e.body_encoding = Some("base64".into());
+        e.body = "%%%".into();
+        assert_eq!(Envelope::parse(&e.to_json()).unwrap().body_bytes(), Err(EnvelopeError::Base64));
+    }
+}

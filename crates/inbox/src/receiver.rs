@@ -1,0 +1,431 @@
+//! The receiver: verify, derive the key, claim it, enqueue, answer.
+//!
+//! 200 means the event is durably on the queue. Any failure after the claim releases the
+//! claim first and answers 500, so the sender's retry finds the key free.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
+use base64::Engine as _;
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_runtime::LambdaEvent;
+use tracing::{info, warn};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::{Delivery, OnPayloadMismatch, Source, Sources};
+use crate::key::{self, KeyError};
+use crate::ledger::{accepted_response, Claim, ClaimOutcome, LedgerStore, Record, Status};
+use crate::metrics::{Metric, Metrics};
+use crate::queue::{sqs_id, Envelope, Outgoing, Queue};
+use crate::signature::SignatureError;
+
+/// A lease for an invocation that carries no deadline (a bare test call).
+pub const FALLBACK_LEASE_MS: i64 = 30_000;
+/// The header on a replayed response.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// Why a request was not accepted. Mapped to its status and stable code in one place:
+/// [`Rejection::status_and_code`].
+#[derive(Debug, thiserror::Error)]
+pub enum Rejection {
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("unknown source")]
+    UnknownSource,
+    #[error("body over the limit")]
+    PayloadTooLarge,
+    #[error("malformed body: {0}")]
+    MalformedBody(&'static str),
+    #[error("invalid signature: {0}")]
+    InvalidSignature(#[from] SignatureError),
+    #[error("{0}")]
+    MissingKey(KeyError),
+    #[error("{0}")]
+    InvalidKey(KeyError),
+    #[error("same key, different payload")]
+    PayloadMismatch,
+    #[error("the first delivery is still in progress")]
+    InProgress,
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl From<KeyError> for Rejection {
+    fn from(e: KeyError) -> Self {
+        match e {
+            KeyError::Missing(_) => Rejection::MissingKey(e),
+            KeyError::Invalid(..) => Rejection::InvalidKey(e),
+            KeyError::NotJson => Rejection::MalformedBody("not JSON where a key pointer needs JSON"),
+        }
+    }
+}
+
+impl Rejection {
+    /// The one mapping from error to HTTP status and `error` code.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Rejection::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Rejection::UnknownSource => (StatusCode::NOT_FOUND, "unknown_source"),
+            Rejection::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Rejection::MalformedBody(_) => (StatusCode::BAD_REQUEST, "malformed_body"),
+            Rejection::InvalidSignature(_) => (StatusCode::UNAUTHORIZED, "invalid_signature"),
+            Rejection::MissingKey(_) => (StatusCode::BAD_REQUEST, "missing_idempotency_key"),
+            Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
+            Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
+            Rejection::InProgress => (StatusCode::SERVICE_UNAVAILABLE, "in_progress"),
+            Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+
+    /// The response: the code only; the reason goes to the log, never to the sender.
+    pub fn into_response(self) -> Response<Body> {
+        let (status, code) = self.status_and_code();
+        let mut resp = json_response(status, serde_json::json!({ "error": code }).to_string());
+        match self {
+            Rejection::InProgress => {
+                resp.headers_mut()
+                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Rejection::MethodNotAllowed => {
+                resp.headers_mut()
+                    .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            _ => {}
+        }
+        resp
+    }
+}
+
+fn json_response(status: StatusCode, body: String) -> Response<Body> {
+    let mut resp = Response::new(Body::Text(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// The receiver's tunables (`IN_PROGRESS_WAIT_MS`, `MAX_BODY_BYTES`).
+#[derive(Clone, Copy, Debug)]
+pub struct ReceiverSettings {
+    pub in_progress_wait: Duration,
+    pub max_body_bytes: usize,
+}
+
+impl Default for ReceiverSettings {
+    fn default() -> Self {
+        Self {
+            in_progress_wait: Duration::from_millis(crate::env::DEFAULT_IN_PROGRESS_WAIT_MS),
+            max_body_bytes: usize::try_from(crate::env::DEFAULT_MAX_BODY_BYTES).unwrap_or(262_144),
+        }
+    }
+}
+
+/// Who is asking: the invocation's request id (the lease owner) and deadline.
+#[derive(Clone, Debug)]
+struct Invocation {
+    request_id: String,
+    deadline_ms: Option<i64>,
+}
+
+static LOCAL_INVOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+fn invocation(req: &Request) -> Invocation {
+    match req.lambda_context_ref() {
+        Some(ctx) if !ctx.request_id.is_empty() => Invocation {
+            request_id: ctx.request_id.clone(),
+            deadline_ms: i64::try_from(ctx.deadline).ok().filter(|d| *d > 0),
+        },
+        // No Lambda context: a unique owner for this process's call, never a key.
+        _ => Invocation {
+            request_id: format!(
+                "local-{}-{}",
+                std::process::id(),
+                LOCAL_INVOCATIONS.fetch_add(1, Ordering::Relaxed)
+            ),
+            deadline_ms: None,
+        },
+    }
+}
+
+/// The source: API Gateway's `{source}` path parameter, else the last segment of a path
+/// `/webhooks/<source>` (function URLs, `cargo lambda watch`).
+fn source_name(req: &Request) -> Option<String> {
+    if let Some(source) = req.path_parameters_ref().and_then(|p| p.first("source")) {
+        return Some(source.to_owned());
+    }
+    let mut segments = req.uri().path().trim_end_matches('/').rsplit('/');
+    let last = segments.next()?;
+    (segments.next() == Some("webhooks") && !last.is_empty()).then(|| last.to_owned())
+}
+
+/// The receiver, with its collaborators.
+pub struct Receiver<L, Q, C = SystemClock> {
+    sources: Sources,
+    ledger: L,
+    queue: Q,
+    clock: C,
+    settings: ReceiverSettings,
+    metrics: Metrics,
+}
+
+impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
+    pub fn new(
+        sources: Sources,
+        ledger: L,
+        queue: Q,
+        clock: C,
+        settings: ReceiverSettings,
+        metrics: Metrics,
+    ) -> Self {
+        Self {
+            sources,
+            ledger,
+            queue,
+            clock,
+            settings,
+            metrics,
+        }
+    }
+
+    pub fn ledger(&self) -> &L {
+        &self.ledger
+    }
+
+    /// Lambda's entry: an API Gateway HTTP API (payload v2) or function URL event.
+    ///
+    /// A body flagged base64 that does not decode is a 400 here; `lambda_http`'s own
+    /// conversion would panic on it.
+    pub async fn handle_event(
+        &self,
+        event: LambdaEvent<ApiGatewayV2httpRequest>,
+    ) -> Result<ApiGatewayV2httpResponse, Infallible> {
+        let LambdaEvent { payload, context } = event;
+        let bad_base64 = payload.is_base64_encoded
+            && payload.body.as_deref().is_some_and(|b| {
+                base64::engine::general_purpose::STANDARD
+                    .decode(b)
+                    .is_err()
+            });
+        let response = if bad_base64 {
+            warn!(outcome = "rejected", reason = "body flagged base64 does not decode");
+            Rejection::MalformedBody("body flagged base64 does not decode").into_response()
+        } else {
+            let req: Request = LambdaRequest::ApiGatewayV2(payload).into();
+            self.handle(req.with_lambda_context(context)).await
+        };
+        Ok(to_apigw_v2(response))
+    }
+
+    /// The HTTP contract of `POST /webhooks/{source}`.
+    pub async fn handle(&self, req: Request) -> Response<Body> {
+        let source = source_name(&req).unwrap_or_default();
+        match self.process(&req, &source).await {
+            Ok(resp) => resp,
+            Err(rejection) => {
+                let (status, code) = rejection.status_and_code();
+                match &rejection {
+                    Rejection::InvalidSignature(_) => self.metrics.count(&source, Metric::SignatureRejected),
+                    Rejection::InProgress => self.metrics.count(&source, Metric::InProgressConflict),
+                    _ => self.metrics.count(&source, Metric::Rejected),
+                }
+                warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
+                rejection.into_response()
+            }
+        }
+    }
+
+    async fn process(&self, req: &Request, source_name: &str) -> Result<Response<Body>, Rejection> {
+        if req.method() != Method::POST {
+            return Err(Rejection::MethodNotAllowed);
+        }
+        let source = self.sources.get(source_name).ok_or(Rejection::UnknownSource)?;
+        let body: &[u8] = req.body().as_ref();
+        if body.len() > self.settings.max_body_bytes {
+            return Err(Rejection::PayloadTooLarge);
+        }
+        source
+            .verifier
+            .verify(req.headers(), body, self.clock.now_secs())?;
+
+        let spec = &source.spec;
+        let body_sha256 = key::sha256_hex(body);
+        let needs_json = spec.key.needs_json() || matches!(spec.group, crate::config::GroupSpec::Json(_));
+        let json = if needs_json {
+            match key::parse_json(body) {
+                Ok(v) => Some(v),
+                Err(e) if spec.key.needs_json() => return Err(e.into()),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        let key = key::derive(source_name, &spec.key, req.headers(), json.as_ref(), &body_sha256)?;
+        let group = key::group(&key, &spec.group, source_name, json.as_ref());
+        let now = self.clock.now_ms();
+        let envelope = Envelope::new(
+            &key,
+            source_name,
+            now,
+            &body_sha256,
+            envelope_headers(source, req.headers()),
+            body,
+        );
+        let outgoing = Outgoing {
+            group_id: sqs_id(&group),
+            dedup_id: sqs_id(&key),
+            body: envelope.to_json(),
+        };
+        let (status, accepted) = accepted_response(&key);
+
+        if spec.delivery == Delivery::AtMostOnce {
+            // Declared at-most-once: no ledger; the queue's five-minute window is all there is.
+            self.queue
+                .send(&outgoing)
+                .await
+                .map_err(|e| Rejection::Internal(e.to_string()))?;
+            self.metrics.count(source_name, Metric::Accepted);
+            info!(source = source_name, key = %key, outcome = "accepted", delivery = "at_most_once");
+            return Ok(json_response(StatusCode::OK, accepted));
+        }
+
+        let inv = invocation(req);
+        let claim = self
+            .claim(source, &key, &body_sha256, &inv, status, &accepted)
+            .await?;
+        if let Some(existing) = claim {
+            return self.replay(source, &key, &body_sha256, &existing);
+        }
+
+        if let Err(e) = self.queue.send(&outgoing).await {
+            match self.ledger.release(&key, &inv.request_id).await {
+                Ok(released) => info!(source = source_name, key = %key, released, outcome = "released"),
+                Err(re) => warn!(source = source_name, key = %key, error = %re, outcome = "release_failed"),
+            }
+            self.metrics.count(source_name, Metric::Released);
+            return Err(Rejection::Internal(e.to_string()));
+        }
+
+        match self.ledger.mark_queued(&key, &inv.request_id).await {
+            Ok(true) => {}
+            Ok(false) => info!(source = source_name, key = %key, "consumer took the key before mark queued"),
+            // The event is on the queue: the 200 is true. The claim's lease runs out and the
+            // consumer's take accepts RECEIVED.
+            Err(e) => warn!(source = source_name, key = %key, error = %e, "mark queued failed after enqueue"),
+        }
+        self.metrics.count(source_name, Metric::Accepted);
+        info!(source = source_name, key = %key, outcome = "accepted");
+        Ok(json_response(StatusCode::OK, accepted))
+    }
+
+    /// Claims the key, waiting a bounded time behind a live claim. `Ok(None)`: ours;
+    /// `Ok(Some(record))`: a duplicate to replay.
+    async fn claim(
+        &self,
+        source: &Source,
+        key: &str,
+        body_sha256: &str,
+        inv: &Invocation,
+        response_status: u16,
+        response_body: &str,
+    ) -> Result<Option<Record>, Rejection> {
+        let give_up = tokio::time::Instant::now() + self.settings.in_progress_wait;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let now = self.clock.now_ms();
+            let lease_until_ms = match inv.deadline_ms {
+                Some(deadline) if deadline > now => deadline,
+                _ => now + FALLBACK_LEASE_MS,
+            };
+            let retention_secs = i64::try_from(source.spec.retention_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
+            let claim = Claim {
+                key: key.to_owned(),
+                source: source.spec.name.clone(),
+                payload_sha256: body_sha256.to_owned(),
+                owner: inv.request_id.clone(),
+                now_ms: now,
+                lease_until_ms,
+                expires_at: now.div_euclid(1000) + retention_secs,
+                response_status,
+                response_body: response_body.to_owned(),
+            };
+            match self.ledger.claim(&claim).await {
+                Err(e) => return Err(Rejection::Internal(e.to_string())),
+                Ok(ClaimOutcome::Claimed) => return Ok(None),
+                Ok(ClaimOutcome::Exists(existing)) if existing.status != Status::Received => {
+                    return Ok(Some(*existing))
+                }
+                Ok(ClaimOutcome::Exists(_)) => {
+                    let left = give_up.saturating_duration_since(tokio::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(Rejection::InProgress);
+                    }
+                    tokio::time::sleep(pause.min(left)).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
+    fn replay(
+        &self,
+        source: &Source,
+        key: &str,
+        body_sha256: &str,
+        existing: &Record,
+    ) -> Result<Response<Body>, Rejection> {
+        let name = source.spec.name.as_str();
+        if !existing.payload_sha256.is_empty() && existing.payload_sha256 != body_sha256 {
+            self.metrics.count(name, Metric::PayloadMismatch);
+            warn!(source = name, key = %key, "same key, different payload");
+            if source.spec.on_payload_mismatch == OnPayloadMismatch::Reject {
+                return Err(Rejection::PayloadMismatch);
+            }
+        }
+        self.metrics.count(name, Metric::Replayed);
+        info!(source = name, key = %key, status = existing.status.as_str(), outcome = "replayed");
+        let status = StatusCode::from_u16(existing.response_status).unwrap_or(StatusCode::OK);
+        let mut resp = json_response(status, existing.response_body.clone());
+        resp.headers_mut()
+            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+        Ok(resp)
+    }
+}
+
+/// The headers the envelope carries: the source's signature, id and content-type headers.
+fn envelope_headers(source: &Source, headers: &HeaderMap) -> BTreeMap<String, String> {
+    source
+        .spec
+        .envelope_headers()
+        .into_iter()
+        .filter_map(|name| {
+            let value = headers.get(name.as_str())?.to_str().ok()?.to_owned();
+            Some((name, value))
+        })
+        .collect()
+}
+
+/// An `http::Response` as API Gateway (payload v2) wants it.
+pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
+    let (parts, body) = response.into_parts();
+    let mut out = ApiGatewayV2httpResponse::default();
+    out.status_code = i64::from(parts.status.as_u16());
+    out.headers = parts.headers;
+    out.is_base64_encoded = false;
+    out.body = match body {
+        Body::Empty => None,
+        Body::Text(text) => Some(Body::Text(text)),
+        Body::Binary(bytes) => {
+            out.is_base64_encoded = true;
+            Some(Body::Text(base64::engine::general_purpose::STANDARD.encode(bytes)))
+        }
+        _ => None,
+    };
+    out
+}

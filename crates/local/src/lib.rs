@@ -1,0 +1,4 @@
+pub mod faults;
+pub mod moto;
+pub mod provision;
+pub mod testkit;

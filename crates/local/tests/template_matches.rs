@@ -1,0 +1,557 @@
+//! template.yaml says what the code and DESIGN.md expect, and `provision` builds the same
+//! resources on a local AWS server (moto).
+
+use std::fs::File;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::types::{KeyType, ScalarAttributeType, TimeToLiveStatus};
+use aws_sdk_sqs::types::QueueAttributeName;
+use local::provision::{provision, template_path, Template};
+use serde_yaml::Value;
+
+const RECEIVER: &str = "ReceiverFunction";
+const CONSUMER: &str = "ConsumerFunction";
+
+fn template() -> Template {
+    Template::load(&template_path()).expect("template.yaml loads")
+}
+
+/// A literal number, or a numeric string (CloudFormation takes both).
+fn number(value: &Value) -> u64 {
+    match value {
+        Value::Number(n) => n.as_u64().expect("a whole number"),
+        Value::String(s) => s.parse().expect("a whole number"),
+        other => panic!("not a literal number: {other:?}"),
+    }
+}
+
+fn parameter_default_number(t: &Template, name: &str) -> u64 {
+    number(
+        t.parameter_default(name)
+            .unwrap_or_else(|| panic!("parameter {name} has a default")),
+    )
+}
+
+/// The parameter a `!Ref Name` (or `{Ref: Name}`) names.
+fn ref_target(value: &Value) -> Option<&str> {
+    match value {
+        Value::Tagged(t) if t.tag == "Ref" => t.value.as_str(),
+        Value::Mapping(m) if m.len() == 1 => m.get("Ref")?.as_str(),
+        _ => None,
+    }
+}
+
+fn env_value<'a>(t: &'a Template, function: &str, name: &str) -> &'a Value {
+    t.resource(function)
+        .and_then(|r| {
+            r.get("Properties")?
+                .get("Environment")?
+                .get("Variables")?
+                .get(name)
+        })
+        .unwrap_or_else(|| panic!("{function} sets {name}"))
+}
+
+fn consumer_sqs_event(t: &Template) -> &Value {
+    let events = t
+        .resource(CONSUMER)
+        .and_then(|r| r.get("Properties")?.get("Events")?.as_mapping())
+        .expect("consumer has Events");
+    let sqs: Vec<_> = events
+        .values()
+        .filter(|e| e.get("Type").and_then(Value::as_str) == Some("SQS"))
+        .collect();
+    assert_eq!(sqs.len(), 1, "consumer has exactly one SQS event");
+    sqs[0].get("Properties").expect("SQS event has Properties")
+}
+
+#[test]
+fn ledger_table_matches_the_ledger_item() {
+    let t = template();
+    assert_eq!(t.ttl_attribute(), "expires_at");
+    assert_eq!(t.partition_key(), "pk");
+    assert_eq!(t.partition_key_type(), "S");
+    assert_eq!(
+        t.key_schema(),
+        [("pk".to_owned(), "HASH".to_owned())],
+        "pk is the only key"
+    );
+    assert_eq!(t.billing_mode(), "PAY_PER_REQUEST");
+}
+
+#[test]
+fn queue_is_fifo_with_explicit_deduplication_ids() {
+    let t = template();
+    assert!(t.queue_is_fifo());
+    assert!(
+        !t.queue_content_based_deduplication(),
+        "the MessageDeduplicationId is the idempotency key, never a hash of the body"
+    );
+    let attrs = t.queue_attributes();
+    assert_eq!(attrs.get("FifoQueue").map(String::as_str), Some("true"));
+    assert_eq!(
+        attrs.get("ContentBasedDeduplication").map(String::as_str),
+        Some("false"),
+        "written out, not left to the default"
+    );
+    assert_eq!(
+        attrs.get("DeduplicationScope").map(String::as_str),
+        Some("messageGroup")
+    );
+    assert_eq!(
+        attrs.get("FifoThroughputLimit").map(String::as_str),
+        Some("perMessageGroupId")
+    );
+}
+
+#[test]
+fn visibility_timeout_is_at_least_six_consumer_timeouts() {
+    let t = template();
+    let timeout = t.function_timeout(CONSUMER).expect("consumer Timeout");
+    assert!(
+        t.queue_visibility_timeout() >= 6 * timeout,
+        "VisibilityTimeout {} < 6 x consumer Timeout {timeout}",
+        t.queue_visibility_timeout()
+    );
+}
+
+#[test]
+fn queue_retention_is_shorter_than_ledger_retention() {
+    let t = template();
+    let queue = u64::from(t.queue_retention_seconds());
+    let hours = parameter_default_number(&t, "RetentionHours");
+    assert!(
+        queue < hours * 3600,
+        "queue retention {queue}s >= RetentionHours {hours}h"
+    );
+
+    // The parameter's constraint keeps any deployed value consistent too.
+    let min = number(
+        t.document()
+            .get("Parameters")
+            .and_then(|p| p.get("RetentionHours")?.get("MinValue"))
+            .expect("RetentionHours has MinValue"),
+    );
+    assert!(
+        queue < min * 3600,
+        "RetentionHours MinValue {min}h allows {queue}s"
+    );
+
+    // And so do the demo sources' own retention_hours.
+    let sources = t
+        .parameter_default("WebhookSources")
+        .and_then(Value::as_str)
+        .expect("WebhookSources has a default");
+    let sources: serde_json::Value =
+        serde_json::from_str(sources).expect("WebhookSources default is JSON");
+    let sources = sources.as_object().expect("a JSON object of sources");
+    for name in ["stripe", "github", "acme"] {
+        assert!(
+            sources.contains_key(name),
+            "demo source {name} in the default"
+        );
+    }
+    for (name, source) in sources {
+        let hours = source
+            .get("retention_hours")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(168);
+        assert!(
+            queue < hours * 3600,
+            "source {name}: retention_hours {hours}"
+        );
+    }
+}
+
+#[test]
+fn redrive_goes_to_a_fifo_dlq_that_outlives_the_queue() {
+    let t = template();
+    assert!(t.dlq_is_fifo(), "a FIFO queue's DLQ must be FIFO");
+    assert!(t.max_receive_count() >= 1);
+    // A message keeps its original enqueue time in a FIFO DLQ: it must not expire there first.
+    assert!(t.dlq_retention_seconds() > t.queue_retention_seconds());
+    assert_eq!(t.dlq_retention_seconds(), 14 * 24 * 3600);
+}
+
+#[test]
+fn functions_get_the_environment_the_code_reads() {
+    let t = template();
+    let receiver = t.function_env_names(RECEIVER);
+    for name in [
+        "LEDGER_TABLE",
+        "WEBHOOK_SOURCES",
+        "QUEUE_URL",
+        "IN_PROGRESS_WAIT_MS",
+        "MAX_BODY_BYTES",
+        "RUST_LOG",
+    ] {
+        assert!(receiver.iter().any(|n| n == name), "receiver lacks {name}");
+    }
+    let consumer = t.function_env_names(CONSUMER);
+    for name in [
+        "LEDGER_TABLE",
+        "WEBHOOK_SOURCES",
+        "FORWARD_URL",
+        "FORWARD_TIMEOUT_MS",
+        "MAX_CONCURRENT_GROUPS",
+        "RUST_LOG",
+    ] {
+        assert!(consumer.iter().any(|n| n == name), "consumer lacks {name}");
+    }
+    assert!(t.function_env_names("NoSuchFunction").is_empty());
+
+    assert_eq!(
+        ref_target(env_value(&t, RECEIVER, "QUEUE_URL")),
+        Some(t.queue_logical_id())
+    );
+    for function in [RECEIVER, CONSUMER] {
+        assert_eq!(
+            ref_target(env_value(&t, function, "LEDGER_TABLE")),
+            Some(t.table_logical_id())
+        );
+    }
+}
+
+#[test]
+fn no_iam_statement_has_a_wildcard() {
+    fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::String(s) => out.push(s),
+            Value::Sequence(items) => items.iter().for_each(|v| strings(v, out)),
+            Value::Mapping(map) => map.values().for_each(|v| strings(v, out)),
+            Value::Tagged(tagged) => strings(&tagged.value, out),
+            _ => {}
+        }
+    }
+    fn walk(value: &Value, checked: &mut usize) {
+        match value {
+            Value::Mapping(map) => {
+                for (key, v) in map {
+                    if let Some(k @ ("Action" | "NotAction" | "Resource" | "NotResource")) =
+                        key.as_str()
+                    {
+                        let mut found = Vec::new();
+                        strings(v, &mut found);
+                        for s in found {
+                            assert!(!s.contains('*'), "{k} {s:?} has a wildcard");
+                        }
+                        *checked += 1;
+                    }
+                    walk(v, checked);
+                }
+            }
+            Value::Sequence(items) => items.iter().for_each(|v| walk(v, checked)),
+            // !If branches, !Sub strings, ...
+            Value::Tagged(tagged) => walk(&tagged.value, checked),
+            _ => {}
+        }
+    }
+    let t = template();
+    let mut checked = 0;
+    walk(t.document(), &mut checked);
+    // receiver: 3 statements, consumer: 2, each with Action and Resource.
+    assert!(
+        checked >= 10,
+        "found only {checked} Action/Resource entries"
+    );
+}
+
+#[test]
+fn consumer_reports_batch_item_failures() {
+    let t = template();
+    let event = consumer_sqs_event(&t);
+    let types = event
+        .get("FunctionResponseTypes")
+        .and_then(Value::as_sequence)
+        .expect("FunctionResponseTypes");
+    assert!(types
+        .iter()
+        .any(|v| v.as_str() == Some("ReportBatchItemFailures")));
+
+    match event.get("Queue").expect("SQS event Queue") {
+        Value::Tagged(tagged) if tagged.tag == "GetAtt" => assert_eq!(
+            tagged.value.as_str(),
+            Some(format!("{}.Arn", t.queue_logical_id()).as_str())
+        ),
+        other => panic!("Queue should be !GetAtt <queue>.Arn, is {other:?}"),
+    }
+
+    let batch = number(event.get("BatchSize").expect("BatchSize"));
+    assert!((1..=10).contains(&batch), "FIFO batches hold at most 10");
+
+    let max = event
+        .get("ScalingConfig")
+        .and_then(|s| s.get("MaximumConcurrency"))
+        .expect("ScalingConfig.MaximumConcurrency");
+    let param = ref_target(max).expect("MaximumConcurrency is a parameter");
+    assert!(parameter_default_number(&t, param) >= 2, "AWS minimum is 2");
+}
+
+#[test]
+fn a_batch_of_one_group_fits_in_the_consumer_timeout() {
+    // One FIFO group runs its messages in order, so a full batch of slow forwards is the worst case.
+    let t = template();
+    let batch = number(consumer_sqs_event(&t).get("BatchSize").expect("BatchSize"));
+    let forward_ms = number(env_value(&t, CONSUMER, "FORWARD_TIMEOUT_MS"));
+    let timeout_ms = u64::from(t.function_timeout(CONSUMER).expect("Timeout")) * 1000;
+    assert!(
+        batch * forward_ms < timeout_ms,
+        "{batch} x {forward_ms} ms >= {timeout_ms} ms"
+    );
+}
+
+#[test]
+fn the_largest_body_fits_in_a_queue_message() {
+    // The envelope carries the body base64-encoded at worst (4/3), plus headers and metadata.
+    let t = template();
+    let max_body = number(env_value(&t, RECEIVER, "MAX_BODY_BYTES"));
+    let message_limit: u64 = t
+        .queue_attributes()
+        .get("MaximumMessageSize")
+        .map_or(262_144, |v| v.parse().expect("a number"));
+    assert!(
+        max_body.div_ceil(3) * 4 + 16 * 1024 <= message_limit,
+        "MAX_BODY_BYTES {max_body} does not fit MaximumMessageSize {message_limit}"
+    );
+}
+
+// --- against a local AWS server ---------------------------------------------------------------
+
+/// A moto server on a free loopback port, killed when dropped (also when a test panics).
+struct Moto {
+    child: Child,
+    endpoint: String,
+    log: PathBuf,
+}
+
+impl Moto {
+    async fn start() -> Moto {
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/moto_server");
+        assert!(
+            bin.exists(),
+            "{} is missing: create the venv (pip install -r requirements-dev.txt)",
+            bin.display()
+        );
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("moto-{port}.log"));
+        let child = Command::new(&bin)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("moto log file"))
+            .spawn()
+            .expect("start moto_server");
+        let mut moto = Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = moto.child.try_wait().expect("moto_server status") {
+                panic!(
+                    "moto_server exited ({status}): {}",
+                    std::fs::read_to_string(&moto.log).unwrap_or_default()
+                );
+            }
+            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                return moto;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "moto_server not listening after 60 s; log: {}",
+                moto.log.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn provision_creates_what_the_template_declares() {
+    let t = template();
+    let moto = Moto::start().await;
+    let config = aws_config::defaults(BehaviorVersion::latest())
+        .endpoint_url(&moto.endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "static",
+        ))
+        .load()
+        .await;
+    let dynamo = aws_sdk_dynamodb::Client::new(&config);
+    let sqs = aws_sdk_sqs::Client::new(&config);
+
+    let made = provision(&t, &dynamo, &sqs, "it").await.expect("provision");
+    assert_eq!(made.table, "it-ledger");
+    assert!(
+        made.queue_url.ends_with("/it-webhooks.fifo"),
+        "{}",
+        made.queue_url
+    );
+    assert!(made.dlq_url.ends_with("/it-dlq.fifo"), "{}", made.dlq_url);
+
+    // The table.
+    let described = dynamo
+        .describe_table()
+        .table_name(&made.table)
+        .send()
+        .await
+        .expect("DescribeTable");
+    let table = described.table().expect("a table");
+    let keys: Vec<_> = table
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name(), k.key_type().clone()))
+        .collect();
+    assert_eq!(keys, [(t.partition_key(), KeyType::Hash)]);
+    let pk_type = table
+        .attribute_definitions()
+        .iter()
+        .find(|d| d.attribute_name() == t.partition_key())
+        .map(|d| d.attribute_type().clone());
+    assert_eq!(pk_type, Some(ScalarAttributeType::S));
+    if let Some(summary) = table.billing_mode_summary() {
+        assert_eq!(
+            summary.billing_mode().map(|m| m.as_str()),
+            Some(t.billing_mode())
+        );
+    }
+
+    let ttl = dynamo
+        .describe_time_to_live()
+        .table_name(&made.table)
+        .send()
+        .await
+        .expect("DescribeTimeToLive");
+    let ttl = ttl.time_to_live_description().expect("a TTL description");
+    assert_eq!(ttl.attribute_name(), Some(t.ttl_attribute()));
+    assert_eq!(ttl.time_to_live_status(), Some(&TimeToLiveStatus::Enabled));
+
+    // The queues.
+    let all = |url: String| {
+        let sqs = sqs.clone();
+        async move {
+            sqs.get_queue_attributes()
+                .queue_url(url)
+                .attribute_names(QueueAttributeName::All)
+                .send()
+                .await
+                .expect("GetQueueAttributes")
+                .attributes()
+                .cloned()
+                .unwrap_or_default()
+        }
+    };
+    let queue = all(made.queue_url.clone()).await;
+    let dlq = all(made.dlq_url.clone()).await;
+    for (expected, actual, which) in [
+        (t.queue_attributes(), &queue, "queue"),
+        (t.dlq_attributes(), &dlq, "dlq"),
+    ] {
+        for (name, value) in expected {
+            assert_eq!(
+                actual.get(&QueueAttributeName::from(name.as_str())),
+                Some(value),
+                "{which} attribute {name}"
+            );
+        }
+    }
+    let redrive: serde_json::Value = serde_json::from_str(
+        queue
+            .get(&QueueAttributeName::RedrivePolicy)
+            .expect("RedrivePolicy"),
+    )
+    .expect("RedrivePolicy is JSON");
+    assert_eq!(
+        redrive["deadLetterTargetArn"].as_str(),
+        dlq.get(&QueueAttributeName::QueueArn).map(String::as_str)
+    );
+    let max_receive = &redrive["maxReceiveCount"];
+    let max_receive = max_receive
+        .as_u64()
+        .or_else(|| max_receive.as_str()?.parse().ok());
+    assert_eq!(max_receive, Some(u64::from(t.max_receive_count())));
+
+    // Without content-based deduplication, a message needs an explicit deduplication id.
+    let refused = sqs
+        .send_message()
+        .queue_url(&made.queue_url)
+        .message_group_id("g")
+        .message_body("{}")
+        .send()
+        .await;
+    assert!(refused.is_err(), "sent without a MessageDeduplicationId");
+
+    // Idempotent: a second run reuses everything.
+    let again = provision(&t, &dynamo, &sqs, "it")
+        .await
+        .expect("provision again");
+    assert_eq!(again, made);
+
+    // Resources left by an older template converge: a queue with other attributes gets the
+    // template's, a table without TTL gets it.
+    sqs.create_queue()
+        .queue_name("old-webhooks.fifo")
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .attributes(QueueAttributeName::VisibilityTimeout, "30")
+        .send()
+        .await
+        .expect("CreateQueue old");
+    dynamo
+        .create_table()
+        .table_name("old-ledger")
+        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
+        .attribute_definitions(
+            aws_sdk_dynamodb::types::AttributeDefinition::builder()
+                .attribute_name("pk")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            aws_sdk_dynamodb::types::KeySchemaElement::builder()
+                .attribute_name("pk")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("CreateTable old");
+    let old = provision(&t, &dynamo, &sqs, "old")
+        .await
+        .expect("provision over old resources");
+    let queue = all(old.queue_url.clone()).await;
+    assert_eq!(
+        queue.get(&QueueAttributeName::VisibilityTimeout),
+        t.queue_attributes().get("VisibilityTimeout")
+    );
+    assert!(queue.contains_key(&QueueAttributeName::RedrivePolicy));
+    let ttl = dynamo
+        .describe_time_to_live()
+        .table_name(&old.table)
+        .send()
+        .await
+        .expect("DescribeTimeToLive old");
+    assert_eq!(
+        ttl.time_to_live_description()
+            .and_then(|d| d.attribute_name()),
+        Some(t.ttl_attribute())
+    );
+
+    drop(moto);
+}
