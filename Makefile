@@ -1,0 +1,32 @@
+# The project's commands. `make demo` and `make test` are the two a fresh clone needs:
+# each installs what it uses (Python tools into .venv from requirements-dev.txt, crates by
+# cargo) and starts, then stops, every service it needs.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+# cargo-lambda, zig, cfn-lint and moto come from the venv.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: venv test lint demo build bench simulate audit clean
+
+$(VENV)/.installed: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+lint: venv
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(VENV)/bin/cfn-lint template.yaml
+
+# The tests start their own moto server (one per test binary, on a free loopback port)
+# and it stops with them.
+test: lint
+	cargo test --workspace --all-targets
+
+clean:
+	cargo clean
+	rm -rf $(VENV) .local
