@@ -360,3 +360,30 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: &str, group: Option<&str>) -> SqsMessage {
+        let mut m = SqsMessage::default();
+        m.message_id = Some(id.to_owned());
+        if let Some(g) = group {
+            m.attributes.insert("MessageGroupId".to_owned(), g.to_owned());
+        }
+        m
+    }
+
+    #[test]
+    fn fifo_messages_group_in_arrival_order() {
+        let batch = [msg("a1", Some("A")), msg("b1", Some("B")), msg("a2", Some("A")), msg("b2", Some("B")), msg("c1", Some("C"))];
+        assert_eq!(plan(&batch), vec![vec![0, 2], vec![1, 3], vec![4]]);
+    }
+
+    #[test]
+    fn standard_queue_messages_stand_alone() {
+        let batch = [msg("x", None), msg("y", None), msg("z", None)];
+        assert_eq!(plan(&batch), vec![vec![0], vec![1], vec![2]]);
+        assert!(plan(&[]).is_empty());
+    }
+}

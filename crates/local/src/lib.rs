@@ -1,3 +1,4 @@
+pub mod bridge;
 pub mod faults;
 pub mod moto;
 pub mod provision;

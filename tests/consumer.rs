@@ -1,0 +1,321 @@
+//! The consumer, end to end: a real FIFO queue and ledger on the local AWS API server, and a
+//! real HTTP system of record on loopback that counts calls per `Idempotency-Key`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use inbox::clock::SystemClock;
+use inbox::config::{AwsSecretResolver, SourceSpecs};
+use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
+use inbox::ledger::dynamo::DynamoLedger;
+use inbox::ledger::{LedgerStore as _, Status};
+use inbox::metrics::{tally, Metric, Metrics};
+use inbox::queue::{SqsQueue, Queue as _};
+use inbox::receiver::{Receiver, ReceiverSettings};
+use local::bridge::Bridge;
+use local::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TEST_SOURCES};
+
+type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
+type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+
+fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (Cx, Arc<Mutex<Vec<String>>>) {
+    let (metrics, lines) = Metrics::memory("consumer");
+    let forwarder = HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client");
+    (
+        Consumer::new(
+            SourceSpecs::parse(TEST_SOURCES).expect("sources"),
+            aws.ledger(),
+            forwarder,
+            SystemClock,
+            ConsumerSettings::default(),
+            metrics,
+        ),
+        lines,
+    )
+}
+
+async fn receiver(aws: &LocalAws) -> Rx {
+    let sources = SourceSpecs::parse(TEST_SOURCES)
+        .expect("sources")
+        .resolve(&AwsSecretResolver::env_only())
+        .await
+        .expect("secrets");
+    Receiver::new(
+        sources,
+        aws.ledger(),
+        aws.queue(),
+        SystemClock,
+        ReceiverSettings::default(),
+        Metrics::memory("receiver").0,
+    )
+}
+
+async fn bridge(aws: &LocalAws) -> Bridge {
+    let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url).await.expect("bridge");
+    b.retry_failed_now = true;
+    b
+}
+
+/// Invokes the consumer as Lambda would, with a fresh request id and a 30 s deadline.
+async fn invoke(cx: &Cx, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
+    let deadline = testkit::now_ms() + 30_000;
+    Ok(cx.handle_batch(&event.records, &testkit::unique("inv"), Some(deadline)).await)
+}
+
+/// Pumps until the queue has nothing visible (bounded).
+async fn drain(b: &Bridge, cx: &Cx) -> usize {
+    let mut rounds = 0;
+    for _ in 0..500 {
+        match b.pump_once(|e| invoke(cx, e)).await.expect("pump") {
+            Some(_) => rounds += 1,
+            None => return rounds,
+        }
+    }
+    panic!("queue did not drain in 500 rounds");
+}
+
+async fn deliver_github(rx: &Rx, id: &str, body: &[u8]) -> u16 {
+    rx.handle(post("github", &github_headers(id, body), body)).await.status().as_u16()
+}
+
+/// A copy of an already-accepted event's message, as a redelivery after the queue's
+/// five-minute deduplication window would look (a new deduplication id).
+async fn redeliver_late(aws: &LocalAws, envelope_body: &str, group: &str, n: u32) {
+    aws.queue()
+        .send(&inbox::queue::Outgoing {
+            group_id: group.to_owned(),
+            dedup_id: format!("late-{n}-{}", testkit::unique("x")),
+            body: envelope_body.to_owned(),
+        })
+        .await
+        .expect("send");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_of_a_completed_event_runs_the_side_effect_once() {
+    let aws = LocalAws::new("c-dup").await;
+    let sor = SystemOfRecord::start();
+    let (cx, lines) = consumer(&aws, &sor);
+    let rx = receiver(&aws).await;
+    let b = bridge(&aws).await;
+    let body = br#"{"n":1}"#;
+    assert_eq!(deliver_github(&rx, "e-1", body).await, 200);
+
+    // Keep a copy of the message before the consumer deletes it.
+    let copy = aws.receive_all(&aws.resources.queue_url).await;
+    let envelope = copy[0].body().expect("body").to_owned();
+    aws.sqs
+        .change_message_visibility()
+        .queue_url(&aws.resources.queue_url)
+        .receipt_handle(copy[0].receipt_handle().expect("handle"))
+        .visibility_timeout(0)
+        .send()
+        .await
+        .expect("visible");
+    drain(&b, &cx).await;
+    assert_eq!(sor.calls_for("github:e-1"), 1);
+
+    // Two late copies in one batch, and one more later.
+    redeliver_late(&aws, &envelope, "github:e-1", 1).await;
+    redeliver_late(&aws, &envelope, "github:e-1", 2).await;
+    drain(&b, &cx).await;
+    redeliver_late(&aws, &envelope, "github:e-1", 3).await;
+    drain(&b, &cx).await;
+
+    assert_eq!(sor.calls_for("github:e-1"), 1, "side effect ran once");
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "github", Metric::Completed), 1);
+    assert_eq!(tally(&lines, "github", Metric::DuplicateDelivery), 3);
+    let item = aws.ledger().get("github:e-1").await.expect("get").expect("item");
+    assert_eq!(item.status, Status::Completed);
+    assert_eq!(item.attempts, 1);
+    assert!(aws.receive_all(&aws.resources.queue_url).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_complete() {
+    let aws = LocalAws::new("c-groups").await;
+    let sor = SystemOfRecord::start();
+    let (cx, _) = consumer(&aws, &sor);
+    let rx = receiver(&aws).await;
+    let t = testkit::now_ms() / 1000;
+    // Source "acme" groups by customer: A1 A2 A3 for customer A, B1 B2 for customer B.
+    let mut keys = Vec::new();
+    for (id, customer) in [("A1", "A"), ("B1", "B"), ("A2", "A"), ("A3", "A"), ("B2", "B")] {
+        let body = format!(r#"{{"customer_id":"{customer}","event":"{id}"}}"#).into_bytes();
+        let resp = rx.handle(post("acme", &testkit::standard_webhooks_headers(id, t, &body), &body)).await;
+        assert_eq!(resp.status(), 200);
+        keys.push(format!("acme:{id}"));
+    }
+    sor.fail_key("acme:A2", 1);
+
+    let b = bridge(&aws).await;
+    // One batch holding both groups, as the event source mapping would deliver it.
+    let messages = b.receive().await.expect("receive");
+    assert_eq!(messages.len(), 5, "both groups in one batch");
+    let event = b.event(&messages);
+    let id_of = |key: &str| {
+        event
+            .records
+            .iter()
+            .find(|r| r.body.as_deref().is_some_and(|body| body.contains(&format!("\"key\":\"{key}\""))))
+            .and_then(|r| r.message_id.clone())
+            .expect("message for key")
+    };
+    let response = invoke(&cx, event.clone()).await.expect("invoke");
+    let mut failed: Vec<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+    failed.sort();
+    let mut expected = vec![id_of("acme:A2"), id_of("acme:A3")];
+    expected.sort();
+    assert_eq!(failed, expected, "A2 failed, A3 held back without running");
+    assert_eq!(sor.calls_for("acme:A1"), 1);
+    assert_eq!(sor.calls_for("acme:A2"), 1);
+    assert_eq!(sor.calls_for("acme:A3"), 0, "held back, not run");
+    assert_eq!(sor.calls_for("acme:B1"), 1);
+    assert_eq!(sor.calls_for("acme:B2"), 1);
+    let a2 = aws.ledger().get("acme:A2").await.expect("get").expect("item");
+    assert_eq!(a2.status, Status::Failed);
+    assert_eq!(a2.last_error.as_deref(), Some("forward answered 500 Internal Server Error"));
+
+    // The mapping redelivers the two; they complete in order.
+    b.settle(&messages, &response).await.expect("settle");
+    drain(&b, &cx).await;
+    for key in &keys {
+        let item = aws.ledger().get(key).await.expect("get").expect("item");
+        assert_eq!(item.status, Status::Completed, "{key}");
+    }
+    assert_eq!(sor.calls_for("acme:A2"), 2);
+    assert_eq!(sor.calls_for("acme:A3"), 1);
+    assert_eq!(aws.ledger().get("acme:A2").await.expect("get").expect("item").attempts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out() {
+    let aws = LocalAws::new("c-die").await;
+    let sor = SystemOfRecord::start();
+    let (cx, _) = consumer(&aws, &sor);
+    let rx = receiver(&aws).await;
+    assert_eq!(deliver_github(&rx, "e-die", b"{}").await, 200);
+
+    let b = bridge(&aws).await;
+    let messages = b.receive().await.expect("receive");
+    let event = b.event(&messages);
+    // The first invocation takes the key with a short lease, then dies before its side
+    // effect: the future is dropped, nothing is released, nothing is deleted.
+    let short = testkit::now_ms() + 400;
+    let mut slow_sor_calls = 0;
+    {
+        let hung = async {
+            let ledger = aws.ledger();
+            let env = inbox::queue::Envelope::parse(event.records[0].body.as_deref().expect("body")).expect("envelope");
+            let take = inbox::ledger::Take {
+                key: env.key.clone(),
+                source: env.source.clone(),
+                payload_sha256: env.payload_sha256.clone(),
+                owner: "dead-invocation:m".into(),
+                now_ms: testkit::now_ms(),
+                lease_until_ms: short,
+                expires_at: testkit::now_ms() / 1000 + 3600,
+            };
+            assert_eq!(ledger.take(&take).await, Ok(inbox::ledger::TakeOutcome::Taken { attempts: 1 }));
+            slow_sor_calls += 1;
+            std::future::pending::<()>().await;
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(100), hung).await;
+    }
+    assert_eq!(slow_sor_calls, 1);
+    // Redelivered while the dead lease is live: reported failed, not run.
+    let early = cx.handle_batch(&event.records, "inv-early", Some(testkit::now_ms() + 30_000)).await;
+    assert_eq!(early.batch_item_failures.len(), 1);
+    assert_eq!(sor.calls_for("github:e-die"), 0);
+
+    // After the lease runs out the next delivery takes over and completes once.
+    while testkit::now_ms() <= short {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let late = cx.handle_batch(&event.records, "inv-late", Some(testkit::now_ms() + 30_000)).await;
+    assert!(late.batch_item_failures.is_empty());
+    b.settle(&messages, &late).await.expect("settle");
+    drain(&b, &cx).await;
+    assert_eq!(sor.calls_for("github:e-die"), 1);
+    let item = aws.ledger().get("github:e-die").await.expect("get").expect("item");
+    assert_eq!(item.status, Status::Completed);
+    assert_eq!(item.attempts, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_side_effect_that_fails_then_succeeds_completes_once_with_two_attempts() {
+    let aws = LocalAws::new("c-retry").await;
+    let sor = SystemOfRecord::start();
+    let (cx, lines) = consumer(&aws, &sor);
+    let rx = receiver(&aws).await;
+    sor.fail_key("github:e-flaky", 1);
+    assert_eq!(deliver_github(&rx, "e-flaky", b"{}").await, 200);
+    let b = bridge(&aws).await;
+    let rounds = drain(&b, &cx).await;
+    assert!(rounds >= 2);
+    let item = aws.ledger().get("github:e-flaky").await.expect("get").expect("item");
+    assert_eq!(item.status, Status::Completed);
+    assert_eq!(item.attempts, 2);
+    assert_eq!(sor.calls_for("github:e-flaky"), 2, "one failed call, one successful");
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "github", Metric::Failed), 1);
+    assert_eq!(tally(&lines, "github", Metric::Completed), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unparseable_message_is_reported_failed_never_dropped() {
+    let aws = LocalAws::new("c-garbage").await;
+    let sor = SystemOfRecord::start();
+    let (cx, _) = consumer(&aws, &sor);
+    aws.queue()
+        .send(&inbox::queue::Outgoing {
+            group_id: "g".into(),
+            dedup_id: "garbage".into(),
+            body: "this is not an envelope".into(),
+        })
+        .await
+        .expect("send");
+    let b = bridge(&aws).await;
+    let round = b.pump_once(|e| invoke(&cx, e)).await.expect("pump").expect("a message");
+    assert_eq!(round, local::bridge::Round { received: 1, deleted: 0, failed: 1 });
+    assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1, "still on the queue");
+    assert!(sor.calls().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_then_consumer_100_events_delivered_3_times_forward_exactly_100_calls() {
+    let aws = LocalAws::new("c-e2e").await;
+    let sor = SystemOfRecord::start();
+    let (cx, _) = consumer(&aws, &sor);
+    let rx = receiver(&aws).await;
+    let b = bridge(&aws).await;
+
+    // Three rounds of all 100 events, 25 at a time, with the consumer running in between.
+    for round in 0..3 {
+        for chunk in (0..100).collect::<Vec<u32>>().chunks(25) {
+            let answers = futures::future::join_all(chunk.iter().map(|i| {
+                let body = format!(r#"{{"n":{i}}}"#).into_bytes();
+                let id = format!("ev-{i}");
+                let rx = &rx;
+                async move { deliver_github(rx, &id, &body).await }
+            }))
+            .await;
+            assert!(answers.iter().all(|s| *s == 200), "round {round}: {answers:?}");
+        }
+        if round == 1 {
+            drain(&b, &cx).await;
+        }
+    }
+    drain(&b, &cx).await;
+
+    let calls = sor.calls();
+    assert_eq!(calls.len(), 100, "one key per event");
+    assert!(calls.values().all(|n| *n == 1), "{calls:?}");
+    assert_eq!(calls.values().sum::<u64>(), 100);
+    assert!((0..100).all(|i| calls.contains_key(&format!("github:ev-{i}"))), "each carried its Idempotency-Key");
+    let items = aws.ledger_items().await;
+    assert_eq!(items.len(), 100);
+    assert!(items.iter().all(|i| i.status == Status::Completed && i.attempts == 1));
+}
