@@ -11,7 +11,7 @@ use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric, Metrics};
-use inbox::queue::{SqsQueue, Queue as _};
+use inbox::queue::{Queue as _, SqsQueue};
 use inbox::receiver::{Receiver, ReceiverSettings};
 use local::bridge::Bridge;
 use local::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TEST_SOURCES};
@@ -52,7 +52,9 @@ async fn receiver(aws: &LocalAws) -> Rx {
 }
 
 async fn bridge(aws: &LocalAws) -> Bridge {
-    let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url).await.expect("bridge");
+    let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
     b.retry_failed_now = true;
     b
 }
@@ -60,7 +62,9 @@ async fn bridge(aws: &LocalAws) -> Bridge {
 /// Invokes the consumer as Lambda would, with a fresh request id and a 30 s deadline.
 async fn invoke(cx: &Cx, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
     let deadline = testkit::now_ms() + 30_000;
-    Ok(cx.handle_batch(&event.records, &testkit::unique("inv"), Some(deadline)).await)
+    Ok(cx
+        .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
+        .await)
 }
 
 /// Pumps until the queue has nothing visible (bounded).
@@ -76,7 +80,10 @@ async fn drain(b: &Bridge, cx: &Cx) -> usize {
 }
 
 async fn deliver_github(rx: &Rx, id: &str, body: &[u8]) -> u16 {
-    rx.handle(post("github", &github_headers(id, body), body)).await.status().as_u16()
+    rx.handle(post("github", &github_headers(id, body), body))
+        .await
+        .status()
+        .as_u16()
 }
 
 /// A copy of an already-accepted event's message, as a redelivery after the queue's
@@ -127,7 +134,12 @@ async fn a_duplicate_of_a_completed_event_runs_the_side_effect_once() {
     let lines = lines.lock().expect("metrics").clone();
     assert_eq!(tally(&lines, "github", Metric::Completed), 1);
     assert_eq!(tally(&lines, "github", Metric::DuplicateDelivery), 3);
-    let item = aws.ledger().get("github:e-1").await.expect("get").expect("item");
+    let item = aws
+        .ledger()
+        .get("github:e-1")
+        .await
+        .expect("get")
+        .expect("item");
     assert_eq!(item.status, Status::Completed);
     assert_eq!(item.attempts, 1);
     assert!(aws.receive_all(&aws.resources.queue_url).await.is_empty());
@@ -142,9 +154,21 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
     let t = testkit::now_ms() / 1000;
     // Source "acme" groups by customer: A1 A2 A3 for customer A, B1 B2 for customer B.
     let mut keys = Vec::new();
-    for (id, customer) in [("A1", "A"), ("B1", "B"), ("A2", "A"), ("A3", "A"), ("B2", "B")] {
+    for (id, customer) in [
+        ("A1", "A"),
+        ("B1", "B"),
+        ("A2", "A"),
+        ("A3", "A"),
+        ("B2", "B"),
+    ] {
         let body = format!(r#"{{"customer_id":"{customer}","event":"{id}"}}"#).into_bytes();
-        let resp = rx.handle(post("acme", &testkit::standard_webhooks_headers(id, t, &body), &body)).await;
+        let resp = rx
+            .handle(post(
+                "acme",
+                &testkit::standard_webhooks_headers(id, t, &body),
+                &body,
+            ))
+            .await;
         assert_eq!(resp.status(), 200);
         keys.push(format!("acme:{id}"));
     }
@@ -159,12 +183,20 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
         event
             .records
             .iter()
-            .find(|r| r.body.as_deref().is_some_and(|body| body.contains(&format!("\"key\":\"{key}\""))))
+            .find(|r| {
+                r.body
+                    .as_deref()
+                    .is_some_and(|body| body.contains(&format!("\"key\":\"{key}\"")))
+            })
             .and_then(|r| r.message_id.clone())
             .expect("message for key")
     };
     let response = invoke(&cx, event.clone()).await.expect("invoke");
-    let mut failed: Vec<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+    let mut failed: Vec<String> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
     failed.sort();
     let mut expected = vec![id_of("acme:A2"), id_of("acme:A3")];
     expected.sort();
@@ -174,9 +206,17 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
     assert_eq!(sor.calls_for("acme:A3"), 0, "held back, not run");
     assert_eq!(sor.calls_for("acme:B1"), 1);
     assert_eq!(sor.calls_for("acme:B2"), 1);
-    let a2 = aws.ledger().get("acme:A2").await.expect("get").expect("item");
+    let a2 = aws
+        .ledger()
+        .get("acme:A2")
+        .await
+        .expect("get")
+        .expect("item");
     assert_eq!(a2.status, Status::Failed);
-    assert_eq!(a2.last_error.as_deref(), Some("forward answered 500 Internal Server Error"));
+    assert_eq!(
+        a2.last_error.as_deref(),
+        Some("forward answered 500 Internal Server Error")
+    );
 
     // The mapping redelivers the two; they complete in order.
     b.settle(&messages, &response).await.expect("settle");
@@ -187,7 +227,15 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
     }
     assert_eq!(sor.calls_for("acme:A2"), 2);
     assert_eq!(sor.calls_for("acme:A3"), 1);
-    assert_eq!(aws.ledger().get("acme:A2").await.expect("get").expect("item").attempts, 2);
+    assert_eq!(
+        aws.ledger()
+            .get("acme:A2")
+            .await
+            .expect("get")
+            .expect("item")
+            .attempts,
+        2
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,7 +256,9 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
     {
         let hung = async {
             let ledger = aws.ledger();
-            let env = inbox::queue::Envelope::parse(event.records[0].body.as_deref().expect("body")).expect("envelope");
+            let env =
+                inbox::queue::Envelope::parse(event.records[0].body.as_deref().expect("body"))
+                    .expect("envelope");
             let take = inbox::ledger::Take {
                 key: env.key.clone(),
                 source: env.source.clone(),
@@ -218,7 +268,10 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
                 lease_until_ms: short,
                 expires_at: testkit::now_ms() / 1000 + 3600,
             };
-            assert_eq!(ledger.take(&take).await, Ok(inbox::ledger::TakeOutcome::Taken { attempts: 1 }));
+            assert_eq!(
+                ledger.take(&take).await,
+                Ok(inbox::ledger::TakeOutcome::Taken { attempts: 1 })
+            );
             slow_sor_calls += 1;
             std::future::pending::<()>().await;
         };
@@ -226,7 +279,13 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
     }
     assert_eq!(slow_sor_calls, 1);
     // Redelivered while the dead lease is live: reported failed, not run.
-    let early = cx.handle_batch(&event.records, "inv-early", Some(testkit::now_ms() + 30_000)).await;
+    let early = cx
+        .handle_batch(
+            &event.records,
+            "inv-early",
+            Some(testkit::now_ms() + 30_000),
+        )
+        .await;
     assert_eq!(early.batch_item_failures.len(), 1);
     assert_eq!(sor.calls_for("github:e-die"), 0);
 
@@ -234,12 +293,19 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
     while testkit::now_ms() <= short {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let late = cx.handle_batch(&event.records, "inv-late", Some(testkit::now_ms() + 30_000)).await;
+    let late = cx
+        .handle_batch(&event.records, "inv-late", Some(testkit::now_ms() + 30_000))
+        .await;
     assert!(late.batch_item_failures.is_empty());
     b.settle(&messages, &late).await.expect("settle");
     drain(&b, &cx).await;
     assert_eq!(sor.calls_for("github:e-die"), 1);
-    let item = aws.ledger().get("github:e-die").await.expect("get").expect("item");
+    let item = aws
+        .ledger()
+        .get("github:e-die")
+        .await
+        .expect("get")
+        .expect("item");
     assert_eq!(item.status, Status::Completed);
     assert_eq!(item.attempts, 2);
 }
@@ -255,10 +321,19 @@ async fn a_side_effect_that_fails_then_succeeds_completes_once_with_two_attempts
     let b = bridge(&aws).await;
     let rounds = drain(&b, &cx).await;
     assert!(rounds >= 2);
-    let item = aws.ledger().get("github:e-flaky").await.expect("get").expect("item");
+    let item = aws
+        .ledger()
+        .get("github:e-flaky")
+        .await
+        .expect("get")
+        .expect("item");
     assert_eq!(item.status, Status::Completed);
     assert_eq!(item.attempts, 2);
-    assert_eq!(sor.calls_for("github:e-flaky"), 2, "one failed call, one successful");
+    assert_eq!(
+        sor.calls_for("github:e-flaky"),
+        2,
+        "one failed call, one successful"
+    );
     let lines = lines.lock().expect("metrics").clone();
     assert_eq!(tally(&lines, "github", Metric::Failed), 1);
     assert_eq!(tally(&lines, "github", Metric::Completed), 1);
@@ -278,9 +353,24 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
         .await
         .expect("send");
     let b = bridge(&aws).await;
-    let round = b.pump_once(|e| invoke(&cx, e)).await.expect("pump").expect("a message");
-    assert_eq!(round, local::bridge::Round { received: 1, deleted: 0, failed: 1 });
-    assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1, "still on the queue");
+    let round = b
+        .pump_once(|e| invoke(&cx, e))
+        .await
+        .expect("pump")
+        .expect("a message");
+    assert_eq!(
+        round,
+        local::bridge::Round {
+            received: 1,
+            deleted: 0,
+            failed: 1
+        }
+    );
+    assert_eq!(
+        aws.receive_all(&aws.resources.queue_url).await.len(),
+        1,
+        "still on the queue"
+    );
     assert!(sor.calls().is_empty());
 }
 
@@ -302,7 +392,10 @@ async fn receiver_then_consumer_100_events_delivered_3_times_forward_exactly_100
                 async move { deliver_github(rx, &id, &body).await }
             }))
             .await;
-            assert!(answers.iter().all(|s| *s == 200), "round {round}: {answers:?}");
+            assert!(
+                answers.iter().all(|s| *s == 200),
+                "round {round}: {answers:?}"
+            );
         }
         if round == 1 {
             drain(&b, &cx).await;
@@ -314,8 +407,13 @@ async fn receiver_then_consumer_100_events_delivered_3_times_forward_exactly_100
     assert_eq!(calls.len(), 100, "one key per event");
     assert!(calls.values().all(|n| *n == 1), "{calls:?}");
     assert_eq!(calls.values().sum::<u64>(), 100);
-    assert!((0..100).all(|i| calls.contains_key(&format!("github:ev-{i}"))), "each carried its Idempotency-Key");
+    assert!(
+        (0..100).all(|i| calls.contains_key(&format!("github:ev-{i}"))),
+        "each carried its Idempotency-Key"
+    );
     let items = aws.ledger_items().await;
     assert_eq!(items.len(), 100);
-    assert!(items.iter().all(|i| i.status == Status::Completed && i.attempts == 1));
+    assert!(items
+        .iter()
+        .all(|i| i.status == Status::Completed && i.attempts == 1));
 }

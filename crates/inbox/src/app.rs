@@ -49,11 +49,14 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     let env = ConsumerEnv::from_env()?;
     let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
     let sdk = sdk_config().await;
-    let forwarder = HttpForwarder::new(env.forward_url, Duration::from_millis(env.forward_timeout_ms))
-        .map_err(|e| ConfigError::BadVar {
-            name: "FORWARD_URL",
-            message: e.to_string(),
-        })?;
+    let forwarder = HttpForwarder::new(
+        env.forward_url,
+        Duration::from_millis(env.forward_timeout_ms),
+    )
+    .map_err(|e| ConfigError::BadVar {
+        name: "FORWARD_URL",
+        message: e.to_string(),
+    })?;
     Ok(Consumer::new(
         specs,
         DynamoLedger::new(aws_sdk_dynamodb::Client::new(&sdk), env.ledger_table),

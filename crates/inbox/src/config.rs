@@ -288,12 +288,10 @@ fn parse_pointers(
 
 fn parse_source(name: &str, value: Value) -> Result<SourceSpec, ConfigError> {
     check_name(name)?;
-    let raw: RawSource = serde_json::from_value(value).map_err(|e| {
-        ConfigError::Field {
-            source_name: name.to_owned(),
-            field: "(entry)",
-            message: e.to_string(),
-        }
+    let raw: RawSource = serde_json::from_value(value).map_err(|e| ConfigError::Field {
+        source_name: name.to_owned(),
+        field: "(entry)",
+        message: e.to_string(),
     })?;
 
     let sig = raw.signature;
@@ -359,7 +357,11 @@ fn parse_source(name: &str, value: Value) -> Result<SourceSpec, ConfigError> {
         .collect::<Result<Vec<_>, _>>()?;
     match (&scheme, secrets.is_empty()) {
         (Scheme::None, false) => {
-            return Err(field_error(name, "signature.secrets", "scheme `none` takes no secrets"))
+            return Err(field_error(
+                name,
+                "signature.secrets",
+                "scheme `none` takes no secrets",
+            ))
         }
         (s, true) if *s != Scheme::None => {
             return Err(field_error(
@@ -477,7 +479,8 @@ impl Sources {
 /// Reads a secret by reference.
 pub trait SecretResolver: Sync {
     /// The secret's value, or a message saying why it could not be read (never the value).
-    fn resolve(&self, reference: &SecretRef) -> impl Future<Output = Result<String, String>> + Send;
+    fn resolve(&self, reference: &SecretRef)
+        -> impl Future<Output = Result<String, String>> + Send;
 }
 
 /// `env:` from the process environment, `secretsmanager:` from AWS Secrets Manager.
@@ -558,7 +561,10 @@ mod tests {
         assert_eq!(stripe.key, KeySpec::Json(vec!["/id".into()]));
         assert_eq!(stripe.scheme, Scheme::Stripe);
         let github = specs.get("github").unwrap();
-        assert_eq!(github.key, KeySpec::Header(http::HeaderName::from_static("x-github-delivery")));
+        assert_eq!(
+            github.key,
+            KeySpec::Header(http::HeaderName::from_static("x-github-delivery"))
+        );
         assert_eq!(github.delivery, Delivery::EffectivelyOnce);
         assert_eq!(github.retention_hours, DEFAULT_RETENTION_HOURS);
         assert_eq!(github.tolerance_seconds, DEFAULT_TOLERANCE_SECONDS);
@@ -569,33 +575,64 @@ mod tests {
 
     #[test]
     fn errors_name_the_source_and_the_field() {
-        let e = err(r#"{"shop": {"signature": {"scheme": "sha1", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#);
-        assert!(e.contains("`shop`") && e.contains("signature.scheme"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "github", "secrets": ["hunter2"]}, "key": {"from": "payload_sha256"}}}"#);
-        assert!(e.contains("signature.secrets") && !e.contains("hunter2"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "github", "secrets": []}, "key": {"from": "payload_sha256"}}}"#);
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "sha1", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#,
+        );
+        assert!(
+            e.contains("`shop`") && e.contains("signature.scheme"),
+            "{e}"
+        );
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "github", "secrets": ["hunter2"]}, "key": {"from": "payload_sha256"}}}"#,
+        );
+        assert!(
+            e.contains("signature.secrets") && !e.contains("hunter2"),
+            "{e}"
+        );
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "github", "secrets": []}, "key": {"from": "payload_sha256"}}}"#,
+        );
         assert!(e.contains("signature.secrets"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "none", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#);
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "none", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#,
+        );
         assert!(e.contains("scheme `none` takes no secrets"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": []}}}"#);
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": []}}}"#,
+        );
         assert!(e.contains("key.pointers"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": ["id"]}}}"#);
-        assert!(e.contains("key.pointers") && e.contains("JSON pointer"), "{e}");
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": ["id"]}}}"#,
+        );
+        assert!(
+            e.contains("key.pointers") && e.contains("JSON pointer"),
+            "{e}"
+        );
         let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "header"}}}"#);
         assert!(e.contains("key.name"), "{e}");
         let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "time"}}}"#);
         assert!(e.contains("key.from"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "delivery": "maybe"}}"#);
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "delivery": "maybe"}}"#,
+        );
         assert!(e.contains("`shop`, field `delivery`"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "retention_hours": 0}}"#);
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "retention_hours": 0}}"#,
+        );
         assert!(e.contains("retention_hours"), "{e}");
-        let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "colour": 1}}"#);
+        let e = err(
+            r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "colour": 1}}"#,
+        );
         assert!(e.contains("`shop`") && e.contains("colour"), "{e}");
         let e = err(r#"{"shop": {"key": {"from": "payload_sha256"}}}"#);
         assert!(e.contains("`shop`") && e.contains("signature"), "{e}");
-        let e = err(r#"{"bad/name": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}}}"#);
+        let e = err(
+            r#"{"bad/name": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}}}"#,
+        );
         assert!(e.contains("`bad/name`") && e.contains("name"), "{e}");
-        let e = err(r#"{"h": {"signature": {"scheme": "hmac-sha256", "secrets": ["env:X"], "header": "X-Sig"}, "key": {"from": "payload_sha256"}}}"#);
+        let e = err(
+            r#"{"h": {"signature": {"scheme": "hmac-sha256", "secrets": ["env:X"], "header": "X-Sig"}, "key": {"from": "payload_sha256"}}}"#,
+        );
         assert!(e.contains("signature.encoding"), "{e}");
         assert!(err("[]").contains("not a JSON object"));
         assert!(err("{}").contains("no source"));
@@ -617,7 +654,10 @@ mod tests {
         );
         assert_eq!(h.on_payload_mismatch, OnPayloadMismatch::Reject);
         assert_eq!(h.delivery, Delivery::AtMostOnce);
-        assert_eq!(h.key, KeySpec::Json(vec!["/type".into(), "/data/id".into()]));
+        assert_eq!(
+            h.key,
+            KeySpec::Json(vec!["/type".into(), "/data/id".into()])
+        );
     }
 
     #[tokio::test]
@@ -634,7 +674,14 @@ mod tests {
             r#"{"gh": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET_ABSENT"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
         )
         .unwrap();
-        let e = specs.resolve(&AwsSecretResolver::env_only()).await.unwrap_err().to_string();
-        assert!(e.contains("`gh`") && e.contains("INBOX_TEST_SECRET_ABSENT"), "{e}");
+        let e = specs
+            .resolve(&AwsSecretResolver::env_only())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`gh`") && e.contains("INBOX_TEST_SECRET_ABSENT"),
+            "{e}"
+        );
     }
 }

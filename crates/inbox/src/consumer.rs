@@ -195,8 +195,13 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
     }
 
     /// Lambda's entry.
-    pub async fn handle_event(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, Infallible> {
-        let deadline = i64::try_from(event.context.deadline).ok().filter(|d| *d > 0);
+    pub async fn handle_event(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, Infallible> {
+        let deadline = i64::try_from(event.context.deadline)
+            .ok()
+            .filter(|d| *d > 0);
         Ok(self
             .handle_batch(&event.payload.records, &event.context.request_id, deadline)
             .await)
@@ -238,11 +243,19 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
     }
 
     /// One group in order; returns the indexes to report failed.
-    async fn run_group(&self, messages: &[SqsMessage], group: Vec<usize>, inv: &Invocation<'_>) -> Vec<usize> {
+    async fn run_group(
+        &self,
+        messages: &[SqsMessage],
+        group: Vec<usize>,
+        inv: &Invocation<'_>,
+    ) -> Vec<usize> {
         for (pos, &i) in group.iter().enumerate() {
             if !self.run_one(&messages[i], inv).await {
                 if group.len() > pos + 1 {
-                    info!(skipped = group.len() - pos - 1, "later messages of the group held back after a failure");
+                    info!(
+                        skipped = group.len() - pos - 1,
+                        "later messages of the group held back after a failure"
+                    );
                 }
                 return group[pos..].to_vec();
             }
@@ -267,7 +280,13 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
         let key = envelope.key.as_str();
         let source = envelope.source.as_str();
         let Some(spec) = self.sources.get(source) else {
-            warn!(message_id, source, key, outcome = "failed", "message of an unknown source");
+            warn!(
+                message_id,
+                source,
+                key,
+                outcome = "failed",
+                "message of an unknown source"
+            );
             return false;
         };
         let body = match envelope.body_bytes() {
@@ -300,7 +319,8 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
 
         let owner = format!("{}:{message_id}", inv.request_id);
         let now = self.clock.now_ms();
-        let retention_secs = i64::try_from(spec.retention_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
+        let retention_secs =
+            i64::try_from(spec.retention_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
         let take = Take {
             key: key.to_owned(),
             source: source.to_owned(),
@@ -317,11 +337,22 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             }
             Ok(TakeOutcome::Completed) => {
                 self.metrics.count(source, Metric::DuplicateDelivery);
-                info!(key, source, outcome = "duplicate", "already completed: acknowledged without side effect");
+                info!(
+                    key,
+                    source,
+                    outcome = "duplicate",
+                    "already completed: acknowledged without side effect"
+                );
                 return true;
             }
             Ok(TakeOutcome::Busy { lease_until }) => {
-                info!(key, source, lease_until, outcome = "busy", "another consumer holds the lease");
+                info!(
+                    key,
+                    source,
+                    lease_until,
+                    outcome = "busy",
+                    "another consumer holds the lease"
+                );
                 return false;
             }
             Ok(TakeOutcome::Taken { attempts }) => job.attempt = attempts,
@@ -336,7 +367,12 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
                 }
                 Ok(false) => {
                     self.metrics.count(source, Metric::LeaseLost);
-                    warn!(key, source, outcome = "lease_lost", "side effect ran but the lease was lost before complete");
+                    warn!(
+                        key,
+                        source,
+                        outcome = "lease_lost",
+                        "side effect ran but the lease was lost before complete"
+                    );
                     true
                 }
                 Err(e) => {
@@ -347,13 +383,21 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             },
             Err(e) => {
                 self.metrics.count(source, Metric::Failed);
-                match self.ledger.fail(key, &owner, &e.0, self.clock.now_ms()).await {
-                    Ok(true) => warn!(key, source, attempts = job.attempt, error = %e, outcome = "failed"),
+                match self
+                    .ledger
+                    .fail(key, &owner, &e.0, self.clock.now_ms())
+                    .await
+                {
+                    Ok(true) => {
+                        warn!(key, source, attempts = job.attempt, error = %e, outcome = "failed")
+                    }
                     Ok(false) => {
                         self.metrics.count(source, Metric::LeaseLost);
                         warn!(key, source, error = %e, outcome = "lease_lost");
                     }
-                    Err(se) => warn!(key, source, error = %e, store_error = %se, outcome = "failed"),
+                    Err(se) => {
+                        warn!(key, source, error = %e, store_error = %se, outcome = "failed")
+                    }
                 }
                 false
             }
@@ -369,14 +413,21 @@ mod tests {
         let mut m = SqsMessage::default();
         m.message_id = Some(id.to_owned());
         if let Some(g) = group {
-            m.attributes.insert("MessageGroupId".to_owned(), g.to_owned());
+            m.attributes
+                .insert("MessageGroupId".to_owned(), g.to_owned());
         }
         m
     }
 
     #[test]
     fn fifo_messages_group_in_arrival_order() {
-        let batch = [msg("a1", Some("A")), msg("b1", Some("B")), msg("a2", Some("A")), msg("b2", Some("B")), msg("c1", Some("C"))];
+        let batch = [
+            msg("a1", Some("A")),
+            msg("b1", Some("B")),
+            msg("a2", Some("A")),
+            msg("b2", Some("B")),
+            msg("c1", Some("C")),
+        ];
         assert_eq!(plan(&batch), vec![vec![0, 2], vec![1, 3], vec![4]]);
     }
 

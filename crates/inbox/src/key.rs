@@ -75,7 +75,8 @@ pub fn derive(
 pub fn group(key: &str, spec: &GroupSpec, source: &str, json: Option<&Value>) -> String {
     match (spec, json) {
         (GroupSpec::Json(pointers), Some(json)) => {
-            let parts: Result<Vec<_>, _> = pointers.iter().map(|p| pointer_value(json, p)).collect();
+            let parts: Result<Vec<_>, _> =
+                pointers.iter().map(|p| pointer_value(json, p)).collect();
             match parts {
                 Ok(parts) => format!("{source}:{}", join_parts(&parts)),
                 Err(_) => key.to_owned(),
@@ -142,7 +143,10 @@ mod tests {
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.insert(HeaderName::from_static(k), HeaderValue::from_str(v).unwrap());
+            h.insert(
+                HeaderName::from_static(k),
+                HeaderValue::from_str(v).unwrap(),
+            );
         }
         h
     }
@@ -164,45 +168,92 @@ mod tests {
     #[test]
     fn absent_or_empty_header_is_missing_never_guessed() {
         let spec = KeySpec::Header(HeaderName::from_static("webhook-id"));
-        assert!(matches!(derive("a", &spec, &HeaderMap::new(), None, "h"), Err(KeyError::Missing(_))));
+        assert!(matches!(
+            derive("a", &spec, &HeaderMap::new(), None, "h"),
+            Err(KeyError::Missing(_))
+        ));
         let h = headers(&[("webhook-id", "  ")]);
-        assert!(matches!(derive("a", &spec, &h, None, "h"), Err(KeyError::Missing(_))));
+        assert!(matches!(
+            derive("a", &spec, &h, None, "h"),
+            Err(KeyError::Missing(_))
+        ));
     }
 
     #[test]
     fn json_pointer_keys() {
         let body = json!({"id": "evt_1", "type": "invoice.paid", "data": {"object": {"id": "in_9", "n": 42}}});
         let one = KeySpec::Json(vec!["/id".into()]);
-        assert_eq!(derive("stripe", &one, &HeaderMap::new(), Some(&body), "h").unwrap(), "stripe:evt_1");
+        assert_eq!(
+            derive("stripe", &one, &HeaderMap::new(), Some(&body), "h").unwrap(),
+            "stripe:evt_1"
+        );
         let two = KeySpec::Json(vec!["/type".into(), "/data/object/id".into()]);
         assert_eq!(
             derive("stripe", &two, &HeaderMap::new(), Some(&body), "h").unwrap(),
             "stripe:invoice.paid|in_9"
         );
         let num = KeySpec::Json(vec!["/data/object/n".into()]);
-        assert_eq!(derive("s", &num, &HeaderMap::new(), Some(&body), "h").unwrap(), "s:42");
+        assert_eq!(
+            derive("s", &num, &HeaderMap::new(), Some(&body), "h").unwrap(),
+            "s:42"
+        );
         let absent = KeySpec::Json(vec!["/nope".into()]);
-        assert!(matches!(derive("s", &absent, &HeaderMap::new(), Some(&body), "h"), Err(KeyError::Missing(_))));
+        assert!(matches!(
+            derive("s", &absent, &HeaderMap::new(), Some(&body), "h"),
+            Err(KeyError::Missing(_))
+        ));
         let obj = KeySpec::Json(vec!["/data".into()]);
-        assert!(matches!(derive("s", &obj, &HeaderMap::new(), Some(&body), "h"), Err(KeyError::Invalid(..))));
-        assert_eq!(derive("s", &one, &HeaderMap::new(), None, "h"), Err(KeyError::NotJson));
+        assert!(matches!(
+            derive("s", &obj, &HeaderMap::new(), Some(&body), "h"),
+            Err(KeyError::Invalid(..))
+        ));
+        assert_eq!(
+            derive("s", &one, &HeaderMap::new(), None, "h"),
+            Err(KeyError::NotJson)
+        );
     }
 
     #[test]
     fn composite_keys_do_not_collide() {
         let spec = KeySpec::Json(vec!["/a".into(), "/b".into()]);
-        let k1 = derive("s", &spec, &HeaderMap::new(), Some(&json!({"a": "x|", "b": "y"})), "h").unwrap();
-        let k2 = derive("s", &spec, &HeaderMap::new(), Some(&json!({"a": "x", "b": "|y"})), "h").unwrap();
+        let k1 = derive(
+            "s",
+            &spec,
+            &HeaderMap::new(),
+            Some(&json!({"a": "x|", "b": "y"})),
+            "h",
+        )
+        .unwrap();
+        let k2 = derive(
+            "s",
+            &spec,
+            &HeaderMap::new(),
+            Some(&json!({"a": "x", "b": "|y"})),
+            "h",
+        )
+        .unwrap();
         assert_ne!(k1, k2);
     }
 
     #[test]
     fn control_characters_and_long_values_are_invalid() {
         let spec = KeySpec::Json(vec!["/id".into()]);
-        let e = derive("s", &spec, &HeaderMap::new(), Some(&json!({"id": "a\u{0}b"})), "h");
+        let e = derive(
+            "s",
+            &spec,
+            &HeaderMap::new(),
+            Some(&json!({"id": "a\u{0}b"})),
+            "h",
+        );
         assert!(matches!(e, Err(KeyError::Invalid(..))));
         let long = "k".repeat(MAX_KEY_VALUE_BYTES + 1);
-        let e = derive("s", &spec, &HeaderMap::new(), Some(&json!({ "id": long })), "h");
+        let e = derive(
+            "s",
+            &spec,
+            &HeaderMap::new(),
+            Some(&json!({ "id": long })),
+            "h",
+        );
         assert!(matches!(e, Err(KeyError::Invalid(..))));
     }
 
@@ -213,7 +264,10 @@ mod tests {
             derive("p", &KeySpec::PayloadSha256, &HeaderMap::new(), None, &hash).unwrap(),
             format!("p:{hash}")
         );
-        assert_eq!(hash, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+        assert_eq!(
+            hash,
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        );
     }
 
     #[test]
@@ -222,6 +276,9 @@ mod tests {
         let spec = GroupSpec::Json(vec!["/customer_id".into()]);
         assert_eq!(group("acme:k", &spec, "acme", Some(&body)), "acme:cus_1");
         assert_eq!(group("acme:k", &spec, "acme", Some(&json!({}))), "acme:k");
-        assert_eq!(group("acme:k", &GroupSpec::Key, "acme", Some(&body)), "acme:k");
+        assert_eq!(
+            group("acme:k", &GroupSpec::Key, "acme", Some(&body)),
+            "acme:k"
+        );
     }
 }

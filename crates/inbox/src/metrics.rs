@@ -134,7 +134,10 @@ mod tests {
         let lines = lines.lock().unwrap().clone();
         let v: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
         assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
-        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0][1], "function");
+        assert_eq!(
+            v["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0][1],
+            "function"
+        );
         assert_eq!(v["function"], "receiver");
         assert_eq!(tally(&lines, "stripe", Metric::Accepted), 2);
         assert_eq!(tally(&lines, "github", Metric::Replayed), 1);

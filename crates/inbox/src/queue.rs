@@ -107,7 +107,9 @@ impl Envelope {
 pub fn sqs_id(value: &str) -> String {
     let fits = !value.is_empty()
         && value.len() <= SQS_ID_MAX
-        && value.bytes().all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
     if fits {
         value.to_owned()
     } else {
@@ -207,15 +209,27 @@ mod tests {
 
     #[test]
     fn bad_envelopes_are_errors() {
-        assert!(matches!(Envelope::parse("nope"), Err(EnvelopeError::Json(_))));
+        assert!(matches!(
+            Envelope::parse("nope"),
+            Err(EnvelopeError::Json(_))
+        ));
         let mut e = Envelope::new("a:1", "a", 5, "h", BTreeMap::new(), b"x");
         e.v = 2;
-        assert_eq!(Envelope::parse(&e.to_json()), Err(EnvelopeError::Version(2)));
+        assert_eq!(
+            Envelope::parse(&e.to_json()),
+            Err(EnvelopeError::Version(2))
+        );
         e.v = 1;
         e.body_encoding = Some("rot13".into());
-        assert!(matches!(Envelope::parse(&e.to_json()), Err(EnvelopeError::Encoding(_))));
+        assert!(matches!(
+            Envelope::parse(&e.to_json()),
+            Err(EnvelopeError::Encoding(_))
+        ));
         e.body_encoding = Some("base64".into());
         e.body = "%%%".into();
-        assert_eq!(Envelope::parse(&e.to_json()).unwrap().body_bytes(), Err(EnvelopeError::Base64));
+        assert_eq!(
+            Envelope::parse(&e.to_json()).unwrap().body_bytes(),
+            Err(EnvelopeError::Base64)
+        );
     }
 }

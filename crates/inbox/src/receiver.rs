@@ -60,7 +60,9 @@ impl From<KeyError> for Rejection {
         match e {
             KeyError::Missing(_) => Rejection::MissingKey(e),
             KeyError::Invalid(..) => Rejection::InvalidKey(e),
-            KeyError::NotJson => Rejection::MalformedBody("not JSON where a key pointer needs JSON"),
+            KeyError::NotJson => {
+                Rejection::MalformedBody("not JSON where a key pointer needs JSON")
+            }
         }
     }
 }
@@ -208,13 +210,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
     ) -> Result<ApiGatewayV2httpResponse, Infallible> {
         let LambdaEvent { payload, context } = event;
         let bad_base64 = payload.is_base64_encoded
-            && payload.body.as_deref().is_some_and(|b| {
-                base64::engine::general_purpose::STANDARD
-                    .decode(b)
-                    .is_err()
-            });
+            && payload
+                .body
+                .as_deref()
+                .is_some_and(|b| base64::engine::general_purpose::STANDARD.decode(b).is_err());
         let response = if bad_base64 {
-            warn!(outcome = "rejected", reason = "body flagged base64 does not decode");
+            warn!(
+                outcome = "rejected",
+                reason = "body flagged base64 does not decode"
+            );
             Rejection::MalformedBody("body flagged base64 does not decode").into_response()
         } else {
             let req: Request = LambdaRequest::ApiGatewayV2(payload).into();
@@ -231,8 +235,12 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             Err(rejection) => {
                 let (status, code) = rejection.status_and_code();
                 match &rejection {
-                    Rejection::InvalidSignature(_) => self.metrics.count(&source, Metric::SignatureRejected),
-                    Rejection::InProgress => self.metrics.count(&source, Metric::InProgressConflict),
+                    Rejection::InvalidSignature(_) => {
+                        self.metrics.count(&source, Metric::SignatureRejected)
+                    }
+                    Rejection::InProgress => {
+                        self.metrics.count(&source, Metric::InProgressConflict)
+                    }
                     _ => self.metrics.count(&source, Metric::Rejected),
                 }
                 warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
@@ -245,7 +253,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         if req.method() != Method::POST {
             return Err(Rejection::MethodNotAllowed);
         }
-        let source = self.sources.get(source_name).ok_or(Rejection::UnknownSource)?;
+        let source = self
+            .sources
+            .get(source_name)
+            .ok_or(Rejection::UnknownSource)?;
         let body: &[u8] = req.body().as_ref();
         if body.len() > self.settings.max_body_bytes {
             return Err(Rejection::PayloadTooLarge);
@@ -256,7 +267,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
 
         let spec = &source.spec;
         let body_sha256 = key::sha256_hex(body);
-        let needs_json = spec.key.needs_json() || matches!(spec.group, crate::config::GroupSpec::Json(_));
+        let needs_json =
+            spec.key.needs_json() || matches!(spec.group, crate::config::GroupSpec::Json(_));
         let json = if needs_json {
             match key::parse_json(body) {
                 Ok(v) => Some(v),
@@ -266,7 +278,13 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         } else {
             None
         };
-        let key = key::derive(source_name, &spec.key, req.headers(), json.as_ref(), &body_sha256)?;
+        let key = key::derive(
+            source_name,
+            &spec.key,
+            req.headers(),
+            json.as_ref(),
+            &body_sha256,
+        )?;
         let group = key::group(&key, &spec.group, source_name, json.as_ref());
         let now = self.clock.now_ms();
         let envelope = Envelope::new(
@@ -305,8 +323,12 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
 
         if let Err(e) = self.queue.send(&outgoing).await {
             match self.ledger.release(&key, &inv.request_id).await {
-                Ok(released) => info!(source = source_name, key = %key, released, outcome = "released"),
-                Err(re) => warn!(source = source_name, key = %key, error = %re, outcome = "release_failed"),
+                Ok(released) => {
+                    info!(source = source_name, key = %key, released, outcome = "released")
+                }
+                Err(re) => {
+                    warn!(source = source_name, key = %key, error = %re, outcome = "release_failed")
+                }
             }
             self.metrics.count(source_name, Metric::Released);
             return Err(Rejection::Internal(e.to_string()));
@@ -314,10 +336,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
 
         match self.ledger.mark_queued(&key, &inv.request_id).await {
             Ok(true) => {}
-            Ok(false) => info!(source = source_name, key = %key, "consumer took the key before mark queued"),
+            Ok(false) => {
+                info!(source = source_name, key = %key, "consumer took the key before mark queued")
+            }
             // The event is on the queue: the 200 is true. The claim's lease runs out and the
             // consumer's take accepts RECEIVED.
-            Err(e) => warn!(source = source_name, key = %key, error = %e, "mark queued failed after enqueue"),
+            Err(e) => {
+                warn!(source = source_name, key = %key, error = %e, "mark queued failed after enqueue")
+            }
         }
         self.metrics.count(source_name, Metric::Accepted);
         info!(source = source_name, key = %key, outcome = "accepted");
@@ -343,7 +369,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
                 Some(deadline) if deadline > now => deadline,
                 _ => now + FALLBACK_LEASE_MS,
             };
-            let retention_secs = i64::try_from(source.spec.retention_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
+            let retention_secs = i64::try_from(source.spec.retention_hours.saturating_mul(3600))
+                .unwrap_or(i64::MAX / 2);
             let claim = Claim {
                 key: key.to_owned(),
                 source: source.spec.name.clone(),
@@ -423,7 +450,9 @@ pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
         Body::Text(text) => Some(Body::Text(text)),
         Body::Binary(bytes) => {
             out.is_base64_encoded = true;
-            Some(Body::Text(base64::engine::general_purpose::STANDARD.encode(bytes)))
+            Some(Body::Text(
+                base64::engine::general_purpose::STANDARD.encode(bytes),
+            ))
         }
         _ => None,
     };

@@ -100,7 +100,11 @@ impl Bridge {
     }
 
     /// Deletes what the consumer did not report failed.
-    pub async fn settle(&self, messages: &[Message], response: &SqsBatchResponse) -> anyhow::Result<Round> {
+    pub async fn settle(
+        &self,
+        messages: &[Message],
+        response: &SqsBatchResponse,
+    ) -> anyhow::Result<Round> {
         let failed: HashSet<&str> = response
             .batch_item_failures
             .iter()

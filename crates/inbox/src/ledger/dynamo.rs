@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::Client;
 
 use super::{
     accepted_response, refused_take, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
-    Take, TakeOutcome, CLAIM_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION,
-    RELEASE_CONDITION, TAKE_CONDITION,
+    Take, TakeOutcome, CLAIM_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION,
+    TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -61,7 +61,11 @@ impl DynamoLedger {
 
     /// A condition failure carries the old item (`ALL_OLD`); moto and old DynamoDB Local may
     /// leave it out, and then one consistent read stands in. Nothing is written after it.
-    async fn old_item(&self, key: &str, carried: Option<&Item>) -> Result<Option<Record>, StoreError> {
+    async fn old_item(
+        &self,
+        key: &str,
+        carried: Option<&Item>,
+    ) -> Result<Option<Record>, StoreError> {
         match carried {
             Some(item) => from_item(item).map(Some),
             None => self.get(key).await,
@@ -253,7 +257,13 @@ impl LedgerStore for DynamoLedger {
         .await
     }
 
-    async fn fail(&self, key: &str, owner: &str, error: &str, _now_ms: i64) -> Result<bool, StoreError> {
+    async fn fail(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        _now_ms: i64,
+    ) -> Result<bool, StoreError> {
         self.conditional_update(
             key,
             "SET #status = :failed, last_error = :err REMOVE lease_until, lease_owner",
@@ -300,7 +310,8 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
             })
             .transpose()
     };
-    let num = |name: &str| -> Result<Option<i64>, StoreError> { item.get(name).map(number).transpose() };
+    let num =
+        |name: &str| -> Result<Option<i64>, StoreError> { item.get(name).map(number).transpose() };
     let required = |name: &str, v: Option<String>| {
         v.ok_or_else(|| StoreError::Corrupt(format!("item lacks `{name}`")))
     };
@@ -312,7 +323,8 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
     Ok(Record {
         source: text("source")?.unwrap_or_default(),
         status,
-        expires_at: num("expires_at")?.ok_or_else(|| StoreError::Corrupt("item lacks `expires_at`".into()))?,
+        expires_at: num("expires_at")?
+            .ok_or_else(|| StoreError::Corrupt("item lacks `expires_at`".into()))?,
         lease_until: num("lease_until")?,
         lease_owner: text("lease_owner")?,
         payload_sha256: text("payload_sha256")?.unwrap_or_default(),

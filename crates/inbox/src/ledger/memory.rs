@@ -123,7 +123,9 @@ impl LedgerStore for MemoryLedger {
             r.lease_owner = Some(t.owner.clone());
             r.expires_at = t.expires_at;
             r.attempts += 1;
-            TakeOutcome::Taken { attempts: r.attempts }
+            TakeOutcome::Taken {
+                attempts: r.attempts,
+            }
         }))
     }
 
@@ -140,7 +142,13 @@ impl LedgerStore for MemoryLedger {
         }))
     }
 
-    async fn fail(&self, key: &str, owner: &str, error: &str, _now_ms: i64) -> Result<bool, StoreError> {
+    async fn fail(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        _now_ms: i64,
+    ) -> Result<bool, StoreError> {
         Ok(self.with(|items| {
             let ok = finish_allowed(items.get(key), owner);
             if let Some(r) = items.get_mut(key).filter(|_| ok) {

@@ -227,9 +227,18 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
 /// `Ok(false)` from release, mark queued, complete and fail means the condition failed (the
 /// lease was lost or the item moved on); `Err` means no answer from the store.
 pub trait LedgerStore: Send + Sync + 'static {
-    fn claim(&self, claim: &Claim) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
-    fn release(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
-    fn mark_queued(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn claim(&self, claim: &Claim)
+        -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
+    fn release(
+        &self,
+        key: &str,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn mark_queued(
+        &self,
+        key: &str,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send;
     fn complete(
         &self,
@@ -249,13 +258,24 @@ pub trait LedgerStore: Send + Sync + 'static {
 }
 
 impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
-    fn claim(&self, claim: &Claim) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send {
+    fn claim(
+        &self,
+        claim: &Claim,
+    ) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send {
         (**self).claim(claim)
     }
-    fn release(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
+    fn release(
+        &self,
+        key: &str,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).release(key, owner)
     }
-    fn mark_queued(&self, key: &str, owner: &str) -> impl Future<Output = Result<bool, StoreError>> + Send {
+    fn mark_queued(
+        &self,
+        key: &str,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).mark_queued(key, owner)
     }
     fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send {
