@@ -410,7 +410,7 @@ async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
     let aws = LocalAws::new("bad").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, lines) = receiver(&aws, 1000).await;
     let body = gh_body(13);
     let mut bad_sig = github_headers("d-13", &body);
     bad_sig[2].1 = testkit::github_signature(b"another body");
@@ -482,6 +482,19 @@ async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
         "no message for bad input"
     );
     assert_eq!(aws.faults.calls("PutItem"), 0);
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "github", Metric::SignatureRejected), 2);
+    assert_eq!(tally(&lines, "stripe", Metric::SignatureRejected), 1);
+    // A caller-chosen path segment never becomes a metric dimension.
+    assert_eq!(tally(&lines, "nobody", Metric::Rejected), 0);
+    assert_eq!(
+        tally(
+            &lines,
+            inbox::receiver::UNKNOWN_SOURCE_DIMENSION,
+            Metric::Rejected
+        ),
+        1
+    );
 }
 
 fn apigw_event(

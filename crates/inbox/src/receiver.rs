@@ -26,6 +26,8 @@ use crate::signature::SignatureError;
 
 /// A lease for an invocation that carries no deadline (a bare test call).
 pub const FALLBACK_LEASE_MS: i64 = 30_000;
+/// The metrics' source dimension for requests to a source that is not configured.
+pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
 /// The header on a replayed response.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
@@ -228,22 +230,35 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
     }
 
     /// The HTTP contract of `POST /webhooks/{source}`.
+    ///
+    /// Every line logged for the request sits in a `webhook` span carrying its source and,
+    /// once derived, its key (so a rejection after the claim still names the key).
+    #[tracing::instrument(name = "webhook", skip_all, fields(source, key))]
     pub async fn handle(&self, req: Request) -> Response<Body> {
         let source = source_name(&req).unwrap_or_default();
+        tracing::Span::current().record("source", source.as_str());
         match self.process(&req, &source).await {
             Ok(resp) => resp,
             Err(rejection) => {
                 let (status, code) = rejection.status_and_code();
-                match &rejection {
-                    Rejection::InvalidSignature(_) => {
-                        self.metrics.count(&source, Metric::SignatureRejected)
-                    }
-                    Rejection::InProgress => {
-                        self.metrics.count(&source, Metric::InProgressConflict)
-                    }
-                    _ => self.metrics.count(&source, Metric::Rejected),
-                }
-                warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
+                // The metric's source dimension only takes configured names: a path segment
+                // chosen by whoever calls must not mint new CloudWatch dimensions.
+                let dimension = if self.sources.get(&source).is_some() {
+                    source.as_str()
+                } else {
+                    UNKNOWN_SOURCE_DIMENSION
+                };
+                let metric = match &rejection {
+                    Rejection::InvalidSignature(_) => Metric::SignatureRejected,
+                    Rejection::InProgress => Metric::InProgressConflict,
+                    _ => Metric::Rejected,
+                };
+                self.metrics.count(dimension, metric);
+                let outcome = match rejection {
+                    Rejection::InProgress => "in_progress",
+                    _ => "rejected",
+                };
+                warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome);
                 rejection.into_response()
             }
         }
@@ -285,6 +300,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             json.as_ref(),
             &body_sha256,
         )?;
+        tracing::Span::current().record("key", key.as_str());
         let group = key::group(&key, &spec.group, source_name, json.as_ref());
         let now = self.clock.now_ms();
         let envelope = Envelope::new(
