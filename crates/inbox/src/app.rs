@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::clock::SystemClock;
 use crate::config::{AwsSecretResolver, ConfigError, SourceSpecs};
 use crate::consumer::{Consumer, ConsumerSettings, HttpForwarder};
-use crate::env::{required, ConsumerEnv, ReceiverEnv};
+use crate::env::{queue_retention_seconds, required, ConsumerEnv, ReceiverEnv};
 use crate::ledger::dynamo::DynamoLedger;
 use crate::metrics::Metrics;
 use crate::queue::SqsQueue;
@@ -17,6 +17,15 @@ use crate::receiver::{Receiver, ReceiverSettings};
 pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock>;
 /// The deployed consumer, with the shipped HTTP forwarder.
 pub type LambdaConsumer = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
+
+/// `WEBHOOK_SOURCES`, checked, and checked against `QUEUE_RETENTION_SECONDS` where set.
+pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
+    let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
+    if let Some(queue_retention) = queue_retention_seconds()? {
+        specs.check_retention(queue_retention)?;
+    }
+    Ok(specs)
+}
 
 /// Region, credentials and `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_<SERVICE>` from the
 /// standard places, with the SDK's standard retry mode.
@@ -29,7 +38,7 @@ pub async fn sdk_config() -> aws_config::SdkConfig {
 
 pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     let env = ReceiverEnv::from_env()?;
-    let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
+    let specs = source_specs_from_env()?;
     let sdk = sdk_config().await;
     let sources = specs.resolve(&AwsSecretResolver::new(&sdk)).await?;
     Ok(Receiver::new(
@@ -47,7 +56,7 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
 
 pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     let env = ConsumerEnv::from_env()?;
-    let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
+    let specs = source_specs_from_env()?;
     let sdk = sdk_config().await;
     let forwarder = HttpForwarder::new(
         env.forward_url,

@@ -220,6 +220,27 @@ impl SourceSpecs {
         self.0.get(name)
     }
 
+    /// Every source must remember its keys longer than the queue keeps a message, or a
+    /// message still on the queue could outlive its ledger item and run twice.
+    /// `queue_retention_seconds` is `QUEUE_RETENTION_SECONDS`, set by the template from the
+    /// queue's own `MessageRetentionPeriod`.
+    pub fn check_retention(&self, queue_retention_seconds: u64) -> Result<(), ConfigError> {
+        for spec in self.0.values() {
+            let remembered = spec.retention_hours.saturating_mul(3600);
+            if spec.delivery == Delivery::EffectivelyOnce && remembered <= queue_retention_seconds {
+                return Err(field_error(
+                    &spec.name,
+                    "retention_hours",
+                    format!(
+                        "{} hours does not outlast the queue's message retention ({queue_retention_seconds} s)",
+                        spec.retention_hours
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &SourceSpec> {
         self.0.values()
     }
@@ -637,6 +658,21 @@ mod tests {
         assert!(err("[]").contains("not a JSON object"));
         assert!(err("{}").contains("no source"));
         assert!(err("{").contains("not a JSON object"));
+    }
+
+    #[test]
+    fn retention_must_outlast_the_queue() {
+        let specs = SourceSpecs::parse(
+            r#"{"short": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "retention_hours": 96},
+                "long": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}}}"#,
+        )
+        .unwrap();
+        let e = specs.check_retention(345_600).unwrap_err().to_string();
+        assert!(
+            e.contains("`short`") && e.contains("retention_hours"),
+            "{e}"
+        );
+        assert!(specs.check_retention(345_599).is_ok());
     }
 
     #[test]

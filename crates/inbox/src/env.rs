@@ -6,7 +6,8 @@ pub const DEFAULT_IN_PROGRESS_WAIT_MS: u64 = 1000;
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 262_144;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
-/// SQS's own message size limit; the envelope (base64 bodies grow by a third) must fit in it.
+/// The largest `MAX_BODY_BYTES`. The queue's `MaximumMessageSize` (1 MiB in the template)
+/// must hold the envelope: the body JSON-escaped or base64-encoded (4/3) plus headers.
 pub const SQS_MAX_MESSAGE_BYTES: u64 = 262_144;
 
 /// A required variable, or a start-up error naming it.
@@ -15,6 +16,15 @@ pub fn required(name: &'static str) -> Result<String, ConfigError> {
         .ok()
         .filter(|v| !v.trim().is_empty())
         .ok_or(ConfigError::MissingVar(name))
+}
+
+/// `QUEUE_RETENTION_SECONDS`: the queue's message retention, which every source's
+/// `retention_hours` must outlast. Optional (unset: not checked); the template sets it.
+pub fn queue_retention_seconds() -> Result<Option<u64>, ConfigError> {
+    match std::env::var("QUEUE_RETENTION_SECONDS") {
+        Err(_) => Ok(None),
+        Ok(_) => number_or("QUEUE_RETENTION_SECONDS", 0).map(Some),
+    }
 }
 
 /// An optional whole number with its default.

@@ -123,23 +123,33 @@ fn visibility_timeout_is_at_least_six_consumer_timeouts() {
 fn queue_retention_is_shorter_than_ledger_retention() {
     let t = template();
     let queue = u64::from(t.queue_retention_seconds());
-    let hours = parameter_default_number(&t, "RetentionHours");
-    assert!(
-        queue < hours * 3600,
-        "queue retention {queue}s >= RetentionHours {hours}h"
-    );
-
-    // The parameter's constraint keeps any deployed value consistent too.
-    let min = number(
-        t.document()
-            .get("Parameters")
-            .and_then(|p| p.get("RetentionHours")?.get("MinValue"))
-            .expect("RetentionHours has MinValue"),
-    );
-    assert!(
-        queue < min * 3600,
-        "RetentionHours MinValue {min}h allows {queue}s"
-    );
+    // Both functions are told the queue's retention and refuse to start with a source that
+    // forgets its keys sooner (inbox::config::SourceSpecs::check_retention).
+    for function in ["ReceiverFunction", "ConsumerFunction"] {
+        let value = t
+            .resource(function)
+            .and_then(|r| {
+                r.get("Properties")?
+                    .get("Environment")?
+                    .get("Variables")?
+                    .get("QUEUE_RETENTION_SECONDS")
+            })
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{function} has QUEUE_RETENTION_SECONDS"));
+        assert_eq!(
+            value,
+            queue.to_string(),
+            "{function}'s QUEUE_RETENTION_SECONDS is the queue's retention"
+        );
+    }
+    let default_sources = t
+        .parameter_default("WebhookSources")
+        .and_then(Value::as_str)
+        .expect("WebhookSources has a default");
+    inbox::config::SourceSpecs::parse(default_sources)
+        .expect("the default WebhookSources parses")
+        .check_retention(queue)
+        .expect("the default sources outlast the queue");
 
     // And so do the demo sources' own retention_hours.
     let sources = t
