@@ -308,7 +308,10 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
         if spec.delivery == Delivery::AtMostOnce {
             // Declared at-most-once: run once, never retried, no ledger.
             match self.processor.process(&job).await {
-                Ok(()) => self.metrics.count(source, Metric::Completed),
+                Ok(()) => {
+                    self.metrics.count(source, Metric::Completed);
+                    info!(key, source, outcome = "completed", delivery = "at_most_once");
+                }
                 Err(e) => {
                     self.metrics.count(source, Metric::Failed);
                     warn!(key, source, error = %e, outcome = "dropped", "at-most-once side effect failed");
