@@ -27,6 +27,10 @@ lint: venv
 test: lint
 	cargo test --workspace --all-targets
 
+# The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
+audit:
+	cargo run -q -p local --bin audit -- $(ARGS)
+
 clean:
 	cargo clean
 	rm -rf $(VENV) .local

@@ -78,36 +78,58 @@ impl<'a, L: LedgerStore> Run<'a, L> {
 
     async fn claim(&mut self, c: &Claim) -> ClaimOutcome {
         let out = self.ledger.claim(c).await.expect("claim answered");
-        self.note(format!("claim by {} at {}", c.owner, c.now_ms), Obs::Claim(out.clone()));
+        self.note(
+            format!("claim by {} at {}", c.owner, c.now_ms),
+            Obs::Claim(out.clone()),
+        );
         out
     }
 
     async fn release(&mut self, owner: &str) -> bool {
-        let out = self.ledger.release(K, owner).await.expect("release answered");
+        let out = self
+            .ledger
+            .release(K, owner)
+            .await
+            .expect("release answered");
         self.note(format!("release by {owner}"), Obs::Done(out));
         out
     }
 
     async fn mark_queued(&mut self, owner: &str) -> bool {
-        let out = self.ledger.mark_queued(K, owner).await.expect("mark queued answered");
+        let out = self
+            .ledger
+            .mark_queued(K, owner)
+            .await
+            .expect("mark queued answered");
         self.note(format!("mark queued by {owner}"), Obs::Done(out));
         out
     }
 
     async fn take(&mut self, t: &Take) -> TakeOutcome {
         let out = self.ledger.take(t).await.expect("take answered");
-        self.note(format!("take by {} at {}", t.owner, t.now_ms), Obs::Take(out.clone()));
+        self.note(
+            format!("take by {} at {}", t.owner, t.now_ms),
+            Obs::Take(out.clone()),
+        );
         out
     }
 
     async fn complete(&mut self, owner: &str, now_ms: i64) -> bool {
-        let out = self.ledger.complete(K, owner, now_ms).await.expect("complete answered");
+        let out = self
+            .ledger
+            .complete(K, owner, now_ms)
+            .await
+            .expect("complete answered");
         self.note(format!("complete by {owner} at {now_ms}"), Obs::Done(out));
         out
     }
 
     async fn fail(&mut self, owner: &str, error: &str, now_ms: i64) -> bool {
-        let out = self.ledger.fail(K, owner, error, now_ms).await.expect("fail answered");
+        let out = self
+            .ledger
+            .fail(K, owner, error, now_ms)
+            .await
+            .expect("fail answered");
         self.note(format!("fail by {owner} at {now_ms}"), Obs::Done(out));
         out
     }
@@ -188,7 +210,9 @@ mod scenarios {
 
     // --- claim -------------------------------------------------------------------------
 
-    pub async fn claim_on_absent_writes_the_whole_record<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    pub async fn claim_on_absent_writes_the_whole_record<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         assert_eq!(r.get().await, None);
         let c = claim_at("rx", T);
@@ -213,7 +237,9 @@ mod scenarios {
         r.trace
     }
 
-    pub async fn claim_on_expired_item_is_a_fresh_claim<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    pub async fn claim_on_expired_item_is_a_fresh_claim<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         let done = r.completed().await;
         // The last second of its life: still there, a duplicate.
@@ -256,7 +282,9 @@ mod scenarios {
         r.trace
     }
 
-    pub async fn claim_on_live_received_returns_the_old_record<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    pub async fn claim_on_live_received_returns_the_old_record<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         let first = r.received("rx").await;
         match r.claim(&claim_at("rx2", T + 5)).await {
@@ -295,7 +323,10 @@ mod scenarios {
             ClaimOutcome::Exists(old) => assert_eq!(*old, failed),
             other => panic!("FAILED: expected Exists, got {other:?}"),
         }
-        assert_eq!(r.take(&take_at("c2", T + 5000, 5000)).await, TakeOutcome::Taken { attempts: 2 });
+        assert_eq!(
+            r.take(&take_at("c2", T + 5000, 5000)).await,
+            TakeOutcome::Taken { attempts: 2 }
+        );
         assert!(r.complete("c2", T + 6000).await);
         let completed = r.get().await.expect("completed");
         match r.claim(&claim_at("rx2", T + 7000)).await {
@@ -324,10 +355,16 @@ mod scenarios {
         assert_eq!(r.get().await, None, "released: the key is free");
         assert!(!r.release("rx").await, "twice");
         // Free again: the sender's retry claims it as a first delivery.
-        assert_eq!(r.claim(&claim_at("rx2", T + 10)).await, ClaimOutcome::Claimed);
+        assert_eq!(
+            r.claim(&claim_at("rx2", T + 10)).await,
+            ClaimOutcome::Claimed
+        );
         assert!(r.mark_queued("rx2").await);
         let queued = r.get().await.expect("queued");
-        assert!(!r.release("rx2").await, "after mark queued: not even the owner");
+        assert!(
+            !r.release("rx2").await,
+            "after mark queued: not even the owner"
+        );
         assert_eq!(r.get().await, Some(queued));
         r.trace
     }
@@ -337,7 +374,10 @@ mod scenarios {
     ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         r.received("rx").await;
-        assert_eq!(r.take(&take_at("c1", T + 5, 60_000)).await, TakeOutcome::Taken { attempts: 1 });
+        assert_eq!(
+            r.take(&take_at("c1", T + 5, 60_000)).await,
+            TakeOutcome::Taken { attempts: 1 }
+        );
         let processing = r.get().await.expect("processing");
         assert!(!r.release("rx").await);
         assert_eq!(r.get().await, Some(processing));
@@ -346,7 +386,9 @@ mod scenarios {
 
     // --- mark queued ---------------------------------------------------------------------
 
-    pub async fn mark_queued_by_owner_clears_the_lease<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    pub async fn mark_queued_by_owner_clears_the_lease<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         assert!(!r.mark_queued("rx").await, "absent");
         assert_eq!(r.get().await, None, "a refused mark queued creates nothing");
@@ -375,7 +417,10 @@ mod scenarios {
         let mut r = Run::new(l);
         r.received("rx").await;
         // The message got to the consumer before the receiver marked it.
-        assert_eq!(r.take(&take_at("c1", T + 5, 60_000)).await, TakeOutcome::Taken { attempts: 1 });
+        assert_eq!(
+            r.take(&take_at("c1", T + 5, 60_000)).await,
+            TakeOutcome::Taken { attempts: 1 }
+        );
         let processing = r.get().await.expect("processing");
         assert!(!r.mark_queued("rx").await);
         assert_eq!(r.get().await, Some(processing));
@@ -418,8 +463,15 @@ mod scenarios {
         let mut r = Run::new(l);
         let done = r.completed().await;
         let last_ms = first_expired_ms(done.expires_at) - 1;
-        assert_eq!(r.take(&take_at("c2", last_ms, 60_000)).await, TakeOutcome::Completed);
-        assert_eq!(r.get().await, Some(done.clone()), "a refused take writes nothing");
+        assert_eq!(
+            r.take(&take_at("c2", last_ms, 60_000)).await,
+            TakeOutcome::Completed
+        );
+        assert_eq!(
+            r.get().await,
+            Some(done.clone()),
+            "a refused take writes nothing"
+        );
         let now = first_expired_ms(done.expires_at);
         let out = r.take(&take_at("c2", now, 60_000)).await;
         assert!(matches!(out, TakeOutcome::Taken { .. }), "{out:?}");
@@ -427,7 +479,11 @@ mod scenarios {
         assert_eq!(taken.status, Status::Processing);
         assert_eq!(taken.lease_owner.as_deref(), Some("c2"));
         assert_eq!(taken.lease_until, Some(now + 60_000));
-        assert_eq!(taken.expires_at, now / 1000 + 2 * HOUR_S, "the take renews expires_at");
+        assert_eq!(
+            taken.expires_at,
+            now / 1000 + 2 * HOUR_S,
+            "the take renews expires_at"
+        );
         r.trace
     }
 
@@ -454,7 +510,10 @@ mod scenarios {
         // Let it expire and start over, to take it from QUEUED.
         let done = r.get().await.expect("completed");
         let later = first_expired_ms(done.expires_at);
-        assert_eq!(r.claim(&claim_at("rx2", later)).await, ClaimOutcome::Claimed);
+        assert_eq!(
+            r.claim(&claim_at("rx2", later)).await,
+            ClaimOutcome::Claimed
+        );
         assert!(r.mark_queued("rx2").await);
         let queued = r.get().await.expect("queued");
         assert_eq!(queued.status, Status::Queued);
@@ -483,7 +542,11 @@ mod scenarios {
         assert_eq!(again.status, Status::Processing);
         assert_eq!(again.attempts, 2);
         assert_eq!(again.lease_owner.as_deref(), Some("c2"));
-        assert_eq!(again.last_error.as_deref(), Some("boom"), "kept until overwritten");
+        assert_eq!(
+            again.last_error.as_deref(),
+            Some("boom"),
+            "kept until overwritten"
+        );
         r.trace
     }
 
@@ -521,15 +584,23 @@ mod scenarios {
         let mut r = Run::new(l);
         let done = r.completed().await;
         assert_eq!(done.completed_at, Some(T + 2000));
-        assert_eq!(r.take(&take_at("c2", T + 3000, 60_000)).await, TakeOutcome::Completed);
-        assert_eq!(r.take(&take_at("c1", T + 3000, 60_000)).await, TakeOutcome::Completed);
+        assert_eq!(
+            r.take(&take_at("c2", T + 3000, 60_000)).await,
+            TakeOutcome::Completed
+        );
+        assert_eq!(
+            r.take(&take_at("c1", T + 3000, 60_000)).await,
+            TakeOutcome::Completed
+        );
         assert_eq!(r.get().await, Some(done));
         r.trace
     }
 
     // --- complete / fail ---------------------------------------------------------------
 
-    pub async fn complete_and_fail_only_with_the_lease<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    pub async fn complete_and_fail_only_with_the_lease<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         assert!(!r.complete("c1", T).await, "absent");
         assert!(!r.fail("c1", "x", T).await, "absent");
@@ -542,7 +613,10 @@ mod scenarios {
         assert!(r.mark_queued("rx").await);
         assert!(!r.complete("rx", T + 2).await, "QUEUED cannot be finished");
 
-        assert_eq!(r.take(&take_at("c1", T + 1000, 5000)).await, TakeOutcome::Taken { attempts: 1 });
+        assert_eq!(
+            r.take(&take_at("c1", T + 1000, 5000)).await,
+            TakeOutcome::Taken { attempts: 1 }
+        );
         assert!(!r.complete("c2", T + 1500).await, "not the owner");
         assert!(!r.fail("c2", "x", T + 1500).await, "not the owner");
         // c1's lease runs out and c2 takes over; c1 has lost it.
@@ -567,9 +641,15 @@ mod scenarios {
                 ..c2
             }
         );
-        assert!(!r.complete("c2", T + 7001).await, "FAILED: the lease ended with the fail");
+        assert!(
+            !r.complete("c2", T + 7001).await,
+            "FAILED: the lease ended with the fail"
+        );
 
-        assert_eq!(r.take(&take_at("c3", T + 8000, 60_000)).await, TakeOutcome::Taken { attempts: 3 });
+        assert_eq!(
+            r.take(&take_at("c3", T + 8000, 60_000)).await,
+            TakeOutcome::Taken { attempts: 3 }
+        );
         let p = r.get().await.expect("processing");
         assert!(r.complete("c3", T + 9000).await);
         let done = r.get().await.expect("completed");
@@ -597,16 +677,26 @@ mod scenarios {
         let mut r = Run::new(l);
         let rec = r.received("rx").await;
         // Seconds: ten digits in this century; milliseconds: thirteen.
-        assert!((1_000_000_000..10_000_000_000).contains(&rec.expires_at), "{}", rec.expires_at);
+        assert!(
+            (1_000_000_000..10_000_000_000).contains(&rec.expires_at),
+            "{}",
+            rec.expires_at
+        );
         let lease = rec.lease_until.expect("a lease");
-        assert!((1_000_000_000_000..10_000_000_000_000).contains(&lease), "{lease}");
+        assert!(
+            (1_000_000_000_000..10_000_000_000_000).contains(&lease),
+            "{lease}"
+        );
         assert!((1_000_000_000_000..10_000_000_000_000).contains(&rec.received_at));
         assert_eq!(rec.expires_at, T / 1000 + HOUR_S);
         assert_eq!(lease, T + LEASE_MS);
         // The two units in conditions: an hour of seconds is not an hour of milliseconds.
         // At T + 1 hour (ms) the item is not expired and the lease (ms) has run out.
         let hour_later = T + HOUR_S * 1000;
-        assert_eq!(r.claim(&claim_at("rx2", hour_later)).await, ClaimOutcome::Claimed);
+        assert_eq!(
+            r.claim(&claim_at("rx2", hour_later)).await,
+            ClaimOutcome::Claimed
+        );
         assert!(r.mark_queued("rx2").await);
         let q = r.get().await.expect("queued");
         assert!(
@@ -620,7 +710,11 @@ mod scenarios {
         );
         let p = r.get().await.expect("processing");
         assert_eq!(p.lease_until, Some(hour_later + 1 + 45_000));
-        assert!((1_000_000_000..10_000_000_000).contains(&p.expires_at), "{}", p.expires_at);
+        assert!(
+            (1_000_000_000..10_000_000_000).contains(&p.expires_at),
+            "{}",
+            p.expires_at
+        );
         assert!(r.complete("c1", hour_later + 2).await);
         let done = r.get().await.expect("completed");
         let completed_at = done.completed_at.expect("completed_at");
@@ -628,17 +722,34 @@ mod scenarios {
         r.trace
     }
 
-    pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         let mut c = claim_at("rx", T);
         c.key = K.to_owned();
-        c.payload_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_owned();
-        c.response_body = r#"{"status":"accepted","key":"github:d-1","note":"ünïcode ✓"}"#.to_owned();
+        c.payload_sha256 =
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_owned();
+        c.response_body =
+            r#"{"status":"accepted","key":"github:d-1","note":"ünïcode ✓"}"#.to_owned();
         assert_eq!(r.claim(&c).await, ClaimOutcome::Claimed);
         assert!(r.mark_queued("rx").await);
-        assert_eq!(r.take(&take_at("c1", T + 100, 1000)).await, TakeOutcome::Taken { attempts: 1 });
-        assert!(r.fail("c1", "forward answered 503 Service Unavailable: \"quoted\"", T + 200).await);
-        assert_eq!(r.take(&take_at("c2", T + 300, 1000)).await, TakeOutcome::Taken { attempts: 2 });
+        assert_eq!(
+            r.take(&take_at("c1", T + 100, 1000)).await,
+            TakeOutcome::Taken { attempts: 1 }
+        );
+        assert!(
+            r.fail(
+                "c1",
+                "forward answered 503 Service Unavailable: \"quoted\"",
+                T + 200
+            )
+            .await
+        );
+        assert_eq!(
+            r.take(&take_at("c2", T + 300, 1000)).await,
+            TakeOutcome::Taken { attempts: 2 }
+        );
         assert!(r.complete("c2", T + 400).await);
         let expected = Record {
             key: K.to_owned(),
@@ -669,7 +780,11 @@ fn assert_same_trace(memory: &[(String, Obs)], dynamo: &[(String, Obs)]) {
     for (i, (m, d)) in memory.iter().zip(dynamo).enumerate() {
         assert_eq!(m, d, "step {i}: the adapters differ ({})", m.0);
     }
-    assert_eq!(memory.len(), dynamo.len(), "the adapters ran a different number of steps");
+    assert_eq!(
+        memory.len(),
+        dynamo.len(),
+        "the adapters ran a different number of steps"
+    );
 }
 
 /// One test per scenario: on the in-memory adapter, then on DynamoDB (moto), same trace.

@@ -310,7 +310,12 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             match self.processor.process(&job).await {
                 Ok(()) => {
                     self.metrics.count(source, Metric::Completed);
-                    info!(key, source, outcome = "completed", delivery = "at_most_once");
+                    info!(
+                        key,
+                        source,
+                        outcome = "completed",
+                        delivery = "at_most_once"
+                    );
                 }
                 Err(e) => {
                     self.metrics.count(source, Metric::Failed);

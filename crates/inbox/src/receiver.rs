@@ -399,7 +399,22 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
                 response_body: response_body.to_owned(),
             };
             match self.ledger.claim(&claim).await {
-                Err(e) => return Err(Rejection::Internal(e.to_string())),
+                Err(e) => {
+                    // The claim may have been applied with its answer lost: release it (only
+                    // if it is ours) before the 500, or the sender's retries would meet our
+                    // own live claim and get 503 until its lease ran out.
+                    match self.ledger.release(key, &inv.request_id).await {
+                        Ok(true) => {
+                            self.metrics.count(&source.spec.name, Metric::Released);
+                            info!(source = %source.spec.name, key, outcome = "released", "claim failed")
+                        }
+                        Ok(false) => {}
+                        Err(re) => {
+                            warn!(source = %source.spec.name, key, error = %re, outcome = "release_failed", "claim failed")
+                        }
+                    }
+                    return Err(Rejection::Internal(e.to_string()));
+                }
                 Ok(ClaimOutcome::Claimed) => return Ok(None),
                 Ok(ClaimOutcome::Exists(existing)) if existing.status != Status::Received => {
                     return Ok(Some(*existing))

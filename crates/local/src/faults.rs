@@ -1,16 +1,33 @@
 //! Fault injection and call counting at the SDK layer: an interceptor installed on the real
 //! DynamoDB and SQS clients. Tests choose which operation fails on which calls, and read
 //! how many calls of each operation were made.
+//!
+//! Three kinds of fault:
+//! - [`Faults::fail`] / [`Faults::fail_after`]: a call fails with an error the SDK does not
+//!   retry (an interceptor error), either before anything is sent ([`When::Before`]) or after
+//!   the server applied it ([`When::After`], a lost response).
+//! - [`Faults::throttle`]: attempts are answered `400 ThrottlingException` by a stand-in
+//!   endpoint instead of the server, so nothing is applied and the SDK's own retry strategy
+//!   sees a retryable throttling error. (An interceptor error is never retried by the SDK:
+//!   the orchestrator's classifiers only retry transient, throttling and modeled-retryable
+//!   errors from a response or the connector; so throttling has to come as a response.)
+//! - [`Faults::freeze_after`]: once a given call has completed, every later call through
+//!   these clients is sent to a black hole that never answers: the process froze there.
+//!   The test then drops the handler's future, which is what a dead invocation looks like.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use aws_sdk_dynamodb::config::interceptors::{
-    BeforeSerializationInterceptorContextRef, FinalizerInterceptorContextRef,
+    BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextMut,
+    FinalizerInterceptorContextRef,
 };
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::retries::RequestAttempts;
 
 /// Where a fault strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,11 +38,38 @@ pub enum When {
     After,
 }
 
+/// Matches every operation in [`Faults::throttle`].
+pub const EVERY_OPERATION: &str = "*";
+
+/// The header that carries a call's throttling plan from `modify_before_retry_loop` (once
+/// per call) to each attempt; removed before signing, so it is never sent.
+const THROTTLE_MARK: &str = "x-local-faults-throttle";
+
+#[derive(Debug)]
+struct Plan {
+    operation: String,
+    when: When,
+    skip: u32,
+    left: u32,
+}
+
+#[derive(Debug)]
+struct Throttle {
+    operation: String,
+    attempts: u32,
+    calls: u32,
+}
+
 #[derive(Debug, Default)]
 struct State {
     calls: BTreeMap<String, u64>,
-    plans: Vec<(String, When, u32)>,
+    plans: Vec<Plan>,
     injected: u64,
+    throttles: Vec<Throttle>,
+    throttled: BTreeMap<String, u64>,
+    freeze_after: Option<String>,
+    frozen: bool,
+    frozen_signal: Arc<tokio::sync::Notify>,
 }
 
 /// Shared between the test and the clients it builds.
@@ -47,7 +91,64 @@ impl Faults {
 
     /// The next `times` calls of `operation` (e.g. "SendMessage", "PutItem") fail.
     pub fn fail(&self, operation: &str, when: When, times: u32) {
-        self.with(|s| s.plans.push((operation.to_owned(), when, times)));
+        self.fail_after(operation, when, 0, times);
+    }
+
+    /// The next `skip` calls of `operation` go through, then the `times` after them fail
+    /// (e.g. the consumer's second UpdateItem, its complete, after its take).
+    pub fn fail_after(&self, operation: &str, when: When, skip: u32, times: u32) {
+        self.with(|s| {
+            s.plans.push(Plan {
+                operation: operation.to_owned(),
+                when,
+                skip,
+                left: times,
+            })
+        });
+    }
+
+    /// The next `calls` calls of `operation` ([`EVERY_OPERATION`] for all) are throttled on
+    /// their first `attempts` attempts: each such attempt is answered `400
+    /// ThrottlingException` without reaching the server, and the SDK's retry strategy
+    /// decides what follows (with the standard mode's 3 attempts, up to 2 are absorbed).
+    pub fn throttle(&self, operation: &str, attempts: u32, calls: u32) {
+        self.with(|s| {
+            s.throttles.push(Throttle {
+                operation: operation.to_owned(),
+                attempts,
+                calls,
+            })
+        });
+    }
+
+    /// Attempts answered with a throttling error so far, per operation.
+    pub fn throttled(&self) -> BTreeMap<String, u64> {
+        self.with(|s| s.throttled.clone())
+    }
+
+    /// Once the next call of `operation` has succeeded, every later call through these
+    /// clients hangs (its request goes to a black hole that never answers) and
+    /// [`Faults::frozen`] resolves: the process froze right there. Drop the future that made
+    /// the calls to model an invocation that died at that point.
+    pub fn freeze_after(&self, operation: &str) {
+        self.with(|s| s.freeze_after = Some(operation.to_owned()));
+    }
+
+    /// Whether the clients have frozen (see [`Faults::freeze_after`]).
+    pub fn is_frozen(&self) -> bool {
+        self.with(|s| s.frozen)
+    }
+
+    /// Resolves once the clients have frozen.
+    pub async fn frozen(&self) {
+        let signal = self.with(|s| s.frozen_signal.clone());
+        loop {
+            let notified = signal.notified();
+            if self.is_frozen() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Calls made so far of one operation (each SDK call once, whatever its retries).
@@ -64,7 +165,7 @@ impl Faults {
         self.with(|s| s.calls.clear());
     }
 
-    /// Faults injected so far.
+    /// Faults injected so far (failed calls; throttled attempts are in [`Faults::throttled`]).
     pub fn injected(&self) -> u64 {
         self.with(|s| s.injected)
     }
@@ -74,10 +175,14 @@ impl Faults {
             let plan = s
                 .plans
                 .iter_mut()
-                .find(|(op, w, left)| op == operation && *w == when && *left > 0);
+                .find(|p| p.operation == operation && p.when == when && p.left > 0);
             match plan {
+                Some(plan) if plan.skip > 0 => {
+                    plan.skip -= 1;
+                    false
+                }
                 Some(plan) => {
-                    plan.2 -= 1;
+                    plan.left -= 1;
                     s.injected += 1;
                     true
                 }
@@ -90,12 +195,42 @@ impl Faults {
             Ok(())
         }
     }
+
+    /// How many attempts of this new call to throttle (0: none).
+    fn throttle_plan(&self, operation: &str) -> u32 {
+        self.with(|s| {
+            let plan = s.throttles.iter_mut().find(|t| {
+                (t.operation == operation || t.operation == EVERY_OPERATION) && t.calls > 0
+            });
+            match plan {
+                Some(t) => {
+                    t.calls -= 1;
+                    t.attempts
+                }
+                None => 0,
+            }
+        })
+    }
 }
 
 fn operation(cfg: &ConfigBag) -> String {
     cfg.load::<Metadata>()
         .map(|m| m.name().to_owned())
         .unwrap_or_default()
+}
+
+/// Sends the request to `endpoint` (scheme and authority) instead, keeping path and query.
+fn redirect(
+    request: &mut aws_smithy_runtime_api::http::Request,
+    endpoint: &str,
+) -> Result<(), BoxError> {
+    let path = request
+        .uri()
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_owned()))
+        .unwrap_or_else(|| "/".to_owned());
+    request.set_uri(format!("{endpoint}{path}"))?;
+    Ok(())
 }
 
 impl Intercept for Faults {
@@ -114,14 +249,166 @@ impl Intercept for Faults {
         self.strike(&op, When::Before)
     }
 
-    fn read_after_execution(
+    /// Once per call: whether its attempts are to be throttled, marked on the request (which
+    /// every attempt starts again from).
+    fn modify_before_retry_loop(
         &self,
-        _context: &FinalizerInterceptorContextRef<'_>,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
         _rc: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        self.strike(&operation(cfg), When::After)
+        let attempts = self.throttle_plan(&operation(cfg));
+        if attempts > 0 {
+            context
+                .request_mut()
+                .headers_mut()
+                .insert(THROTTLE_MARK, attempts.to_string());
+        }
+        Ok(())
     }
+
+    /// Once per attempt, before signing: a throttled attempt or a frozen process goes to its
+    /// stand-in endpoint instead of the server.
+    fn modify_before_signing(
+        &self,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
+        _rc: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request_mut();
+        let throttle_attempts: u32 = request
+            .headers_mut()
+            .remove(THROTTLE_MARK)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if self.is_frozen() {
+            return redirect(request, stand_ins().black_hole());
+        }
+        let attempt = cfg.load::<RequestAttempts>().map_or(1, |a| a.attempts());
+        if attempt <= throttle_attempts {
+            let op = operation(cfg);
+            self.with(|s| *s.throttled.entry(op).or_default() += 1);
+            return redirect(request, stand_ins().throttling());
+        }
+        Ok(())
+    }
+
+    fn read_after_execution(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let op = operation(cfg);
+        let succeeded = matches!(context.output_or_error(), Some(Ok(_)));
+        let froze = self.with(|s| {
+            if succeeded && !s.frozen && s.freeze_after.as_deref() == Some(op.as_str()) {
+                s.frozen = true;
+                s.frozen_signal.notify_waiters();
+                true
+            } else {
+                false
+            }
+        });
+        if froze {
+            return Ok(());
+        }
+        self.strike(&op, When::After)
+    }
+}
+
+/// Loopback endpoints standing in for the server: one answers every request as a throttled
+/// AWS JSON-protocol service would; the other accepts connections and never answers.
+struct StandIns {
+    throttling: String,
+    black_hole: String,
+}
+
+impl StandIns {
+    fn throttling(&self) -> &str {
+        &self.throttling
+    }
+
+    fn black_hole(&self) -> &str {
+        &self.black_hole
+    }
+}
+
+fn stand_ins() -> &'static StandIns {
+    static STAND_INS: OnceLock<StandIns> = OnceLock::new();
+    STAND_INS.get_or_init(|| {
+        let throttling = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let black_hole = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let endpoints = StandIns {
+            throttling: format!("http://{}", throttling.local_addr().expect("address")),
+            black_hole: format!("http://{}", black_hole.local_addr().expect("address")),
+        };
+        std::thread::spawn(move || {
+            for stream in throttling.incoming().flatten() {
+                std::thread::spawn(move || answer_throttled(stream));
+            }
+        });
+        std::thread::spawn(move || {
+            // Held open, never read from or answered.
+            let mut held = Vec::new();
+            for stream in black_hole.incoming().flatten() {
+                held.push(stream);
+            }
+        });
+        endpoints
+    })
+}
+
+/// Answers each request on one connection with `400 ThrottlingException` (DynamoDB's and
+/// SQS's JSON protocol), reading the request fully first so the connection stays reusable.
+fn answer_throttled(mut stream: std::net::TcpStream) {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        // One request: headers, then Content-Length bytes of body.
+        let head_end = loop {
+            if let Some(i) = find(&buffer, b"\r\n\r\n") {
+                break i + 4;
+            }
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buffer.len() < head_end + length {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let namespace = if head.contains("x-amz-target: amazonsqs.") {
+            "com.amazonaws.sqs"
+        } else {
+            "com.amazonaws.dynamodb.v20120810"
+        };
+        buffer.drain(..head_end + length);
+        let body = format!(
+            r#"{{"__type":"{namespace}#ThrottlingException","message":"Rate exceeded (injected by local::faults)"}}"#
+        );
+        let response = format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\n\
+             x-amzn-requestid: local-faults-throttle\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if stream.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A DynamoDB client with the interceptor.

@@ -1,5 +1,8 @@
+pub mod audit;
 pub mod bridge;
+pub mod demo;
 pub mod faults;
 pub mod moto;
+pub mod ops;
 pub mod provision;
 pub mod testkit;

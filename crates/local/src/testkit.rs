@@ -139,6 +139,68 @@ impl LocalAws {
     }
 }
 
+impl LocalAws {
+    /// The same table and queues through clients of their own, with their own fault plan
+    /// and SDK settings: another process (one that may die on its own, or retry faster).
+    pub fn sibling(&self, sdk: aws_config::SdkConfig, faults: Faults) -> LocalAws {
+        let dynamo = faults::dynamo_client(&sdk, &faults);
+        let sqs = faults::sqs_client(&sdk, &faults);
+        LocalAws {
+            sdk,
+            faults,
+            dynamo,
+            sqs,
+            resources: self.resources.clone(),
+        }
+    }
+
+    /// Messages on `queue_url`: (visible, in flight), as SQS approximates them.
+    pub async fn queue_counts(&self, queue_url: &str) -> (u64, u64) {
+        use aws_sdk_sqs::types::QueueAttributeName as Q;
+        let out = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(Q::ApproximateNumberOfMessages)
+            .attribute_names(Q::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .expect("queue attributes");
+        let get = |name: &Q| {
+            out.attributes()
+                .and_then(|a| a.get(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        (
+            get(&Q::ApproximateNumberOfMessages),
+            get(&Q::ApproximateNumberOfMessagesNotVisible),
+        )
+    }
+
+    /// The keys of the messages now visible on `queue_url`, left visible (each is received,
+    /// read, and made visible again at once).
+    pub async fn peek_keys(&self, queue_url: &str) -> Vec<String> {
+        let messages = self.receive_all(queue_url).await;
+        let mut keys = Vec::new();
+        for m in &messages {
+            if let Some(env) = m.body().and_then(|b| inbox::queue::Envelope::parse(b).ok()) {
+                keys.push(env.key);
+            }
+            self.sqs
+                .change_message_visibility()
+                .queue_url(queue_url)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .visibility_timeout(0)
+                .send()
+                .await
+                .expect("visible again");
+        }
+        keys.sort();
+        keys
+    }
+}
+
 /// A Lambda context with its own request id and a deadline `lease_ms` from now.
 pub fn context(request_id: &str, deadline_ms: i64) -> lambda_runtime::Context {
     let mut ctx = lambda_runtime::Context::default();
@@ -164,6 +226,16 @@ pub fn post(source: &str, headers: &[(&str, String)], body: &[u8]) -> Request {
         .body(Body::Binary(body.to_vec()))
         .expect("a valid test request");
     req.with_lambda_context(context(&unique("req"), now_ms() + 10_000))
+}
+
+/// [`post`] from an invocation whose deadline (the receiver's lease) is `deadline_ms`.
+pub fn post_with_deadline(
+    source: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+    deadline_ms: i64,
+) -> Request {
+    post(source, headers, body).with_lambda_context(context(&unique("req"), deadline_ms))
 }
 
 fn hmac256(secret: &[u8], parts: &[&[u8]]) -> Vec<u8> {
@@ -237,6 +309,7 @@ pub fn hmac_hex(body: &[u8]) -> String {
 pub struct SystemOfRecord {
     url: String,
     calls: Arc<Mutex<BTreeMap<String, u64>>>,
+    applied: Arc<Mutex<BTreeMap<String, u64>>>,
     failing: Arc<Mutex<BTreeMap<String, u64>>>,
     server: Arc<tiny_http::Server>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -252,7 +325,13 @@ impl SystemOfRecord {
             .expect("an IP listener");
         let calls: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
         let failing: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
-        let (s, c, f) = (server.clone(), calls.clone(), failing.clone());
+        let applied: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+        let (s, c, f, a) = (
+            server.clone(),
+            calls.clone(),
+            failing.clone(),
+            applied.clone(),
+        );
         let thread = std::thread::spawn(move || {
             for mut request in s.incoming_requests() {
                 let key = request
@@ -272,7 +351,10 @@ impl SystemOfRecord {
                                 *left -= 1;
                                 500
                             }
-                            _ => 200,
+                            _ => {
+                                *a.lock().expect("applied").entry(key).or_default() += 1;
+                                200
+                            }
                         }
                     }
                 };
@@ -282,6 +364,7 @@ impl SystemOfRecord {
         SystemOfRecord {
             url: format!("http://127.0.0.1:{port}/events"),
             calls,
+            applied,
             failing,
             server,
             thread: Some(thread),
@@ -307,6 +390,15 @@ impl SystemOfRecord {
 
     pub fn calls_for(&self, key: &str) -> u64 {
         self.calls().get(key).copied().unwrap_or(0)
+    }
+
+    /// Calls per key answered 2xx (applied, as far as the caller knows) so far.
+    pub fn applied(&self) -> BTreeMap<String, u64> {
+        self.applied.lock().expect("applied").clone()
+    }
+
+    pub fn applied_for(&self, key: &str) -> u64 {
+        self.applied().get(key).copied().unwrap_or(0)
     }
 }
 

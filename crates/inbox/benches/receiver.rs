@@ -1,0 +1,442 @@
+//! The receiver's CPU work, without I/O: signature verification per scheme, key derivation,
+//! envelope building (1 KiB, 16 KiB and 256 KiB bodies), and the whole `handle` path on an
+//! in-memory ledger and a queue that drops messages.
+//!
+//! `cargo bench -p inbox --bench receiver`. No tracing subscriber is installed, so log lines
+//! cost only their level check here; metrics go to memory.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use hmac::{Hmac, Mac};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use inbox::clock::{Clock, SystemClock};
+use inbox::config::{GroupSpec, KeySpec, SecretRef, SecretResolver, SourceSpecs, Sources};
+use inbox::key;
+use inbox::ledger::memory::MemoryLedger;
+use inbox::metrics::Metrics;
+use inbox::queue::{sqs_id, Envelope, Outgoing, Queue, QueueError};
+use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::signature::{Encoding, HmacSpec, Scheme, Verifier};
+use lambda_http::{Body, Request, RequestExt};
+use lambda_runtime::LambdaEvent;
+use sha2::Sha256;
+
+const SIZES: [(usize, &str); 3] = [(1024, "1KiB"), (16 * 1024, "16KiB"), (256 * 1024, "256KiB")];
+/// `whsec_` + base64 of "bench-secret-bench-secret-bench!".
+const WHSEC: &str = "whsec_YmVuY2gtc2VjcmV0LWJlbmNoLXNlY3JldC1iZW5jaCE=";
+const SECRET: &str = "bench-secret-bench-secret-bench!";
+
+/// A JSON body of exactly `size` bytes, with an id, a customer and padding.
+fn body(size: usize, id: &str) -> Vec<u8> {
+    let head = format!(r#"{{"id":"{id}","type":"invoice.paid","customer_id":"cus_42","pad":""#);
+    let tail = r#""}"#;
+    let pad = size.saturating_sub(head.len() + tail.len());
+    let mut out = head.into_bytes();
+    out.extend(std::iter::repeat_n(b'x', pad));
+    out.extend_from_slice(tail.as_bytes());
+    out
+}
+
+fn mac(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    let mut m = Hmac::<Sha256>::new_from_slice(key).expect("any key length");
+    for p in parts {
+        m.update(p);
+    }
+    m.finalize().into_bytes().to_vec()
+}
+
+fn whsec_key() -> Vec<u8> {
+    B64.decode(WHSEC.trim_start_matches("whsec_"))
+        .expect("base64")
+}
+
+fn now_secs() -> i64 {
+    SystemClock.now_secs()
+}
+
+/// The headers a sender of `scheme` would send for `body` (the scheme's and the key's).
+fn signed_headers(scheme: &Scheme, id: &str, body: &[u8], t: i64) -> Vec<(String, String)> {
+    let ts = t.to_string();
+    let secret = SECRET.as_bytes();
+    let mut h = match scheme {
+        Scheme::StandardWebhooks => {
+            let sig = mac(
+                &whsec_key(),
+                &[id.as_bytes(), b".", ts.as_bytes(), b".", body],
+            );
+            vec![
+                ("webhook-id".to_owned(), id.to_owned()),
+                ("webhook-timestamp".to_owned(), ts),
+                (
+                    "webhook-signature".to_owned(),
+                    format!("v1,{}", B64.encode(sig)),
+                ),
+            ]
+        }
+        Scheme::Stripe => {
+            let sig = mac(secret, &[ts.as_bytes(), b".", body]);
+            vec![(
+                "stripe-signature".to_owned(),
+                format!("t={ts},v1={}", hex::encode(sig)),
+            )]
+        }
+        Scheme::Github => vec![
+            ("x-github-delivery".to_owned(), id.to_owned()),
+            (
+                "x-hub-signature-256".to_owned(),
+                format!("sha256={}", hex::encode(mac(secret, &[body]))),
+            ),
+        ],
+        Scheme::Shopify => vec![
+            ("x-shopify-event-id".to_owned(), id.to_owned()),
+            (
+                "x-shopify-hmac-sha256".to_owned(),
+                B64.encode(mac(secret, &[body])),
+            ),
+        ],
+        Scheme::HmacSha256(spec) => vec![(spec.header.clone(), hex::encode(mac(secret, &[body])))],
+        Scheme::None => Vec::new(),
+    };
+    h.push(("content-type".to_owned(), "application/json".to_owned()));
+    h
+}
+
+fn header_map(pairs: &[(String, String)]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (k, v) in pairs {
+        map.insert(
+            HeaderName::from_bytes(k.as_bytes()).expect("name"),
+            HeaderValue::from_str(v).expect("value"),
+        );
+    }
+    map
+}
+
+fn schemes() -> Vec<(&'static str, Scheme, String)> {
+    vec![
+        (
+            "standard-webhooks",
+            Scheme::StandardWebhooks,
+            WHSEC.to_owned(),
+        ),
+        ("stripe", Scheme::Stripe, SECRET.to_owned()),
+        ("github", Scheme::Github, SECRET.to_owned()),
+        ("shopify", Scheme::Shopify, SECRET.to_owned()),
+        (
+            "hmac-sha256",
+            Scheme::HmacSha256(HmacSpec {
+                header: "x-signature".to_owned(),
+                encoding: Encoding::Hex,
+                prefix: String::new(),
+            }),
+            SECRET.to_owned(),
+        ),
+    ]
+}
+
+fn verify(c: &mut Criterion) {
+    for (name, scheme, secret) in schemes() {
+        let verifier = Verifier::new(scheme.clone(), vec![secret], 300).expect("verifier");
+        let mut group = c.benchmark_group(format!("verify/{name}"));
+        for (size, label) in SIZES {
+            let body = body(size, "evt_1");
+            let t = now_secs();
+            let headers = header_map(&signed_headers(&scheme, "msg_1", &body, t));
+            group.throughput(Throughput::Bytes(size as u64));
+            group.bench_function(label, |b| {
+                b.iter(|| {
+                    verifier
+                        .verify(black_box(&headers), black_box(&body), t)
+                        .expect("valid")
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+fn key_derivation(c: &mut Criterion) {
+    let specs = [
+        (
+            "header",
+            KeySpec::Header(HeaderName::from_static("webhook-id")),
+            GroupSpec::Key,
+        ),
+        (
+            "json_pointer",
+            KeySpec::Json(vec!["/id".into()]),
+            GroupSpec::Key,
+        ),
+        (
+            "json_composite",
+            KeySpec::Json(vec!["/type".into(), "/id".into()]),
+            GroupSpec::Key,
+        ),
+        (
+            "header_json_group",
+            KeySpec::Header(HeaderName::from_static("webhook-id")),
+            GroupSpec::Json(vec!["/customer_id".into()]),
+        ),
+        ("payload_sha256", KeySpec::PayloadSha256, GroupSpec::Key),
+    ];
+    for (name, spec, group_spec) in specs {
+        let mut group = c.benchmark_group(format!("key/{name}"));
+        for (size, label) in SIZES {
+            let body = body(size, "evt_1");
+            let headers = header_map(&[("webhook-id".to_owned(), "msg_1".to_owned())]);
+            group.throughput(Throughput::Bytes(size as u64));
+            // What the receiver does per request: hash the body (always: `payload_sha256`),
+            // parse JSON once where a key or group pointer needs it, derive key and group.
+            group.bench_function(label, |b| {
+                b.iter(|| {
+                    let body = black_box(body.as_slice());
+                    let sha = key::sha256_hex(body);
+                    let needs_json = spec.needs_json() || matches!(group_spec, GroupSpec::Json(_));
+                    let json = needs_json.then(|| key::parse_json(body).expect("JSON"));
+                    let k = key::derive("src", &spec, &headers, json.as_ref(), &sha).expect("key");
+                    let g = key::group(&k, &group_spec, "src", json.as_ref());
+                    (k, g)
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+fn envelope(c: &mut Criterion) {
+    let headers: BTreeMap<String, String> = [
+        ("content-type", "application/json"),
+        ("webhook-id", "msg_1"),
+        (
+            "webhook-signature",
+            "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+        ),
+        ("webhook-timestamp", "1700000000"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    for (kind, binary) in [("text", false), ("binary", true)] {
+        let mut group = c.benchmark_group(format!("envelope/{kind}"));
+        for (size, label) in SIZES {
+            let mut body = body(size, "evt_1");
+            if binary {
+                body[10] = 0xff; // not UTF-8: the envelope carries it as base64
+            }
+            let sha = key::sha256_hex(&body);
+            group.throughput(Throughput::Bytes(size as u64));
+            // What the receiver does per request: the envelope, its JSON, the SQS ids.
+            group.bench_function(label, |b| {
+                b.iter(|| {
+                    let env = Envelope::new(
+                        "acme:msg_1",
+                        "acme",
+                        1_700_000_000_000,
+                        &sha,
+                        headers.clone(),
+                        black_box(&body),
+                    );
+                    Outgoing {
+                        group_id: sqs_id("acme:cus_42"),
+                        dedup_id: sqs_id("acme:msg_1"),
+                        body: env.to_json(),
+                    }
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+/// A queue that drops every message.
+struct DropQueue;
+
+impl Queue for DropQueue {
+    async fn send(&self, msg: &Outgoing) -> Result<(), QueueError> {
+        black_box(msg);
+        Ok(())
+    }
+}
+
+struct Resolver;
+
+impl SecretResolver for Resolver {
+    async fn resolve(&self, reference: &SecretRef) -> Result<String, String> {
+        match reference {
+            SecretRef::Env(name) if name == "WHSEC" => Ok(WHSEC.to_owned()),
+            _ => Ok(SECRET.to_owned()),
+        }
+    }
+}
+
+const BENCH_SOURCES: &str = r#"{
+  "acme": {"signature": {"scheme": "standard-webhooks", "secrets": ["env:WHSEC"]},
+           "key": {"from": "header", "name": "webhook-id"},
+           "group": {"from": "json", "pointers": ["/customer_id"]}}
+}"#;
+
+fn sources(rt: &tokio::runtime::Runtime) -> Sources {
+    rt.block_on(
+        SourceSpecs::parse(BENCH_SOURCES)
+            .expect("sources")
+            .resolve(&Resolver),
+    )
+    .expect("secrets")
+}
+
+static IDS: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh Standard Webhooks delivery of a 2 KiB body (a new `webhook-id`, so a new key).
+fn fresh_delivery(size: usize) -> (String, Vec<u8>, Vec<(String, String)>) {
+    let id = format!("msg_{:012}", IDS.fetch_add(1, Ordering::Relaxed));
+    let body = body(size, &id);
+    let headers = signed_headers(&Scheme::StandardWebhooks, &id, &body, now_secs());
+    (id, body, headers)
+}
+
+fn context(id: &str) -> lambda_runtime::Context {
+    let mut ctx = lambda_runtime::Context::default();
+    ctx.request_id = format!("req-{id}");
+    ctx.deadline = u64::try_from(SystemClock.now_ms() + 30_000).unwrap_or(0);
+    ctx
+}
+
+fn request(id: &str, body: Vec<u8>, headers: &[(String, String)]) -> Request {
+    let mut builder = http::Request::builder()
+        .method("POST")
+        .uri("https://abc.lambda-url.us-east-1.on.aws/webhooks/acme");
+    for (k, v) in headers {
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    builder
+        .body(Body::Binary(body))
+        .expect("request")
+        .with_lambda_context(context(id))
+}
+
+/// The event API Gateway (HTTP API, payload v2) would send, as JSON text.
+fn apigw_event(id: &str, body: &[u8], headers: &[(String, String)]) -> String {
+    let headers: serde_json::Map<String, serde_json::Value> = headers
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
+    serde_json::json!({
+        "version": "2.0",
+        "routeKey": "POST /webhooks/{source}",
+        "rawPath": "/webhooks/acme",
+        "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
+            "domainPrefix": "api", "requestId": format!("req-{id}"), "routeKey": "POST /webhooks/{source}",
+            "stage": "$default", "time": "12/Mar/2020:19:03:58 +0000", "timeEpoch": 1583348638390_i64,
+            "http": {"method": "POST", "path": "/webhooks/acme", "protocol": "HTTP/1.1",
+                     "sourceIp": "192.0.2.1", "userAgent": "bench"}
+        },
+        "pathParameters": {"source": "acme"},
+        "body": std::str::from_utf8(body).expect("UTF-8 body"),
+        "isBase64Encoded": false
+    })
+    .to_string()
+}
+
+fn receiver_handle(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (metrics, lines) = Metrics::memory("receiver");
+    let rx = Receiver::new(
+        sources(&rt),
+        MemoryLedger::new(),
+        DropQueue,
+        SystemClock,
+        ReceiverSettings::default(),
+        metrics,
+    );
+    // Between batches (untimed): forget old keys and metric lines, so memory stays flat.
+    let far_future = i64::MAX / 4;
+    let tidy = || {
+        rx.ledger().sweep_expired(far_future);
+        lines.lock().expect("lines").clear();
+    };
+
+    let mut group = c.benchmark_group("receiver");
+    group.throughput(Throughput::Elements(1));
+    group.measurement_time(Duration::from_secs(8));
+
+    // First deliveries: verify, key, group, envelope, claim, enqueue, mark queued, answer.
+    group.bench_function("handle/standard_webhooks_2KiB/first", |b| {
+        let mut n = 0_u64;
+        b.iter_batched(
+            || {
+                n += 1;
+                if n % 4096 == 0 {
+                    tidy();
+                }
+                let (id, body, headers) = fresh_delivery(2048);
+                request(&id, body, &headers)
+            },
+            |req| {
+                let resp = rt.block_on(rx.handle(req));
+                debug_assert_eq!(resp.status(), 200);
+                resp
+            },
+            BatchSize::SmallInput,
+        )
+    });
+
+    // Duplicates: everything up to the claim, which finds the key and replays.
+    tidy();
+    let (dup_id, dup_body, dup_headers) = fresh_delivery(2048);
+    let first = rt.block_on(rx.handle(request(&dup_id, dup_body.clone(), &dup_headers)));
+    assert_eq!(first.status(), 200);
+    group.bench_function("handle/standard_webhooks_2KiB/duplicate", |b| {
+        b.iter_batched(
+            || {
+                lines.lock().expect("lines").clear();
+                request(&dup_id, dup_body.clone(), &dup_headers)
+            },
+            |req| rt.block_on(rx.handle(req)),
+            BatchSize::SmallInput,
+        )
+    });
+
+    // The Lambda entry as the runtime drives it: the event's JSON in, the response's JSON
+    // out, with lambda_http's conversion between.
+    group.bench_function("handle_event_json/standard_webhooks_2KiB/first", |b| {
+        let mut n = 0_u64;
+        b.iter_batched(
+            || {
+                n += 1;
+                if n % 4096 == 0 {
+                    tidy();
+                }
+                let (id, body, headers) = fresh_delivery(2048);
+                (apigw_event(&id, &body, &headers), context(&id))
+            },
+            |(json, ctx)| {
+                let payload: ApiGatewayV2httpRequest = serde_json::from_str(&json).expect("event");
+                let resp = rt
+                    .block_on(rx.handle_event(LambdaEvent::new(payload, ctx)))
+                    .expect("infallible");
+                serde_json::to_vec(&resp).expect("response JSON")
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = verify, key_derivation, envelope, receiver_handle
+);
+criterion_main!(benches);

@@ -1,0 +1,646 @@
+//! The audit: every source in `WEBHOOK_SOURCES`, asked three questions (what happens when it
+//! arrives twice, what identifies a repeat, what the sender is told when we fail), with the
+//! answers derived from the configuration and template.yaml rather than written by hand, and
+//! the decisions worth a second look flagged.
+//!
+//! `make audit` (or `cargo run -p local --bin audit -- [--sources FILE] [--template FILE] [--json]`).
+//! The sources come from `--sources FILE`, else the `WEBHOOK_SOURCES` environment variable,
+//! else the `WebhookSources` parameter default in template.yaml.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context as _};
+use inbox::config::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec, SourceSpecs};
+use inbox::signature::Scheme;
+use serde_json::{json, Value};
+
+use crate::provision::{template_path, Template};
+
+/// The template parameter whose default is the shipped source configuration.
+pub const SOURCES_PARAMETER: &str = "WebhookSources";
+/// Below this, a sender's ordinary retry schedule (hours of backoff) outlives the key.
+pub const MIN_RETENTION_HOURS: u64 = 24;
+
+/// Headers whose value changes with every delivery (or with the clock): a key taken from one
+/// cannot recognise a repeat.
+const PER_DELIVERY_HEADERS: &[&str] = &[
+    "date",
+    "x-request-id",
+    "x-amzn-requestid",
+    "x-amzn-trace-id",
+    "x-amz-date",
+    "traceparent",
+    "x-correlation-id",
+    "webhook-timestamp",
+    "x-slack-request-timestamp",
+];
+
+/// A decision the audit wants a human to look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Flag {
+    /// Signature scheme `none`: anyone who knows the URL can post.
+    Unsigned,
+    /// The key is the body's SHA-256: a sender that changes the body between retries
+    /// (a timestamp, a retry counter) defeats it.
+    PayloadHashKey,
+    /// Remembered for less than a day: shorter than most senders' retry schedules.
+    ShortRetention,
+    /// Remembered no longer than a message can wait on the queue: a message could outlive
+    /// its ledger item and run twice.
+    RetentionNotOverQueue,
+    /// Declared at-most-once: no ledger, a failure is dropped, a repeat after SQS's
+    /// five-minute window runs again.
+    AtMostOnce,
+    /// The key header changes with every delivery: no repeat will ever match.
+    PerDeliveryKey,
+}
+
+impl Flag {
+    pub const ALL: [Flag; 6] = [
+        Flag::Unsigned,
+        Flag::PayloadHashKey,
+        Flag::ShortRetention,
+        Flag::RetentionNotOverQueue,
+        Flag::AtMostOnce,
+        Flag::PerDeliveryKey,
+    ];
+
+    /// Stable machine name (the `--json` output).
+    pub fn code(self) -> &'static str {
+        match self {
+            Flag::Unsigned => "unsigned",
+            Flag::PayloadHashKey => "payload_hash_key",
+            Flag::ShortRetention => "retention_under_a_day",
+            Flag::RetentionNotOverQueue => "retention_not_over_queue",
+            Flag::AtMostOnce => "at_most_once",
+            Flag::PerDeliveryKey => "per_delivery_key",
+        }
+    }
+
+    /// What it means, for a person.
+    pub fn explain(self) -> &'static str {
+        match self {
+            Flag::Unsigned => {
+                "signature scheme `none`: nothing proves the sender; anyone who knows the URL can post"
+            }
+            Flag::PayloadHashKey => {
+                "key is the body's SHA-256: a sender that alters the body between retries is not recognised as repeating"
+            }
+            Flag::ShortRetention => {
+                "retention under a day: a sender still retrying after that is taken for a new event"
+            }
+            Flag::RetentionNotOverQueue => {
+                "retention not longer than the queue's message retention: a message could outlive its ledger item and run twice (the functions refuse to start where QUEUE_RETENTION_SECONDS is set)"
+            }
+            Flag::AtMostOnce => {
+                "declared at-most-once: no ledger; a failed side effect is dropped, a repeat after five minutes runs again"
+            }
+            Flag::PerDeliveryKey => {
+                "key header changes with every delivery (a request id or a time): no repeat will ever match"
+            }
+        }
+    }
+}
+
+/// What template.yaml says about the queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueFacts {
+    /// The webhook queue's `MessageRetentionPeriod`, seconds.
+    pub retention_seconds: u32,
+    /// The dead-letter queue's `MessageRetentionPeriod`, seconds.
+    pub dlq_retention_seconds: u32,
+    /// `RedrivePolicy.maxReceiveCount`.
+    pub max_receive_count: u32,
+    /// The webhook queue's `VisibilityTimeout`, seconds.
+    pub visibility_timeout: u32,
+}
+
+impl QueueFacts {
+    pub fn from_template(template: &Template) -> QueueFacts {
+        QueueFacts {
+            retention_seconds: template.queue_retention_seconds(),
+            dlq_retention_seconds: template.dlq_retention_seconds(),
+            max_receive_count: template.max_receive_count(),
+            visibility_timeout: template.queue_visibility_timeout(),
+        }
+    }
+}
+
+/// The flags for one source, in [`Flag::ALL`] order.
+pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
+    let retention_seconds = spec.retention_hours.saturating_mul(3600);
+    let per_delivery = matches!(&spec.key, KeySpec::Header(name)
+        if PER_DELIVERY_HEADERS.contains(&name.as_str()));
+    let raised = [
+        spec.scheme == Scheme::None,
+        spec.key == KeySpec::PayloadSha256,
+        spec.retention_hours < MIN_RETENTION_HOURS,
+        // At most once keeps no ledger item, so its retention protects nothing.
+        spec.delivery == Delivery::EffectivelyOnce
+            && retention_seconds <= u64::from(queue.retention_seconds),
+        spec.delivery == Delivery::AtMostOnce,
+        per_delivery,
+    ];
+    Flag::ALL
+        .into_iter()
+        .zip(raised)
+        .filter_map(|(flag, up)| up.then_some(flag))
+        .collect()
+}
+
+/// One source, audited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceAudit {
+    pub source: String,
+    pub signature: String,
+    /// Which key identifies a repeat.
+    pub repeat_key: String,
+    /// What sets the FIFO group.
+    pub group: String,
+    pub delivery: &'static str,
+    pub retention_hours: u64,
+    /// What happens if it arrives twice.
+    pub arrives_twice: String,
+    /// What we return (and do) when we fail.
+    pub on_failure: String,
+    pub flags: Vec<Flag>,
+}
+
+fn signature_text(spec: &SourceSpec) -> String {
+    match &spec.scheme {
+        Scheme::None => "none".to_owned(),
+        Scheme::StandardWebhooks | Scheme::Stripe => {
+            format!("{} (±{} s)", spec.scheme.name(), spec.tolerance_seconds)
+        }
+        Scheme::HmacSha256(h) => format!("hmac-sha256 ({})", h.header),
+        other => other.name().to_owned(),
+    }
+}
+
+fn hours(seconds: u32) -> String {
+    if seconds.is_multiple_of(3600) {
+        format!("{} h", seconds / 3600)
+    } else {
+        format!("{:.1} h", f64::from(seconds) / 3600.0)
+    }
+}
+
+/// Audits one source against the queue's facts.
+pub fn audit_source(spec: &SourceSpec, queue: &QueueFacts) -> SourceAudit {
+    let repeat_key = format!("{} -> `{}:<value>`", spec.key.describe(), spec.name);
+    let group = match &spec.group {
+        GroupSpec::Key => "the key (per-event order)".to_owned(),
+        GroupSpec::Json(pointers) => format!("body {} (ordered per value)", pointers.join(" + ")),
+    };
+    let mismatch = match spec.on_payload_mismatch {
+        OnPayloadMismatch::Accept => {
+            "a different body under the same key is replayed too and counted as PayloadMismatch"
+        }
+        OnPayloadMismatch::Reject => {
+            "a different body under the same key gets 422 payload_mismatch"
+        }
+    };
+    let (delivery, arrives_twice, on_failure) = match spec.delivery {
+        Delivery::EffectivelyOnce => (
+            "effectively once",
+            format!(
+                "the receiver's claim finds the key and replays the first answer (200, Idempotent-Replayed: true) without queueing again; \
+                 {mismatch}; a second copy on the queue finds the key COMPLETED and is acknowledged without the side effect; \
+                 remembered {} h, after which the same key is a new event",
+                spec.retention_hours
+            ),
+            format!(
+                "receiver: 500 after releasing the claim (the sender retries and finds the key free), 503 + Retry-After while a first delivery is in flight, \
+                 401 bad signature, 400 missing key; consumer: FAILED with last_error, redelivered after the visibility timeout ({} s), \
+                 to the dead-letter queue after {} receives (kept {})",
+                queue.visibility_timeout,
+                queue.max_receive_count,
+                hours(queue.dlq_retention_seconds)
+            ),
+        ),
+        Delivery::AtMostOnce => (
+            "at most once (declared)",
+            "no ledger: SQS drops a copy with the same deduplication id within five minutes; a later copy is queued and runs again".to_owned(),
+            "receiver: 500 when SQS refuses the message (the sender retries), 401 bad signature, 400 missing key; \
+             consumer: a failed side effect is logged, counted as Failed and dropped, never retried"
+                .to_owned(),
+        ),
+    };
+    SourceAudit {
+        source: spec.name.clone(),
+        signature: signature_text(spec),
+        repeat_key,
+        group,
+        delivery,
+        retention_hours: spec.retention_hours,
+        arrives_twice,
+        on_failure,
+        flags: flags(spec, queue),
+    }
+}
+
+/// Retention against the queue's, or why it does not apply.
+fn retention_text(s: &SourceAudit, queue: &QueueFacts) -> String {
+    if s.flags.contains(&Flag::AtMostOnce) {
+        "unused (no ledger)".to_owned()
+    } else {
+        format!(
+            "{} h (queue {})",
+            s.retention_hours,
+            hours(queue.retention_seconds)
+        )
+    }
+}
+
+/// Every source, audited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// Where the sources came from.
+    pub origin: String,
+    pub queue: QueueFacts,
+    pub sources: Vec<SourceAudit>,
+}
+
+impl Report {
+    pub fn new(specs: &SourceSpecs, queue: QueueFacts, origin: impl Into<String>) -> Report {
+        Report {
+            origin: origin.into(),
+            queue,
+            sources: specs.iter().map(|s| audit_source(s, &queue)).collect(),
+        }
+    }
+
+    pub fn flag_count(&self) -> usize {
+        self.sources.iter().map(|s| s.flags.len()).sum()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "origin": self.origin,
+            "queue": {
+                "message_retention_seconds": self.queue.retention_seconds,
+                "dead_letter_retention_seconds": self.queue.dlq_retention_seconds,
+                "max_receive_count": self.queue.max_receive_count,
+                "visibility_timeout_seconds": self.queue.visibility_timeout,
+            },
+            "sources": self.sources.iter().map(|s| json!({
+                "source": s.source,
+                "signature": s.signature,
+                "repeat_key": s.repeat_key,
+                "group": s.group,
+                "delivery": s.delivery,
+                "retention_hours": s.retention_hours,
+                "retention_vs_queue": retention_text(s, &self.queue),
+                "if_it_arrives_twice": s.arrives_twice,
+                "on_failure": s.on_failure,
+                "flags": s.flags.iter().map(|f| json!({"code": f.code(), "why": f.explain()})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The readable form: a summary table, then each source's three answers.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!("Sources from {}\n", self.origin));
+        out.push_str(&format!(
+            "Queue: messages kept {}, visibility timeout {} s, dead-lettered after {} receives, dead-letter queue keeps {}\n\n",
+            hours(self.queue.retention_seconds),
+            self.queue.visibility_timeout,
+            self.queue.max_receive_count,
+            hours(self.queue.dlq_retention_seconds)
+        ));
+        let header = [
+            "source",
+            "signature",
+            "repeat identified by",
+            "delivery",
+            "retention",
+            "flags",
+        ];
+        let rows: Vec<[String; 6]> = self
+            .sources
+            .iter()
+            .map(|s| {
+                let flags: Vec<&str> = s.flags.iter().map(|f| f.code()).collect();
+                [
+                    s.source.clone(),
+                    s.signature.clone(),
+                    s.repeat_key.clone(),
+                    s.delivery.to_owned(),
+                    retention_text(s, &self.queue),
+                    if flags.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        flags.join(", ")
+                    },
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            format!("{}\n", padded.join("  ").trim_end())
+        };
+        out.push_str(&line(&header.map(str::to_owned)));
+        out.push_str(&line(&widths.map(|w| "-".repeat(w))));
+        for row in &rows {
+            out.push_str(&line(row));
+        }
+        // One clause a line: the answers are lists of facts joined by "; ".
+        let clauses = |text: &str| {
+            text.split("; ")
+                .collect::<Vec<_>>()
+                .join("\n                 ")
+        };
+        for s in &self.sources {
+            out.push_str(&format!("\n{}\n", s.source));
+            out.push_str(&format!("  arrives twice: {}\n", clauses(&s.arrives_twice)));
+            out.push_str(&format!(
+                "  repeat key:    {} (FIFO group: {})\n",
+                s.repeat_key, s.group
+            ));
+            out.push_str(&format!("  on failure:    {}\n", clauses(&s.on_failure)));
+            for f in &s.flags {
+                out.push_str(&format!("  FLAG {}: {}\n", f.code(), f.explain()));
+            }
+        }
+        out.push_str(&format!(
+            "\n{} source(s), {} flag(s)\n",
+            self.sources.len(),
+            self.flag_count()
+        ));
+        out
+    }
+}
+
+/// What the command line asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub sources_file: Option<PathBuf>,
+    pub template: Option<PathBuf>,
+    pub json: bool,
+    pub help: bool,
+}
+
+pub const USAGE: &str = "usage: audit [--sources FILE] [--template FILE] [--json]
+  Sources: --sources FILE, else $WEBHOOK_SOURCES, else the WebhookSources default in template.yaml.
+  Exits 1 on a configuration error, naming the source and the field.";
+
+pub fn parse_args(args: &[String]) -> anyhow::Result<Options> {
+    let mut opts = Options::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--json" => opts.json = true,
+            "-h" | "--help" => opts.help = true,
+            "--sources" => {
+                let file = it.next().ok_or_else(|| anyhow!("--sources needs a file"))?;
+                opts.sources_file = Some(PathBuf::from(file));
+            }
+            "--template" => {
+                let file = it
+                    .next()
+                    .ok_or_else(|| anyhow!("--template needs a file"))?;
+                opts.template = Some(PathBuf::from(file));
+            }
+            other => return Err(anyhow!("unknown argument `{other}`\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+/// Runs the audit; `env_sources` is `WEBHOOK_SOURCES` as the environment has it. The output
+/// on success; on error, a message that names what is wrong (a configuration error's own text).
+pub fn run(args: &[String], env_sources: Option<String>) -> anyhow::Result<String> {
+    let opts = parse_args(args)?;
+    if opts.help {
+        return Ok(format!("{USAGE}\n"));
+    }
+    let template_file = opts.template.clone().unwrap_or_else(template_path);
+    let template_file = std::fs::canonicalize(&template_file).unwrap_or(template_file);
+    let template = Template::load(&template_file)?;
+    let (origin, text) = match (&opts.sources_file, env_sources) {
+        (Some(file), _) => (
+            file.display().to_string(),
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?,
+        ),
+        (None, Some(text)) if !text.trim().is_empty() => ("$WEBHOOK_SOURCES".to_owned(), text),
+        (None, _) => {
+            let default = template
+                .parameter_default(SOURCES_PARAMETER)
+                .and_then(serde_yaml::Value::as_str)
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{} has no string default for parameter {SOURCES_PARAMETER}",
+                        template_file.display()
+                    )
+                })?;
+            (
+                format!(
+                    "the {SOURCES_PARAMETER} default in {}",
+                    template_file.display()
+                ),
+                default.to_owned(),
+            )
+        }
+    };
+    let specs = SourceSpecs::parse(&text).map_err(|e| anyhow!("{e} (sources from {origin})"))?;
+    let report = Report::new(&specs, QueueFacts::from_template(&template), origin);
+    Ok(if opts.json {
+        format!("{:#}\n", report.to_json())
+    } else {
+        report.to_table()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The template's queue: four days on the queue, 14 in the dead-letter queue.
+    const QUEUE: QueueFacts = QueueFacts {
+        retention_seconds: 345_600,
+        dlq_retention_seconds: 1_209_600,
+        max_receive_count: 5,
+        visibility_timeout: 360,
+    };
+
+    fn spec(entry: &str) -> SourceSpec {
+        SourceSpecs::parse(&format!(r#"{{"s": {entry}}}"#))
+            .expect("test entry parses")
+            .get("s")
+            .expect("source s")
+            .clone()
+    }
+
+    const SIGNED: &str = r#""signature": {"scheme": "github", "secrets": ["env:X"]}"#;
+
+    #[test]
+    fn a_signed_header_keyed_source_with_a_week_has_no_flag() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "header", "name": "X-GitHub-Delivery"}}}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![]);
+    }
+
+    #[test]
+    fn unsigned_source_is_flagged() {
+        let s = spec(
+            r#"{"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": ["/id"]}}"#,
+        );
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::Unsigned]);
+    }
+
+    #[test]
+    fn payload_hash_key_is_flagged() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "payload_sha256"}}}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::PayloadHashKey]);
+    }
+
+    #[test]
+    fn retention_under_a_day_is_flagged_and_not_over_the_queue_too() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 23}}"#
+        ));
+        assert_eq!(
+            flags(&s, &QUEUE),
+            vec![Flag::ShortRetention, Flag::RetentionNotOverQueue]
+        );
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 24}}"#
+        ));
+        assert!(!flags(&s, &QUEUE).contains(&Flag::ShortRetention));
+    }
+
+    #[test]
+    fn retention_equal_to_the_queue_is_flagged_one_hour_more_is_not() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 96}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::RetentionNotOverQueue]);
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 97}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![]);
+        let longer_queue = QueueFacts {
+            retention_seconds: 14 * 86_400,
+            ..QUEUE
+        };
+        assert_eq!(flags(&s, &longer_queue), vec![Flag::RetentionNotOverQueue]);
+    }
+
+    #[test]
+    fn at_most_once_is_flagged_and_its_retention_is_not_compared() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "header", "name": "webhook-id"}}, "delivery": "at_most_once", "retention_hours": 48}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::AtMostOnce]);
+        let a = audit_source(&s, &QUEUE);
+        assert!(a.delivery.starts_with("at most once"));
+        assert!(
+            a.arrives_twice.contains("five minutes"),
+            "{}",
+            a.arrives_twice
+        );
+        assert!(a.on_failure.contains("dropped"), "{}", a.on_failure);
+    }
+
+    #[test]
+    fn a_key_from_a_per_delivery_header_is_flagged() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "header", "name": "X-Request-Id"}}}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::PerDeliveryKey]);
+    }
+
+    #[test]
+    fn everything_at_once_in_a_stable_order() {
+        let s = spec(
+            r#"{"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "delivery": "at_most_once", "retention_hours": 1}"#,
+        );
+        assert_eq!(
+            flags(&s, &QUEUE),
+            vec![
+                Flag::Unsigned,
+                Flag::PayloadHashKey,
+                Flag::ShortRetention,
+                Flag::AtMostOnce
+            ]
+        );
+        let codes: std::collections::BTreeSet<&str> = Flag::ALL.iter().map(|f| f.code()).collect();
+        assert_eq!(codes.len(), Flag::ALL.len(), "codes are distinct");
+    }
+
+    #[test]
+    fn answers_name_the_key_the_mismatch_policy_and_the_queue() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/type", "/data/id"]}}, "on_payload_mismatch": "reject"}}"#
+        ));
+        let a = audit_source(&s, &QUEUE);
+        assert_eq!(a.repeat_key, "body /type + /data/id -> `s:<value>`");
+        assert!(
+            a.arrives_twice.contains("422 payload_mismatch"),
+            "{}",
+            a.arrives_twice
+        );
+        assert!(a.arrives_twice.contains("168 h"), "{}", a.arrives_twice);
+        assert!(
+            a.on_failure.contains("500") && a.on_failure.contains("after 5 receives"),
+            "{}",
+            a.on_failure
+        );
+    }
+
+    #[test]
+    fn the_shipped_configuration_raises_no_flag() {
+        let out = run(&["--json".to_owned()], None).expect("audit of template.yaml");
+        let v: Value = serde_json::from_str(&out).expect("JSON");
+        assert!(v["origin"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(SOURCES_PARAMETER));
+        let sources = v["sources"].as_array().expect("sources");
+        assert!(!sources.is_empty());
+        for s in sources {
+            assert_eq!(s["flags"], json!([]), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_configuration_error_is_reported_with_its_message() {
+        let bad = r#"{"shop": {"signature": {"scheme": "sha1", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#;
+        let err = run(&[], Some(bad.to_owned())).unwrap_err().to_string();
+        assert!(
+            err.contains("source `shop`, field `signature.scheme`"),
+            "{err}"
+        );
+        assert!(err.contains("$WEBHOOK_SOURCES"), "{err}");
+    }
+
+    #[test]
+    fn the_table_lists_every_source_and_its_flags() {
+        let specs = SourceSpecs::parse(
+            r#"{"open": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}},
+                "gh": {"signature": {"scheme": "github", "secrets": ["env:X"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
+        )
+        .expect("parses");
+        let table = Report::new(&specs, QUEUE, "test").to_table();
+        assert!(
+            table.contains("open") && table.contains("unsigned, payload_hash_key"),
+            "{table}"
+        );
+        assert!(table.contains("header x-github-delivery"), "{table}");
+        assert!(table.contains("2 source(s), 2 flag(s)"), "{table}");
+    }
+}

@@ -1,0 +1,298 @@
+//! AWS calls per path, counted exactly at the SDK layer (the `Faults` interceptor on the
+//! real clients) against the local AWS API server. Every path's whole tally is compared, so
+//! an extra call of any operation (a read before a write, a fallback GetItem, a retry) fails.
+//!
+//! - receiver, first delivery: PutItem (claim) + SendMessage + UpdateItem (mark queued)
+//! - receiver, duplicate: one PutItem (the refused claim carries the old item, `ALL_OLD`)
+//! - consumer, per event: UpdateItem (take) + UpdateItem (complete), and one side effect
+//! - consumer, an already completed event: one UpdateItem (the refused take), no side effect
+//!
+//! The bridge plays the event source mapping: its SQS calls (receive, delete) are Lambda's,
+//! not the function's, so it gets clients of its own and is counted apart.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use inbox::clock::SystemClock;
+use inbox::config::{AwsSecretResolver, SourceSpecs};
+use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
+use inbox::ledger::dynamo::DynamoLedger;
+use inbox::metrics::Metrics;
+use inbox::queue::SqsQueue;
+use inbox::receiver::{Receiver, ReceiverSettings};
+use local::bridge::Bridge;
+use local::faults::{self, Faults};
+use local::testkit::{self, post, LocalAws, SystemOfRecord, TEST_SOURCES};
+
+type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
+
+/// The receiver on the `LocalAws` clients (counted by `aws.faults`).
+async fn receiver(aws: &LocalAws) -> Rx {
+    let sources = SourceSpecs::parse(TEST_SOURCES)
+        .expect("test sources parse")
+        .resolve(&AwsSecretResolver::env_only())
+        .await
+        .expect("test secrets resolve");
+    Receiver::new(
+        sources,
+        aws.ledger(),
+        aws.queue(),
+        SystemClock,
+        ReceiverSettings::default(),
+        Metrics::memory("receiver").0,
+    )
+}
+
+/// The consumer on a DynamoDB client of its own, counted by the returned `Faults`. It has
+/// no SQS client at all: the event source mapping receives and deletes.
+fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (Cx, Faults) {
+    let counted = Faults::new();
+    let ledger = DynamoLedger::new(
+        faults::dynamo_client(&aws.sdk, &counted),
+        &aws.resources.table,
+    );
+    let forwarder = HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client");
+    let cx = Consumer::new(
+        SourceSpecs::parse(TEST_SOURCES).expect("sources"),
+        ledger,
+        forwarder,
+        SystemClock,
+        ConsumerSettings::default(),
+        Metrics::memory("consumer").0,
+    );
+    (cx, counted)
+}
+
+/// The bridge on an SQS client of its own, counted by the returned `Faults`.
+async fn bridge(aws: &LocalAws) -> (Bridge, Faults) {
+    let counted = Faults::new();
+    let b = Bridge::new(
+        faults::sqs_client(&aws.sdk, &counted),
+        &aws.resources.queue_url,
+    )
+    .await
+    .expect("bridge");
+    (b, counted)
+}
+
+fn tally(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(op, n)| ((*op).to_owned(), *n))
+        .collect()
+}
+
+/// A signed request for each test source, `id` making the key.
+fn delivery(source: &str, id: &str) -> lambda_http::Request {
+    let t = testkit::now_ms() / 1000;
+    match source {
+        "github" => {
+            let body = format!(r#"{{"action":"opened","id":"{id}"}}"#).into_bytes();
+            post("github", &testkit::github_headers(id, &body), &body)
+        }
+        "stripe" => {
+            let body = format!(r#"{{"id":"{id}","type":"invoice.paid"}}"#).into_bytes();
+            let headers = vec![("stripe-signature", testkit::stripe_signature(&body, t))];
+            post("stripe", &headers, &body)
+        }
+        "acme" => {
+            let body = format!(r#"{{"customer_id":"c-1","event":"{id}"}}"#).into_bytes();
+            post(
+                "acme",
+                &testkit::standard_webhooks_headers(id, t, &body),
+                &body,
+            )
+        }
+        "shop" => {
+            let body = format!(r#"{{"order":"{id}"}}"#).into_bytes();
+            let headers = vec![
+                ("x-shopify-event-id", id.to_owned()),
+                ("x-shopify-hmac-sha256", testkit::shopify_signature(&body)),
+            ];
+            post("shop", &headers, &body)
+        }
+        "orders" => {
+            let body = format!(r#"{{"type":"order.paid","order":{{"id":"{id}"}}}}"#).into_bytes();
+            let headers = vec![("x-signature", testkit::hmac_hex(&body))];
+            post("orders", &headers, &body)
+        }
+        other => panic!("no delivery for source {other}"),
+    }
+}
+
+const SOURCES: [&str; 5] = ["github", "stripe", "acme", "shop", "orders"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_first_delivery_is_put_item_send_message_update_item() {
+    let aws = LocalAws::new("cc-first").await;
+    let rx = receiver(&aws).await;
+    for source in SOURCES {
+        aws.faults.reset_calls();
+        let resp = rx
+            .handle(delivery(source, &format!("first-{source}")))
+            .await;
+        assert_eq!(resp.status(), 200, "{source}");
+        assert_eq!(
+            aws.faults.all_calls(),
+            tally(&[("PutItem", 1), ("SendMessage", 1), ("UpdateItem", 1)]),
+            "{source}: first delivery"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_duplicate_is_one_put_item() {
+    let aws = LocalAws::new("cc-dup").await;
+    let rx = receiver(&aws).await;
+    for source in SOURCES {
+        let id = format!("dup-{source}");
+        assert_eq!(rx.handle(delivery(source, &id)).await.status(), 200);
+        for attempt in 1..=3 {
+            aws.faults.reset_calls();
+            let resp = rx.handle(delivery(source, &id)).await;
+            assert_eq!(resp.status(), 200, "{source}");
+            assert_eq!(
+                resp.headers()
+                    .get(inbox::receiver::REPLAYED_HEADER)
+                    .map(|v| v.as_bytes()),
+                Some(&b"true"[..]),
+                "{source}: replayed"
+            );
+            assert_eq!(
+                aws.faults.all_calls(),
+                tally(&[("PutItem", 1)]),
+                "{source}: duplicate #{attempt}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_requests_make_no_aws_call() {
+    let aws = LocalAws::new("cc-reject").await;
+    let rx = receiver(&aws).await;
+    let body = br#"{"action":"opened"}"#.to_vec();
+    let mut bad = testkit::github_headers("rej-1", &body);
+    bad[2].1 = testkit::github_signature(b"another body");
+    let mut no_key = testkit::github_headers("rej-2", &body);
+    no_key.remove(0);
+    aws.faults.reset_calls();
+    assert_eq!(rx.handle(post("github", &bad, &body)).await.status(), 401);
+    assert_eq!(
+        rx.handle(post("github", &no_key, &body)).await.status(),
+        400
+    );
+    assert_eq!(rx.handle(post("nobody", &bad, &body)).await.status(), 404);
+    assert_eq!(aws.faults.all_calls(), BTreeMap::new());
+}
+
+/// Pumps until nothing is visible; returns the rounds that had messages.
+async fn drain(b: &Bridge, cx: &Cx) -> u64 {
+    let mut rounds = 0;
+    for _ in 0..200 {
+        let round = b
+            .pump_once(|event| async move {
+                let deadline = testkit::now_ms() + 30_000;
+                Ok(cx
+                    .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
+                    .await)
+            })
+            .await
+            .expect("pump");
+        match round {
+            Some(r) => {
+                assert_eq!(r.failed, 0, "no message failed");
+                rounds += 1;
+            }
+            None => return rounds,
+        }
+    }
+    panic!("queue did not drain");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_per_event_is_two_updates_and_one_side_effect_apart_from_the_bridge() {
+    let aws = LocalAws::new("cc-consumer").await;
+    let rx = receiver(&aws).await;
+    let sor = SystemOfRecord::start();
+    let (cx, consumer_calls) = consumer(&aws, &sor);
+    let (b, bridge_calls) = bridge(&aws).await;
+    assert_eq!(
+        bridge_calls.all_calls(),
+        tally(&[("GetQueueAttributes", 1)]),
+        "the bridge looks its queue up once"
+    );
+    bridge_calls.reset_calls();
+
+    // 12 events of every source (60): more than one batch of 10, several FIFO groups.
+    let mut keys = Vec::new();
+    for source in SOURCES {
+        for n in 0..12 {
+            let id = format!("ev-{source}-{n}");
+            let resp = rx.handle(delivery(source, &id)).await;
+            assert_eq!(resp.status(), 200);
+            let json: serde_json::Value =
+                serde_json::from_slice(resp.body().as_ref()).expect("JSON");
+            keys.push(json["key"].as_str().expect("key").to_owned());
+        }
+    }
+    let events = keys.len() as u64;
+    let rounds = drain(&b, &cx).await;
+    assert!(rounds >= events / 10, "{rounds} rounds for {events} events");
+
+    assert_eq!(
+        consumer_calls.all_calls(),
+        tally(&[("UpdateItem", 2 * events)]),
+        "take + complete per event, and nothing else"
+    );
+    let side_effects = sor.calls();
+    assert_eq!(side_effects.len(), keys.len());
+    assert!(keys.iter().all(|k| side_effects.get(k) == Some(&1)));
+    // The mapping's calls: one receive per round plus the one that found the queue empty,
+    // one delete per event.
+    assert_eq!(
+        bridge_calls.all_calls(),
+        tally(&[("ReceiveMessage", rounds + 1), ("DeleteMessage", events)])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_duplicate_of_a_completed_event_is_one_update_and_no_side_effect() {
+    let aws = LocalAws::new("cc-cdup").await;
+    let rx = receiver(&aws).await;
+    let sor = SystemOfRecord::start();
+    let (cx, consumer_calls) = consumer(&aws, &sor);
+    let (b, bridge_calls) = bridge(&aws).await;
+    assert_eq!(rx.handle(delivery("github", "cdup-1")).await.status(), 200);
+
+    // A copy of the message as the queue would deliver it again.
+    let messages = b.receive().await.expect("receive");
+    assert_eq!(messages.len(), 1);
+    let event = b.event(&messages);
+    let deadline = testkit::now_ms() + 30_000;
+    let first = cx
+        .handle_batch(&event.records, "inv-1", Some(deadline))
+        .await;
+    assert!(first.batch_item_failures.is_empty());
+    assert_eq!(
+        consumer_calls.all_calls(),
+        tally(&[("UpdateItem", 2)]),
+        "first run: take + complete"
+    );
+
+    consumer_calls.reset_calls();
+    bridge_calls.reset_calls();
+    let again = cx
+        .handle_batch(&event.records, "inv-2", Some(deadline))
+        .await;
+    assert!(again.batch_item_failures.is_empty(), "acknowledged");
+    assert_eq!(
+        consumer_calls.all_calls(),
+        tally(&[("UpdateItem", 1)]),
+        "the refused take carries the old item: no read after it"
+    );
+    assert_eq!(sor.calls_for("github:cdup-1"), 1, "side effect ran once");
+    assert_eq!(bridge_calls.all_calls(), BTreeMap::new());
+}

@@ -1,0 +1,743 @@
+//! Operating it, end to end against the local AWS API server:
+//!
+//! - the logs: the binaries' own subscriber (`init_default_subscriber`, with
+//!   `AWS_LAMBDA_LOG_FORMAT=JSON`) writing to a buffer; a known scenario through the real
+//!   receiver and consumer, each invocation inside the span the Lambda runtime opens for it;
+//!   every outcome line names its source, key and the invocation's request id, and no line
+//!   holds a secret, a signature or a body;
+//! - the EMF metrics of that scenario, counted exactly;
+//! - the dead-letter tools: a message the consumer keeps failing reaches the dead-letter queue
+//!   through the template's redrive policy, `inbox-ops why` explains it, `inbox-ops redrive`
+//!   brings it back, `inbox-ops lookup` shows its ledger item.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_sqs::types::{MessageSystemAttributeName as Sys, QueueAttributeName};
+use inbox::clock::SystemClock;
+use inbox::config::{AwsSecretResolver, SourceSpecs};
+use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
+use inbox::ledger::dynamo::DynamoLedger;
+use inbox::ledger::{accepted_response, Claim, LedgerStore as _, Status};
+use inbox::metrics::{tally, Metric, Metrics};
+use inbox::queue::SqsQueue;
+use inbox::receiver::{Receiver, ReceiverSettings};
+use lambda_runtime::layers::trace::request_span;
+use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
+use lambda_runtime::LambdaEvent;
+use local::bridge::Bridge;
+use local::faults::When;
+use local::provision::{template_path, Template};
+use local::testkit::{
+    self, github_headers, LocalAws, SystemOfRecord, TEST_SECRET, TEST_SOURCES, TEST_WHSEC,
+};
+use serde_json::Value;
+use tracing::Instrument as _;
+
+type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
+type Lines = Arc<Mutex<Vec<String>>>;
+
+/// Every body in this file carries it, so a body that leaks into a log is found.
+const BODY_MARKER: &str = "body-marker-7f3a";
+
+// --- the log buffer ---------------------------------------------------------------------------
+
+/// Where the subscriber writes: one buffer for the process (a global subscriber).
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("log buffer").extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Buffer {
+    type Writer = Buffer;
+    fn make_writer(&'a self) -> Buffer {
+        self.clone()
+    }
+}
+
+impl Buffer {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().expect("log buffer").clone()).expect("UTF-8 logs")
+    }
+}
+
+/// The binaries' subscriber, as Lambda configures it (template: `LogFormat: JSON`), into a buffer.
+fn logs() -> &'static Buffer {
+    static LOGS: OnceLock<Buffer> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "JSON");
+        std::env::set_var("AWS_LAMBDA_LOG_LEVEL", "INFO");
+        std::env::remove_var("RUST_LOG");
+        let buffer = Buffer::default();
+        lambda_runtime::tracing::init_default_subscriber_with_writer(buffer.clone());
+        buffer
+    })
+}
+
+/// One JSON log line.
+struct Line(Value);
+
+impl Line {
+    /// A field of the event, else of its spans (innermost first).
+    fn get(&self, name: &str) -> Option<&str> {
+        let spans = self.0["spans"].as_array().into_iter().flatten().rev();
+        std::iter::once(&self.0["fields"])
+            .chain(spans)
+            .find_map(|v| v.get(name).and_then(Value::as_str))
+    }
+
+    /// The Lambda runtime's span field.
+    fn request_id(&self) -> Option<&str> {
+        self.0["spans"]
+            .as_array()?
+            .iter()
+            .find_map(|s| s.get("requestId").and_then(Value::as_str))
+    }
+}
+
+fn parsed(text: &str) -> Vec<Line> {
+    text.lines()
+        .map(|l| {
+            Line(
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {l}")),
+            )
+        })
+        .collect()
+}
+
+/// The lines with this outcome and key, logged by this invocation.
+fn outcome<'a>(
+    lines: &'a [Line],
+    outcome: &str,
+    key: Option<&str>,
+    request_id: &str,
+) -> Vec<&'a Line> {
+    lines
+        .iter()
+        .filter(|l| l.get("outcome") == Some(outcome))
+        .filter(|l| l.request_id() == Some(request_id))
+        .filter(|l| key.is_none() || l.get("key") == key)
+        .collect()
+}
+
+// --- invocations, as the Lambda runtime makes them --------------------------------------------
+
+async fn receiver(aws: &LocalAws, wait_ms: u64) -> (Rx, Lines) {
+    let sources = SourceSpecs::parse(TEST_SOURCES)
+        .expect("sources")
+        .resolve(&AwsSecretResolver::env_only())
+        .await
+        .expect("secrets");
+    let (metrics, lines) = Metrics::memory("receiver");
+    let settings = ReceiverSettings {
+        in_progress_wait: Duration::from_millis(wait_ms),
+        ..ReceiverSettings::default()
+    };
+    (
+        Receiver::new(
+            sources,
+            aws.ledger(),
+            aws.queue(),
+            SystemClock,
+            settings,
+            metrics,
+        ),
+        lines,
+    )
+}
+
+fn consumer(aws: &LocalAws, url: &str) -> (Cx, Lines) {
+    let (metrics, lines) = Metrics::memory("consumer");
+    let forwarder = HttpForwarder::new(url, Duration::from_secs(5)).expect("client");
+    (
+        Consumer::new(
+            SourceSpecs::parse(TEST_SOURCES).expect("sources"),
+            aws.ledger(),
+            forwarder,
+            SystemClock,
+            ConsumerSettings::default(),
+            metrics,
+        ),
+        lines,
+    )
+}
+
+fn apigw_event(source: &str, headers: &[(&str, String)], body: &[u8]) -> ApiGatewayV2httpRequest {
+    let headers: serde_json::Map<String, Value> = headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "version": "2.0",
+        "routeKey": "ANY /webhooks/{source}",
+        "rawPath": format!("/webhooks/{source}"),
+        "rawQueryString": "",
+        "headers": headers,
+        "pathParameters": {"source": source},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "example.com", "domainPrefix": "example",
+            "http": {"method": "POST", "path": format!("/webhooks/{source}"), "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test"},
+            "requestId": "apigw", "routeKey": "ANY /webhooks/{source}", "stage": "$default", "time": "02/Dec/2026:10:00:00 +0000", "timeEpoch": 0
+        },
+        "body": std::str::from_utf8(body).expect("UTF-8 test body"),
+        "isBase64Encoded": false
+    }))
+    .expect("an API Gateway v2 event")
+}
+
+/// One receiver invocation inside the runtime's request span; the status and the request id.
+async fn post(rx: &Rx, source: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, String) {
+    let request_id = testkit::unique("rx");
+    let ctx = testkit::context(&request_id, testkit::now_ms() + 10_000);
+    let span = request_span(&ctx);
+    let resp = rx
+        .handle_event(LambdaEvent::new(apigw_event(source, headers, body), ctx))
+        .instrument(span)
+        .await
+        .expect("infallible");
+    (
+        u16::try_from(resp.status_code).expect("a status"),
+        request_id,
+    )
+}
+
+/// One consumer invocation inside the runtime's request span; the answer and the request id.
+async fn invoke(cx: &Cx, event: SqsEvent) -> (SqsBatchResponse, String) {
+    let request_id = testkit::unique("cx");
+    let ctx = testkit::context(&request_id, testkit::now_ms() + 30_000);
+    let span = request_span(&ctx);
+    let resp = cx
+        .handle_event(LambdaEvent::new(event, ctx))
+        .instrument(span)
+        .await
+        .expect("infallible");
+    (resp, request_id)
+}
+
+fn failed_ids(resp: &SqsBatchResponse) -> Vec<String> {
+    resp.batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+fn body(n: u32) -> Vec<u8> {
+    format!(r#"{{"action":"opened","number":{n},"note":"{BODY_MARKER}-{n}"}}"#).into_bytes()
+}
+
+/// A system of record that, while a call is in flight, lets "another invocation" take the key
+/// over in the ledger, then answers 200: the consumer's side effect ran, its lease is gone.
+struct LeaseThief {
+    url: String,
+    server: Arc<tiny_http::Server>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LeaseThief {
+    fn start(aws: &LocalAws) -> LeaseThief {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind loopback"));
+        let port = server.server_addr().to_ip().expect("IP").port();
+        let (steal_tx, mut steal_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let (dynamo, table) = (aws.dynamo.clone(), aws.resources.table.clone());
+        tokio::spawn(async move {
+            while let Some(key) = steal_rx.recv().await {
+                dynamo
+                    .update_item()
+                    .table_name(&table)
+                    .key("pk", AttributeValue::S(key))
+                    .update_expression("SET lease_owner = :other")
+                    .expression_attribute_values(
+                        ":other",
+                        AttributeValue::S("another-invocation".into()),
+                    )
+                    .send()
+                    .await
+                    .expect("take the lease over");
+                let _ = done_tx.send(());
+            }
+        });
+        let s = server.clone();
+        let thread = std::thread::spawn(move || {
+            for mut request in s.incoming_requests() {
+                let key = request
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.equiv("Idempotency-Key"))
+                    .map(|h| h.value.as_str().to_owned())
+                    .unwrap_or_default();
+                let mut sink = Vec::new();
+                let _ = std::io::Read::read_to_end(request.as_reader(), &mut sink);
+                let _ = steal_tx.send(key);
+                let _ = done_rx.recv_timeout(Duration::from_secs(10));
+                let _ = request.respond(tiny_http::Response::empty(200));
+            }
+        });
+        LeaseThief {
+            url: format!("http://127.0.0.1:{port}/events"),
+            server,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for LeaseThief {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// --- logs and metrics -------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exactly() {
+    let logs = logs();
+    let aws = LocalAws::new("logs").await;
+    let sor = SystemOfRecord::start();
+    let (rx, rx_metrics) = receiver(&aws, 100).await;
+    let (cx, cx_metrics) = consumer(&aws, sor.url());
+    let gh = github_headers;
+
+    // Receiver: accepted, replayed, replayed with another body, bad signature.
+    let (a, a2) = (body(1), body(2));
+    let (s, rid_accepted) = post(&rx, "github", &gh("logs-a", &a), &a).await;
+    assert_eq!(s, 200);
+    let (s, rid_replayed) = post(&rx, "github", &gh("logs-a", &a), &a).await;
+    assert_eq!(s, 200);
+    let (s, rid_mismatch) = post(&rx, "github", &gh("logs-a", &a2), &a2).await;
+    assert_eq!(s, 200);
+    let mut bad = gh("logs-b", &a);
+    bad[2].1 = testkit::github_signature(b"another body");
+    let (s, rid_badsig) = post(&rx, "github", &bad, &a).await;
+    assert_eq!(s, 401);
+
+    // The queue refuses once: the claim is released, 500; the retry is accepted.
+    let c = body(3);
+    aws.faults.fail("SendMessage", When::Before, 1);
+    let (s, rid_released) = post(&rx, "github", &gh("logs-c", &c), &c).await;
+    assert_eq!(s, 500);
+    let (s, rid_retry) = post(&rx, "github", &gh("logs-c", &c), &c).await;
+    assert_eq!(s, 200);
+
+    // A first delivery still between claim and enqueue (another invocation holds it): 503.
+    let d = body(4);
+    let now = testkit::now_ms();
+    aws.ledger()
+        .claim(&Claim {
+            key: "github:logs-d".into(),
+            source: "github".into(),
+            payload_sha256: inbox::key::sha256_hex(&d),
+            owner: "first-invocation".into(),
+            now_ms: now,
+            lease_until_ms: now + 60_000,
+            expires_at: now / 1000 + 3600,
+            response_status: 200,
+            response_body: accepted_response("github:logs-d").1,
+        })
+        .await
+        .expect("claim");
+    let (s, rid_in_progress) = post(&rx, "github", &gh("logs-d", &d), &d).await;
+    assert_eq!(s, 503);
+
+    // No key: 400.
+    let mut no_key = gh("logs-x", &d);
+    no_key.remove(0);
+    let (s, rid_no_key) = post(&rx, "github", &no_key, &d).await;
+    assert_eq!(s, 400);
+
+    // Another source.
+    let stripe = format!(r#"{{"id":"evt_logs_1","note":"{BODY_MARKER}-s"}}"#).into_bytes();
+    let stripe_sig = testkit::stripe_signature(&stripe, testkit::now_ms() / 1000);
+    let (s, rid_stripe) = post(
+        &rx,
+        "stripe",
+        &[("stripe-signature", stripe_sig.clone())],
+        &stripe,
+    )
+    .await;
+    assert_eq!(s, 200);
+
+    // Consumer: the system of record fails logs-c once; the same batch delivered twice.
+    sor.fail_key("github:logs-c", 1);
+    let bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
+    let messages = aws.receive_all(&aws.resources.queue_url).await;
+    assert_eq!(
+        messages.len(),
+        3,
+        "logs-a, logs-c and evt_logs_1 are queued"
+    );
+    let id_of = |key: &str| {
+        messages
+            .iter()
+            .find(|m| {
+                m.attributes()
+                    .and_then(|a| a.get(&Sys::MessageGroupId))
+                    .map(String::as_str)
+                    == Some(key)
+            })
+            .and_then(|m| m.message_id())
+            .expect("message of the key")
+            .to_owned()
+    };
+    let (first, rid_batch1) = invoke(&cx, bridge.event(&messages)).await;
+    assert_eq!(failed_ids(&first), vec![id_of("github:logs-c")]);
+    let (second, rid_batch2) = invoke(&cx, bridge.event(&messages)).await;
+    assert_eq!(failed_ids(&second), Vec::<String>::new());
+
+    // Lease lost: the side effect runs, but another invocation took the key meanwhile.
+    let e = body(5);
+    let (s, rid_accepted_e) = post(&rx, "github", &gh("logs-e", &e), &e).await;
+    assert_eq!(s, 200);
+    let thief = LeaseThief::start(&aws);
+    let (cx_thief, cx_thief_metrics) = consumer(&aws, &thief.url);
+    let messages_e = aws.receive_all(&aws.resources.queue_url).await;
+    assert_eq!(messages_e.len(), 1);
+    let (third, rid_batch3) = invoke(&cx_thief, bridge.event(&messages_e)).await;
+    assert_eq!(
+        failed_ids(&third),
+        Vec::<String>::new(),
+        "the side effect ran: acknowledged"
+    );
+    drop(thief);
+
+    // --- the logs ---
+    let text = logs.text();
+    let lines = parsed(&text);
+    let one = |name: &str, key: Option<&str>, rid: &str| -> &Line {
+        let found = outcome(&lines, name, key, rid);
+        assert_eq!(
+            found.len(),
+            1,
+            "one `{name}` line for {key:?} in {rid}:\n{text}"
+        );
+        found[0]
+    };
+    let a_key = Some("github:logs-a");
+    one("accepted", a_key, &rid_accepted);
+    one("replayed", a_key, &rid_replayed);
+    one("replayed", a_key, &rid_mismatch);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.request_id() == Some(rid_mismatch.as_str())
+                && l.get("key") == a_key
+                && l.get("message") == Some("same key, different payload")),
+        "the payload mismatch is logged with its key"
+    );
+    let badsig = one("rejected", None, &rid_badsig);
+    assert_eq!(badsig.get("error"), Some("invalid_signature"));
+    assert_eq!(
+        badsig.get("reason"),
+        Some("invalid signature: no signature matched")
+    );
+    assert_eq!(
+        badsig.get("key"),
+        None,
+        "no key is derived before the signature holds"
+    );
+    let c_key = Some("github:logs-c");
+    one("released", c_key, &rid_released);
+    let internal = one("rejected", c_key, &rid_released);
+    assert_eq!(internal.get("error"), Some("internal"));
+    one("accepted", c_key, &rid_retry);
+    let busy = one("in_progress", Some("github:logs-d"), &rid_in_progress);
+    assert_eq!(busy.get("error"), Some("in_progress"));
+    let missing = one("rejected", None, &rid_no_key);
+    assert_eq!(missing.get("error"), Some("missing_idempotency_key"));
+    assert!(missing
+        .get("reason")
+        .is_some_and(|r| r.contains("x-github-delivery")));
+    let s_key = Some("stripe:evt_logs_1");
+    one("accepted", s_key, &rid_stripe);
+    one("completed", a_key, &rid_batch1);
+    one("completed", s_key, &rid_batch1);
+    let failed = one("failed", c_key, &rid_batch1);
+    assert_eq!(
+        failed.get("error"),
+        Some("forward answered 500 Internal Server Error")
+    );
+    one("duplicate", a_key, &rid_batch2);
+    one("duplicate", s_key, &rid_batch2);
+    one("completed", c_key, &rid_batch2);
+    one("accepted", Some("github:logs-e"), &rid_accepted_e);
+    one("lease_lost", Some("github:logs-e"), &rid_batch3);
+
+    let ours: Vec<&Line> = lines
+        .iter()
+        .filter(|l| {
+            l.get("key")
+                .is_some_and(|k| k.contains(":logs-") || k.contains("evt_logs_"))
+        })
+        .collect();
+    for line in &ours {
+        assert!(
+            line.get("source").is_some(),
+            "source on every line: {}",
+            line.0
+        );
+        assert!(
+            line.request_id().is_some(),
+            "request id on every line: {}",
+            line.0
+        );
+    }
+    let whsec_bytes = TEST_WHSEC.trim_start_matches("whsec_");
+    let mut signatures: Vec<String> = [&a, &a2, &c, &d, &e]
+        .iter()
+        .map(|b| testkit::github_signature(b))
+        .collect();
+    signatures.push(stripe_sig);
+    let mut never = vec![TEST_SECRET, TEST_WHSEC, whsec_bytes, BODY_MARKER];
+    never.extend(signatures.iter().map(String::as_str));
+    for secret in never {
+        assert!(
+            !text.contains(secret),
+            "a log line holds `{secret}`:\n{text}"
+        );
+    }
+
+    // --- the metrics ---
+    let mut emf = rx_metrics.lock().expect("metrics").clone();
+    emf.extend(cx_metrics.lock().expect("metrics").iter().cloned());
+    emf.extend(cx_thief_metrics.lock().expect("metrics").iter().cloned());
+    let expected_github = [
+        (Metric::Accepted, 3),
+        (Metric::Replayed, 2),
+        (Metric::InProgressConflict, 1),
+        (Metric::SignatureRejected, 1),
+        (Metric::PayloadMismatch, 1),
+        (Metric::Released, 1),
+        (Metric::Rejected, 2),
+        (Metric::Completed, 2),
+        (Metric::Failed, 1),
+        (Metric::DuplicateDelivery, 1),
+        (Metric::LeaseLost, 1),
+    ];
+    let expected_stripe = [
+        (Metric::Accepted, 1),
+        (Metric::Completed, 1),
+        (Metric::DuplicateDelivery, 1),
+    ];
+    let all_metrics = expected_github.map(|(m, _)| m);
+    for (source, expected) in [
+        ("github", &expected_github[..]),
+        ("stripe", &expected_stripe[..]),
+    ] {
+        for metric in all_metrics {
+            let want = expected
+                .iter()
+                .find(|(m, _)| *m == metric)
+                .map_or(0, |(_, n)| *n);
+            assert_eq!(
+                tally(&emf, source, metric),
+                want,
+                "{source} {}",
+                metric.name()
+            );
+        }
+    }
+    for line in &emf {
+        assert!(
+            !line.contains(BODY_MARKER) && !line.contains(TEST_SECRET),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        sor.calls_for("github:logs-a"),
+        1,
+        "the duplicate ran no side effect"
+    );
+}
+
+// --- the dead-letter tools --------------------------------------------------------------------
+
+async fn depth(aws: &LocalAws, url: &str) -> (i64, i64) {
+    let out = aws
+        .sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .expect("queue attributes");
+    let n = |name: QueueAttributeName| {
+        out.attributes()
+            .and_then(|a| a.get(&name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1)
+    };
+    (
+        n(QueueAttributeName::ApproximateNumberOfMessages),
+        n(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+    )
+}
+
+/// Runs the `inbox-ops` binary (it finds the local server through the inherited `AWS_ENDPOINT_URL`).
+async fn inbox_ops(args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"))
+        .args(args)
+        .output()
+        .await
+        .expect("run inbox-ops");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_letter_is_explained_redriven_and_then_completes() {
+    logs();
+    let aws = LocalAws::new("ops").await;
+    let sor = SystemOfRecord::start();
+    let key = "github:ops-1";
+    sor.fail_key(key, 1000);
+    let (rx, _) = receiver(&aws, 1000).await;
+    let (cx, _) = consumer(&aws, sor.url());
+    let b = body(10);
+    let (s, _) = post(&rx, "github", &github_headers("ops-1", &b), &b).await;
+    assert_eq!(s, 200);
+
+    // The consumer fails it on every receive; past maxReceiveCount SQS moves it to the
+    // dead-letter queue (the redrive policy comes from template.yaml).
+    let max_receives = Template::load(&template_path())
+        .expect("template")
+        .max_receive_count();
+    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
+    bridge.retry_failed_now = true;
+    let mut runs = 0;
+    let cx_ref = &cx;
+    while let Some(round) = bridge
+        .pump_once(|e| async move { Ok(invoke(cx_ref, e).await.0) })
+        .await
+        .expect("pump")
+    {
+        assert_eq!(round.failed, 1);
+        runs += 1;
+        assert!(
+            runs <= max_receives,
+            "still on the queue after {runs} receives"
+        );
+    }
+    assert_eq!(runs, max_receives);
+    assert_eq!(depth(&aws, &aws.resources.queue_url).await, (0, 0));
+    assert_eq!(depth(&aws, &aws.resources.dlq_url).await, (1, 0));
+
+    let (dlq, queue, table) = (
+        aws.resources.dlq_url.as_str(),
+        aws.resources.queue_url.as_str(),
+        aws.resources.table.as_str(),
+    );
+
+    // why: the key and its ledger item; the message stays on the dead-letter queue.
+    let (code, out, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    let why: Value = serde_json::from_str(&out).expect("why --json");
+    let letters = why["messages"].as_array().expect("messages");
+    assert_eq!(letters.len(), 1, "{why}");
+    let letter = &letters[0];
+    assert_eq!(letter["key"], key);
+    assert_eq!(letter["source"], "github");
+    assert_eq!(letter["status"], "FAILED");
+    assert_eq!(letter["attempts"], u64::from(max_receives));
+    assert_eq!(
+        letter["last_error"],
+        "forward answered 500 Internal Server Error"
+    );
+    assert_eq!(letter["group_id"], key);
+    assert!(
+        letter["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("fix the cause")),
+        "{letter}"
+    );
+    let (code, text, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains(&format!(
+            "{key}  FAILED  attempts {max_receives}  last_error: forward answered 500"
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains(BODY_MARKER) && !out.contains(BODY_MARKER),
+        "why never prints a body"
+    );
+    assert_eq!(
+        depth(&aws, dlq).await,
+        (1, 0),
+        "why leaves it visible on the dead-letter queue"
+    );
+
+    // lookup: the item as JSON.
+    let (code, out, err) = inbox_ops(&["lookup", "--table", table, key]).await;
+    assert_eq!(code, 0, "{err}");
+    let item: Value = serde_json::from_str(&out).expect("lookup JSON");
+    assert_eq!(item["pk"], key);
+    assert_eq!(item["status"], "FAILED");
+    assert_eq!(item["attempts"], u64::from(max_receives));
+    assert!(item["expires_at"].is_i64());
+    let (code, _, err) = inbox_ops(&["lookup", "--table", table, "github:never-seen"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no item for `github:never-seen`"), "{err}");
+
+    // redrive: moto has no StartMessageMoveTask, so receive/send/delete, and it says so.
+    let (code, out, err) = inbox_ops(&["redrive", "--dlq", dlq, "--queue", queue]).await;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("method: receive/send/delete"), "{out}");
+    assert!(
+        out.contains("StartMessageMoveTask is not available here"),
+        "{out}"
+    );
+    assert!(out.contains("moved 1 message(s)"), "{out}");
+    assert_eq!(
+        depth(&aws, dlq).await,
+        (0, 0),
+        "the dead-letter queue is empty"
+    );
+    let back = aws.receive_all(queue).await;
+    assert_eq!(back.len(), 1, "back on the queue");
+    let attrs = back[0].attributes().expect("attributes");
+    assert_eq!(
+        attrs.get(&Sys::MessageGroupId).map(String::as_str),
+        Some(key)
+    );
+    assert_eq!(
+        attrs.get(&Sys::MessageDeduplicationId).map(String::as_str),
+        Some(key)
+    );
+    let envelope = inbox::queue::Envelope::parse(back[0].body().expect("body")).expect("envelope");
+    assert_eq!(envelope.key, key);
+    assert_eq!(envelope.body_bytes().expect("body"), b);
+
+    // The downstream is fixed: the redriven message completes, once.
+    sor.fail_key(key, 0);
+    let (resp, _) = invoke(&cx, bridge.event(&back)).await;
+    assert!(resp.batch_item_failures.is_empty());
+    let record = aws.ledger().get(key).await.expect("get").expect("item");
+    assert_eq!(record.status, Status::Completed);
+    assert_eq!(record.attempts, max_receives + 1);
+    assert_eq!(sor.calls_for(key), u64::from(max_receives) + 1);
+}
