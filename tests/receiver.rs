@@ -533,7 +533,7 @@ fn apigw_event(
 async fn base64_bodies_are_decoded_before_verifying_and_bad_base64_is_a_400_not_a_panic() {
     use base64::Engine as _;
     let aws = LocalAws::new("b64").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, lines) = receiver(&aws, 1000).await;
     let body = gh_body(14);
     let encoded = base64::engine::general_purpose::STANDARD.encode(&body);
     let ok = rx
@@ -566,6 +566,12 @@ async fn base64_bodies_are_decoded_before_verifying_and_bad_base64_is_a_400_not_
         serde_json::json!({"error": "malformed_body"})
     );
     assert_eq!(aws.ledger_items().await.len(), 1, "only the good one");
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(
+        tally(&lines, "github", Metric::Rejected),
+        1,
+        "counted under its source"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -161,10 +161,17 @@ fn invocation(req: &Request) -> Invocation {
 /// The source: API Gateway's `{source}` path parameter, else the last segment of a path
 /// `/webhooks/<source>` (function URLs, `cargo lambda watch`).
 fn source_name(req: &Request) -> Option<String> {
-    if let Some(source) = req.path_parameters_ref().and_then(|p| p.first("source")) {
+    source_from(
+        req.path_parameters_ref().and_then(|p| p.first("source")),
+        req.uri().path(),
+    )
+}
+
+fn source_from(path_parameter: Option<&str>, path: &str) -> Option<String> {
+    if let Some(source) = path_parameter {
         return Some(source.to_owned());
     }
-    let mut segments = req.uri().path().trim_end_matches('/').rsplit('/');
+    let mut segments = path.trim_end_matches('/').rsplit('/');
     let last = segments.next()?;
     (segments.next() == Some("webhooks") && !last.is_empty()).then(|| last.to_owned())
 }
@@ -217,11 +224,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
                 .as_deref()
                 .is_some_and(|b| base64::engine::general_purpose::STANDARD.decode(b).is_err());
         let response = if bad_base64 {
-            warn!(
-                outcome = "rejected",
-                reason = "body flagged base64 does not decode"
-            );
-            Rejection::MalformedBody("body flagged base64 does not decode").into_response()
+            let source = source_from(
+                payload.path_parameters.get("source").map(String::as_str),
+                payload.raw_path.as_deref().unwrap_or_default(),
+            )
+            .unwrap_or_default();
+            self.reject(
+                &source,
+                Rejection::MalformedBody("body flagged base64 does not decode"),
+            )
         } else {
             let req: Request = LambdaRequest::ApiGatewayV2(payload).into();
             self.handle(req.with_lambda_context(context)).await
@@ -239,29 +250,32 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         tracing::Span::current().record("source", source.as_str());
         match self.process(&req, &source).await {
             Ok(resp) => resp,
-            Err(rejection) => {
-                let (status, code) = rejection.status_and_code();
-                // The metric's source dimension only takes configured names: a path segment
-                // chosen by whoever calls must not mint new CloudWatch dimensions.
-                let dimension = if self.sources.get(&source).is_some() {
-                    source.as_str()
-                } else {
-                    UNKNOWN_SOURCE_DIMENSION
-                };
-                let metric = match &rejection {
-                    Rejection::InvalidSignature(_) => Metric::SignatureRejected,
-                    Rejection::InProgress => Metric::InProgressConflict,
-                    _ => Metric::Rejected,
-                };
-                self.metrics.count(dimension, metric);
-                let outcome = match rejection {
-                    Rejection::InProgress => "in_progress",
-                    _ => "rejected",
-                };
-                warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome);
-                rejection.into_response()
-            }
+            Err(rejection) => self.reject(&source, rejection),
         }
+    }
+
+    /// Counts, logs (the reason, never the body) and answers a rejection.
+    fn reject(&self, source: &str, rejection: Rejection) -> Response<Body> {
+        let (status, code) = rejection.status_and_code();
+        // The metric's source dimension only takes configured names: a path segment
+        // chosen by whoever calls must not mint new CloudWatch dimensions.
+        let dimension = if self.sources.get(source).is_some() {
+            source
+        } else {
+            UNKNOWN_SOURCE_DIMENSION
+        };
+        let metric = match &rejection {
+            Rejection::InvalidSignature(_) => Metric::SignatureRejected,
+            Rejection::InProgress => Metric::InProgressConflict,
+            _ => Metric::Rejected,
+        };
+        self.metrics.count(dimension, metric);
+        let outcome = match rejection {
+            Rejection::InProgress => "in_progress",
+            _ => "rejected",
+        };
+        warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome);
+        rejection.into_response()
     }
 
     async fn process(&self, req: &Request, source_name: &str) -> Result<Response<Body>, Rejection> {
