@@ -31,6 +31,12 @@ test: lint
 audit:
 	cargo run -q -p local --bin audit -- $(ARGS)
 
+# The deterministic simulation (crates/inbox/tests/simulation.rs), optimised, over SEEDS seeds;
+# SIM_SEED=x replays one seed with its trace.
+SEEDS ?= 20000
+simulate:
+	SIM_SEEDS=$(SEEDS) cargo test -p inbox --test simulation --release -- --nocapture
+
 clean:
 	cargo clean
 	rm -rf $(VENV) .local

@@ -36,7 +36,8 @@ fn the_checked_in_files_are_the_generators_output_and_the_readme_lists_them() {
         .collect();
     let stamped: serde_json::Value =
         serde_json::from_str(&read("stripe-first.json")).expect("JSON");
-    let at = events::generated_at(&stamped).expect("stripe-first.json has requestContext.timeEpoch");
+    let at =
+        events::generated_at(&stamped).expect("stripe-first.json has requestContext.timeEpoch");
     let samples = events::generate(at);
     let generated: BTreeSet<String> = samples.iter().map(|s| s.file.clone()).collect();
     assert_eq!(on_disk, generated, "events/ differs from `make events`");
@@ -87,7 +88,11 @@ async fn every_event_gets_the_answer_the_readme_gives() {
     let mut failures = Vec::new();
     for s in events::generate(now) {
         // The file itself where it does not go stale; a copy signed now where it does.
-        let text = if s.timestamped { s.text() } else { read(&s.file) };
+        let text = if s.timestamped {
+            s.text()
+        } else {
+            read(&s.file)
+        };
         let ctx = testkit::context(&testkit::unique("inv"), testkit::now_ms() + 30_000);
         let before: u64 = sor.calls().values().sum();
         let answer = match s.function {

@@ -269,10 +269,6 @@ async fn consume<P: Processor>(
             LEASE_MS
         };
         let round = b.pump_once(|e| invoke(cx, e, lease)).await.expect("pump");
-        if std::env::var_os("FAULTS_DEBUG").is_some() {
-            let item = aws.ledger().get(key).await.expect("get");
-            eprintln!("{key} round {round:?} item {item:?} now {}", now_ms());
-        }
         match round {
             Some(r) => {
                 invocations += 1;
@@ -589,7 +585,7 @@ async fn take_fails_before_reaching_dynamodb() {
     settled_once(&aws, &sor, &key, 1, 1).await;
     let item = aws.ledger().get(&key).await.expect("get").expect("item");
     assert_eq!(item.attempts, 1, "the failed take never reached the ledger");
-    report("take fails", &[], aws.faults.injected());
+    report("take fails", &["200".to_owned()], aws.faults.injected());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -606,7 +602,11 @@ async fn take_applied_but_its_answer_lost_waits_for_its_lease() {
     settled_once(&aws, &sor, &key, 1, 1).await;
     let item = aws.ledger().get(&key).await.expect("get").expect("item");
     assert_eq!(item.attempts, 2);
-    report("take answer lost", &[], aws.faults.injected());
+    report(
+        "take answer lost",
+        &["200".to_owned()],
+        aws.faults.injected(),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -648,7 +648,7 @@ async fn consumer_dies_after_take() {
     settled_once(&aws, &sor, &key, 1, 1).await;
     let item = aws.ledger().get(&key).await.expect("get").expect("item");
     assert_eq!(item.attempts, 2, "taken over once the dead lease ran out");
-    report("consumer dies after take", &[], 0);
+    report("consumer dies after take", &["200".to_owned()], 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -664,7 +664,7 @@ async fn side_effect_fails_then_succeeds_on_redelivery() {
     settled_once(&aws, &sor, &key, 2, 1).await;
     let item = aws.ledger().get(&key).await.expect("get").expect("item");
     assert_eq!(item.attempts, 2);
-    report("side effect fails", &[], 1);
+    report("side effect fails", &["200".to_owned()], 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -680,7 +680,7 @@ async fn complete_fails_after_the_side_effect_succeeded() {
     // The side effect ran twice: the ledger never learnt of the first. Both calls carried
     // the same Idempotency-Key, so the system of record can tell the second is a repeat.
     settled_once(&aws, &sor, &key, 2, 2).await;
-    report("complete fails", &[], aws.faults.injected());
+    report("complete fails", &["200".to_owned()], aws.faults.injected());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -694,7 +694,11 @@ async fn complete_applied_but_its_answer_lost_is_acknowledged_as_a_duplicate() {
     let invocations = consume(&aws, &bridge(&aws).await, &cx, &key, LEASE_MS).await;
     assert!(invocations >= 2, "reported failed, delivered again");
     settled_once(&aws, &sor, &key, 1, 1).await;
-    report("complete answer lost", &[], aws.faults.injected());
+    report(
+        "complete answer lost",
+        &["200".to_owned()],
+        aws.faults.injected(),
+    );
 }
 
 // ---------------------------------------------------------------------------------------

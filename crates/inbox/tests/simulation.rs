@@ -24,7 +24,7 @@
 //! `SIM_SEEDS=N` runs seeds 0..N (default below); `SIM_SEED=x` replays one seed and prints its
 //! trace. A failure prints the seed and the trace of the step that broke the invariant.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -778,6 +778,32 @@ struct Task<'a> {
     work: Work<'a>,
 }
 
+/// What the scheduler can do in one step.
+#[derive(Clone, Copy, Debug)]
+enum Action {
+    /// A sender's first delivery of an event.
+    FirstDelivery,
+    /// A sender's retry, due after a 500, a 503 or no answer.
+    Retry,
+    /// The same event delivered again anyway (a user clicking twice, a sender's bug).
+    Duplicate,
+    /// One invocation makes its next call.
+    Advance,
+    /// A few invocations make their next calls.
+    Burst,
+    /// An invocation dies between two calls.
+    Crash,
+    /// The event source mapping hands the consumer a batch.
+    Batch,
+    Tick,
+    PastLease,
+    PastVisibility,
+    PastDedupWindow,
+    QuietSpell,
+    /// DynamoDB's TTL deletes expired items.
+    Sweep,
+}
+
 type Rx = Receiver<SimLedger, SimQueue, ManualClock>;
 type Cx = Consumer<SimLedger, SimProcessor, ManualClock>;
 
@@ -979,7 +1005,7 @@ impl<'a> Sim<'a> {
     }
 
     fn batch_done(&mut self, name: &str, batch: &[Msg], resp: &SqsBatchResponse) {
-        let failed: HashSet<&str> = resp
+        let failed: BTreeSet<&str> = resp
             .batch_item_failures
             .iter()
             .map(|f| f.item_identifier.as_str())
@@ -1097,7 +1123,8 @@ impl<'a> Sim<'a> {
 
     fn sweep(&mut self) {
         let now = self.now();
-        let before = self.ledger.snapshot();
+        let mut before = self.ledger.snapshot();
+        before.sort_by(|a, b| a.key.cmp(&b.key));
         let n = self.ledger.sweep_expired(now);
         let after: HashSet<String> = self.ledger.snapshot().into_iter().map(|r| r.key).collect();
         let mut w = self.w();
@@ -1175,25 +1202,25 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let has_tasks = !self.tasks.is_empty();
-        // (weight, action)
-        let choices: [(u32, u8); 13] = [
-            (if unsent.is_empty() { 0 } else { 30 }, 0),
-            (if due.is_empty() { 0 } else { 40 }, 1),
-            (if started.is_empty() { 0 } else { 8 }, 2),
-            (if has_tasks { 120 } else { 0 }, 3),
-            (if has_tasks { 8 } else { 0 }, 4),
-            (30, 5),
-            (25, 6),
-            (6, 7),
-            (4, 8),
-            (1, 9),
-            (1, 10),
-            (4, 11),
-            (if has_tasks { 12 } else { 0 }, 12),
+        let when = |cond: bool, weight: u32| if cond { weight } else { 0 };
+        let choices = [
+            (when(!unsent.is_empty(), 30), Action::FirstDelivery),
+            (when(!due.is_empty(), 40), Action::Retry),
+            (when(!started.is_empty(), 8), Action::Duplicate),
+            (when(has_tasks, 120), Action::Advance),
+            (when(has_tasks, 12), Action::Burst),
+            (when(has_tasks, 8), Action::Crash),
+            (30, Action::Batch),
+            (25, Action::Tick),
+            (6, Action::PastLease),
+            (4, Action::PastVisibility),
+            (1, Action::PastDedupWindow),
+            (1, Action::QuietSpell),
+            (4, Action::Sweep),
         ];
         let total: u32 = choices.iter().map(|c| c.0).sum();
         let mut pick = self.rng.random_range(0..total);
-        let mut action = 0;
+        let mut action = Action::Tick;
         for (weight, a) in choices {
             if pick < weight {
                 action = a;
@@ -1202,59 +1229,25 @@ impl<'a> Sim<'a> {
             pick -= weight;
         }
         match action {
-            0 => {
+            Action::FirstDelivery => {
                 let e = unsent[self.rng.random_range(0..unsent.len())];
                 self.deliver(e, "first delivery");
             }
-            1 => {
+            Action::Retry => {
                 let e = due[self.rng.random_range(0..due.len())];
                 self.w().stats.retries += 1;
                 self.deliver(e, "retry");
             }
-            2 => {
+            Action::Duplicate => {
                 let e = started[self.rng.random_range(0..started.len())];
                 self.w().stats.duplicates += 1;
                 self.deliver(e, "duplicate");
             }
-            3 => {
+            Action::Advance => {
                 let i = self.rng.random_range(0..self.tasks.len());
                 self.poll_task(i);
             }
-            4 => {
-                let i = self.rng.random_range(0..self.tasks.len());
-                self.w().stats.crashes += 1;
-                self.crash(i, "crash");
-            }
-            5 => {
-                self.start_batch();
-            }
-            6 => {
-                let ms = self.rng.random_range(0..1500);
-                self.advance(ms, "tick");
-            }
-            7 => {
-                let ms = self.rng.random_range(5_000..25_000);
-                self.advance(ms, "past a lease");
-            }
-            8 => {
-                let ms = self
-                    .rng
-                    .random_range(VISIBILITY_MS / 2..VISIBILITY_MS + 30_000);
-                self.jump(ms, "visibility timeout");
-            }
-            9 => {
-                let ms = self
-                    .rng
-                    .random_range(DEDUP_WINDOW_MS - 60_000..DEDUP_WINDOW_MS + 120_000);
-                self.jump(ms, "about the dedup window");
-            }
-            10 => {
-                let ms = self.rng.random_range(4 * 60_000..8 * 60_000);
-                self.jump(ms, "a long quiet spell");
-            }
-            11 => self.sweep(),
-            _ => {
-                // A burst: several calls of several invocations in a row.
+            Action::Burst => {
                 for _ in 0..self.rng.random_range(2..8) {
                     if self.tasks.is_empty() {
                         break;
@@ -1263,10 +1256,43 @@ impl<'a> Sim<'a> {
                     self.poll_task(i);
                 }
             }
+            Action::Crash => {
+                let i = self.rng.random_range(0..self.tasks.len());
+                self.w().stats.crashes += 1;
+                self.crash(i, "crash");
+            }
+            Action::Batch => {
+                self.start_batch();
+            }
+            Action::Tick => {
+                let ms = self.rng.random_range(0..1500);
+                self.advance(ms, "tick");
+            }
+            Action::PastLease => {
+                let ms = self.rng.random_range(5_000..25_000);
+                self.advance(ms, "past a lease");
+            }
+            Action::PastVisibility => {
+                let ms = self
+                    .rng
+                    .random_range(VISIBILITY_MS / 2..VISIBILITY_MS + 30_000);
+                self.jump(ms, "visibility timeout");
+            }
+            Action::PastDedupWindow => {
+                let ms = self
+                    .rng
+                    .random_range(DEDUP_WINDOW_MS - 60_000..DEDUP_WINDOW_MS + 120_000);
+                self.jump(ms, "about the dedup window");
+            }
+            Action::QuietSpell => {
+                let ms = self.rng.random_range(4 * 60_000..8 * 60_000);
+                self.jump(ms, "a long quiet spell");
+            }
+            Action::Sweep => self.sweep(),
         }
     }
 
-    /// Runs task `i` to its end (at most `limit` calls).
+    /// Runs task `i` to its end.
     fn finish(&mut self, i: usize) {
         let name = self.tasks[i].name.clone();
         for _ in 0..10_000 {
@@ -1558,11 +1584,15 @@ fn run_seeds(seeds: &[u64], mutant: Mutant) -> (Stats, Option<Outcome>) {
     (total, failure)
 }
 
+/// A number from the environment; unset or empty is `None` (`make simulate` without SEEDS).
 fn env_u64(name: &str) -> Option<u64> {
     let text = std::env::var(name).ok()?;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
     Some(
-        text.trim()
-            .parse()
+        text.parse()
             .unwrap_or_else(|_| panic!("{name} must be a number, got {text:?}")),
     )
 }

@@ -37,6 +37,12 @@ use crate::provision::{self, Provisioned, Template};
 use crate::testkit::{self, SystemOfRecord};
 use watch::{Output, Watch, WatchOptions};
 
+/// The workspace root, without `..` in it (for messages).
+fn root() -> PathBuf {
+    let root = moto::workspace_root();
+    std::fs::canonicalize(&root).unwrap_or(root)
+}
+
 /// The demo's knobs (`demo --help`).
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -54,6 +60,9 @@ pub struct Options {
     pub late: usize,
     /// Keys whose first forward the system of record answers 500.
     pub forward_failures: usize,
+    /// Overrides the template's `IN_PROGRESS_WAIT_MS` (0: a concurrent duplicate gets 503 and
+    /// `Retry-After` at once, and the senders' retries show).
+    pub in_progress_wait_ms: Option<u64>,
 }
 
 impl Default for Options {
@@ -66,6 +75,7 @@ impl Default for Options {
             crashes: 5,
             late: 10,
             forward_failures: 3,
+            in_progress_wait_ms: None,
         }
     }
 }
@@ -91,6 +101,8 @@ pub struct StackOptions {
     pub env_file: PathBuf,
     pub log: PathBuf,
     pub echo: bool,
+    /// Variables set in the env file over the template's values.
+    pub overrides: Vec<(String, String)>,
 }
 
 /// Prints a progress line with the time since `start`.
@@ -116,7 +128,7 @@ impl Stack {
     /// moto, the template's resources, a system of record, the env file, and both functions
     /// under `cargo lambda watch`, warmed up.
     pub async fn start(opts: &StackOptions, start: Instant) -> anyhow::Result<Stack> {
-        let root = moto::workspace_root();
+        let root = root();
         moto::python()?;
         step(start, "starting moto (local AWS)");
         let moto = MotoServer::start()?;
@@ -140,7 +152,13 @@ impl Stack {
             ),
         );
         let sor = SystemOfRecord::start();
-        let vars = watch::local_env(&template, &resources, moto.endpoint(), sor.url())?;
+        let mut vars = watch::local_env(&template, &resources, moto.endpoint(), sor.url())?;
+        for (name, value) in &opts.overrides {
+            match vars.iter_mut().find(|(n, _)| n == name) {
+                Some(var) => var.1 = value.clone(),
+                None => vars.push((name.clone(), value.clone())),
+            }
+        }
         watch::write_env_file(&opts.env_file, &vars)?;
         step(
             start,
@@ -590,7 +608,7 @@ impl Report {
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let row = |f: &mut std::fmt::Formatter<'_>, label: &str, value: String, note: &str| {
-            writeln!(f, "  {label:<50} {value:>7}  {note}")
+            writeln!(f, "  {label:<56} {value:>6}  {note}")
         };
         writeln!(f)?;
         writeln!(
@@ -695,7 +713,7 @@ impl std::fmt::Display for Report {
 /// The demo. Returns the report; the caller prints it and picks the exit code.
 pub async fn run(opts: &Options) -> anyhow::Result<Report> {
     let start = Instant::now();
-    let root = moto::workspace_root();
+    let root = root();
     step(start, "building receiver and consumer (once; not timed)");
     build_functions(&root)?;
     let local = root.join(".local");
@@ -707,6 +725,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             env_file: local.join("demo.env"),
             log: local.join("demo-watch.log"),
             echo: false,
+            overrides: opts
+                .in_progress_wait_ms
+                .map(|ms| vec![("IN_PROGRESS_WAIT_MS".to_owned(), ms.to_string())])
+                .unwrap_or_default(),
         },
         start,
     )
@@ -1029,7 +1051,7 @@ fn delivery_from_event(event: &Value) -> anyhow::Result<Delivery> {
 /// Starts the stack on `address:port` and waits for Ctrl-C.
 pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<()> {
     let start = Instant::now();
-    let root = moto::workspace_root();
+    let root = root();
     step(start, "building receiver and consumer");
     build_functions(&root)?;
     let local = root.join(".local");
@@ -1041,6 +1063,7 @@ pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<(
             env_file: local.join("watch.env"),
             log: local.join("serve-watch.log"),
             echo: true,
+            overrides: Vec::new(),
         },
         start,
     )
@@ -1100,7 +1123,7 @@ pub async fn check_events() -> anyhow::Result<Vec<Checked>> {
         }
         on_disk.push(event);
     }
-    let root = moto::workspace_root();
+    let root = root();
     step(start, "building receiver and consumer");
     build_functions(&root)?;
     let local = root.join(".local");
@@ -1112,6 +1135,7 @@ pub async fn check_events() -> anyhow::Result<Vec<Checked>> {
             env_file: local.join("check-events.env"),
             log: local.join("check-events-watch.log"),
             echo: false,
+            overrides: Vec::new(),
         },
         start,
     )

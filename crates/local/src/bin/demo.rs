@@ -1,7 +1,7 @@
 //! `make demo`: the inbox end to end on this machine (see `local::demo`).
 //!
 //! ```text
-//! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N]
+//! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
 //! demo serve [--address A] [--port P]   # the stack, waiting for `cargo lambda invoke`
 //! demo check-events                     # every events/*.json through the emulator
 //! ```
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use local::demo;
 
-const USAGE: &str = "usage: demo [run] [--events N] [--copies N] [--concurrency N] [--instances N]
+const USAGE: &str = "usage: demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
        demo serve [--address A] [--port P] [--instances N]
        demo check-events";
 
@@ -51,6 +51,7 @@ fn parse() -> Result<Mode, String> {
                 opts.instances = number(&mut args, &arg)?;
                 instances = opts.instances;
             }
+            "--in-progress-wait-ms" => opts.in_progress_wait_ms = Some(number(&mut args, &arg)?),
             "--address" => address = args.next().ok_or(USAGE)?,
             "--port" => port = number(&mut args, &arg)?,
             "-h" | "--help" => return Err(USAGE.to_owned()),
