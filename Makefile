@@ -37,6 +37,12 @@ SEEDS ?= 20000
 simulate:
 	SIM_SEEDS=$(SEEDS) cargo test -p inbox --test simulation --release -- --nocapture
 
+# Benchmarks (BENCHMARKS.md): criterion benches of the CPU work, then the receiver against a
+# Powertools peer on one moto server, init durations and zip sizes (bench/run.sh). Release
+# builds with LTO: slow the first time. BENCH_ARGS go to the driver; BENCH_CRITERION=0 skips criterion.
+bench: venv
+	bash bench/run.sh $(BENCH_ARGS)
+
 clean:
 	cargo clean
 	rm -rf $(VENV) .local

@@ -19,7 +19,8 @@ use inbox::clock::{Clock, SystemClock};
 use inbox::config::{GroupSpec, KeySpec, SecretRef, SecretResolver, SourceSpecs, Sources};
 use inbox::key;
 use inbox::ledger::memory::MemoryLedger;
-use inbox::metrics::Metrics;
+use inbox::ledger::accepted_response;
+use inbox::metrics::{Metric, Metrics};
 use inbox::queue::{sqs_id, Envelope, Outgoing, Queue, QueueError};
 use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::signature::{Encoding, HmacSpec, Scheme, Verifier};
@@ -377,7 +378,7 @@ fn receiver_handle(c: &mut Criterion) {
         b.iter_batched(
             || {
                 n += 1;
-                if n % 4096 == 0 {
+                if n.is_multiple_of(4096) {
                     tidy();
                 }
                 let (id, body, headers) = fresh_delivery(2048);
@@ -415,7 +416,7 @@ fn receiver_handle(c: &mut Criterion) {
         b.iter_batched(
             || {
                 n += 1;
-                if n % 4096 == 0 {
+                if n.is_multiple_of(4096) {
                     tidy();
                 }
                 let (id, body, headers) = fresh_delivery(2048);
@@ -434,9 +435,34 @@ fn receiver_handle(c: &mut Criterion) {
     group.finish();
 }
 
+/// Small per-request pieces of the handle path, to see where its time goes.
+fn parts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parts");
+    let (metrics, lines) = Metrics::memory("receiver");
+    group.bench_function("metrics_line", |b| {
+        b.iter(|| metrics.line(black_box("acme"), Metric::Accepted, 1_700_000_000_000))
+    });
+    group.bench_function("metrics_count", |b| {
+        b.iter_batched(
+            || lines.lock().expect("lines").clear(),
+            |()| metrics.count(black_box("acme"), Metric::Accepted),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("accepted_response", |b| {
+        b.iter(|| accepted_response(black_box("acme:msg_000000000001")))
+    });
+    let specs = SourceSpecs::parse(BENCH_SOURCES).expect("sources");
+    let spec = specs.get("acme").expect("acme");
+    group.bench_function("envelope_header_names", |b| {
+        b.iter(|| black_box(spec).envelope_headers())
+    });
+    group.finish();
+}
+
 criterion_group!(
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = verify, key_derivation, envelope, receiver_handle
+    targets = verify, key_derivation, envelope, parts, receiver_handle
 );
 criterion_main!(benches);

@@ -259,7 +259,15 @@ impl SourceSpecs {
             }
             let verifier = Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
                 .map_err(|message| field_error(&name, "signature.secrets", message))?;
-            sources.insert(name, Source { spec, verifier });
+            let envelope_headers = spec.envelope_headers();
+            sources.insert(
+                name,
+                Source {
+                    spec,
+                    verifier,
+                    envelope_headers,
+                },
+            );
         }
         Ok(Sources(sources))
     }
@@ -485,6 +493,8 @@ fn parse_source(name: &str, value: Value) -> Result<SourceSpec, ConfigError> {
 pub struct Source {
     pub spec: SourceSpec,
     pub verifier: Verifier,
+    /// [`SourceSpec::envelope_headers`], worked out once at start-up, not per request.
+    pub envelope_headers: Vec<String>,
 }
 
 /// Every source, with its secrets read.

@@ -78,21 +78,24 @@ impl Metrics {
     }
 
     /// The EMF line for one count.
+    ///
+    /// Written out directly: one line per request, so not through `json!`, which builds a
+    /// tree of maps and arrays first. The text is what `json!` would give (keys sorted).
     pub fn line(&self, source: &str, metric: Metric, timestamp_ms: i64) -> String {
-        serde_json::json!({
-            "_aws": {
-                "Timestamp": timestamp_ms,
-                "CloudWatchMetrics": [{
-                    "Namespace": NAMESPACE,
-                    "Dimensions": [["source", "function"]],
-                    "Metrics": [{"Name": metric.name(), "Unit": "Count"}]
-                }]
-            },
-            "source": source,
-            "function": self.function,
-            metric.name(): 1
-        })
-        .to_string()
+        let name = metric.name();
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        format!(
+            concat!(
+                r#"{{"{name}":1,"_aws":{{"CloudWatchMetrics":[{{"Dimensions":[["source","function"]],"#,
+                r#""Metrics":[{{"Name":"{name}","Unit":"Count"}}],"Namespace":"{namespace}"}}],"#,
+                r#""Timestamp":{ts}}},"function":{function},"source":{source}}}"#
+            ),
+            name = name,
+            namespace = NAMESPACE,
+            ts = timestamp_ms,
+            function = quoted(self.function),
+            source = quoted(source),
+        )
     }
 
     /// Counts one.
@@ -124,6 +127,43 @@ pub fn tally(lines: &[String], source: &str, metric: Metric) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emf_line_is_what_json_would_write() {
+        let (m, _) = Metrics::memory("receiver");
+        let all = [
+            Metric::Accepted,
+            Metric::Replayed,
+            Metric::InProgressConflict,
+            Metric::SignatureRejected,
+            Metric::PayloadMismatch,
+            Metric::Released,
+            Metric::Rejected,
+            Metric::Completed,
+            Metric::Failed,
+            Metric::DuplicateDelivery,
+            Metric::LeaseLost,
+        ];
+        for metric in all {
+            for source in ["stripe", "(unknown)", "we\"ird\\"] {
+                let expected = serde_json::json!({
+                    "_aws": {
+                        "Timestamp": 1_700_000_000_123_i64,
+                        "CloudWatchMetrics": [{
+                            "Namespace": NAMESPACE,
+                            "Dimensions": [["source", "function"]],
+                            "Metrics": [{"Name": metric.name(), "Unit": "Count"}]
+                        }]
+                    },
+                    "source": source,
+                    "function": "receiver",
+                    metric.name(): 1
+                })
+                .to_string();
+                assert_eq!(m.line(source, metric, 1_700_000_000_123), expected);
+            }
+        }
+    }
 
     #[test]
     fn emf_line_has_namespace_dimensions_and_value() {

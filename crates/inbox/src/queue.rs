@@ -77,6 +77,50 @@ impl Envelope {
         serde_json::to_string(self).unwrap_or_default()
     }
 
+    /// The JSON of `Envelope::new(..)` written straight from borrowed parts: the body is
+    /// copied once, into the JSON, instead of into an owned envelope first (up to 256 KiB
+    /// per request on the receiver's path). Same text as `Envelope::new(..).to_json()`.
+    pub fn json_of(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: &BTreeMap<String, String>,
+        body: &[u8],
+    ) -> String {
+        /// `Envelope`'s fields, in its order, borrowed.
+        #[derive(Serialize)]
+        struct Borrowed<'a> {
+            v: u32,
+            key: &'a str,
+            source: &'a str,
+            received_at: i64,
+            payload_sha256: &'a str,
+            headers: &'a BTreeMap<String, String>,
+            body: std::borrow::Cow<'a, str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            body_encoding: Option<&'static str>,
+        }
+        let (body, body_encoding) = match std::str::from_utf8(body) {
+            Ok(text) => (std::borrow::Cow::Borrowed(text), None),
+            Err(_) => (
+                std::borrow::Cow::Owned(base64::engine::general_purpose::STANDARD.encode(body)),
+                Some("base64"),
+            ),
+        };
+        serde_json::to_string(&Borrowed {
+            v: ENVELOPE_VERSION,
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            body,
+            body_encoding,
+        })
+        .unwrap_or_default()
+    }
+
     pub fn parse(text: &str) -> Result<Self, EnvelopeError> {
         let env: Envelope =
             serde_json::from_str(text).map_err(|e| EnvelopeError::Json(e.to_string()))?;
@@ -205,6 +249,18 @@ mod tests {
         assert_eq!(binary.body_encoding.as_deref(), Some("base64"));
         let back = Envelope::parse(&binary.to_json()).unwrap();
         assert_eq!(back.body_bytes().unwrap(), vec![0xff, 0x00, 0x80]);
+    }
+
+    #[test]
+    fn json_of_writes_what_to_json_writes() {
+        let headers = BTreeMap::from([
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("webhook-id".to_owned(), "msg_\"1\"".to_owned()),
+        ]);
+        for body in [&br#"{"x":"caf\u00e9 \\ \n"}"#[..], "caf\u{e9}".as_bytes(), &[0xff, 0x00, 0x80], b""] {
+            let owned = Envelope::new("a:1", "a", 5, "h", headers.clone(), body).to_json();
+            assert_eq!(Envelope::json_of("a:1", "a", 5, "h", &headers, body), owned);
+        }
     }
 
     #[test]

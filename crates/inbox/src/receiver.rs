@@ -317,25 +317,26 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         tracing::Span::current().record("key", key.as_str());
         let group = key::group(&key, &spec.group, source_name, json.as_ref());
         let now = self.clock.now_ms();
-        let envelope = Envelope::new(
-            &key,
-            source_name,
-            now,
-            &body_sha256,
-            envelope_headers(source, req.headers()),
-            body,
-        );
-        let outgoing = Outgoing {
+        // Built only once the message is to be sent: a duplicate never pays for the copy of
+        // the body into the envelope.
+        let outgoing = || Outgoing {
             group_id: sqs_id(&group),
             dedup_id: sqs_id(&key),
-            body: envelope.to_json(),
+            body: Envelope::json_of(
+                &key,
+                source_name,
+                now,
+                &body_sha256,
+                &envelope_headers(source, req.headers()),
+                body,
+            ),
         };
         let (status, accepted) = accepted_response(&key);
 
         if spec.delivery == Delivery::AtMostOnce {
             // Declared at-most-once: no ledger; the queue's five-minute window is all there is.
             self.queue
-                .send(&outgoing)
+                .send(&outgoing())
                 .await
                 .map_err(|e| Rejection::Internal(e.to_string()))?;
             self.metrics.count(source_name, Metric::Accepted);
@@ -351,7 +352,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             return self.replay(source, &key, &body_sha256, &existing);
         }
 
-        if let Err(e) = self.queue.send(&outgoing).await {
+        if let Err(e) = self.queue.send(&outgoing()).await {
             match self.ledger.release(&key, &inv.request_id).await {
                 Ok(released) => {
                     info!(source = source_name, key = %key, released, outcome = "released")
@@ -473,12 +474,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
 /// The headers the envelope carries: the source's signature, id and content-type headers.
 fn envelope_headers(source: &Source, headers: &HeaderMap) -> BTreeMap<String, String> {
     source
-        .spec
-        .envelope_headers()
-        .into_iter()
+        .envelope_headers
+        .iter()
         .filter_map(|name| {
             let value = headers.get(name.as_str())?.to_str().ok()?.to_owned();
-            Some((name, value))
+            Some((name.clone(), value))
         })
         .collect()
 }

@@ -249,6 +249,9 @@ where
 
 const RUNTIME: &str = "/2018-06-01/runtime";
 
+/// An invocation waiting for a process to poll: its request id and event.
+type Invocation = (String, Vec<u8>);
+
 enum Outcome {
     Response(Vec<u8>),
     Error(Vec<u8>),
@@ -257,8 +260,8 @@ enum Outcome {
 #[derive(Clone)]
 struct Emulator {
     port: u16,
-    queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(String, Vec<u8>)>>>,
-    sender: mpsc::UnboundedSender<(String, Vec<u8>)>,
+    queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Invocation>>>,
+    sender: mpsc::UnboundedSender<Invocation>,
     pending: Arc<Mutex<HashMap<String, oneshot::Sender<Outcome>>>>,
     polls: Arc<AtomicU64>,
     first_poll: Arc<Mutex<Option<Instant>>>,
@@ -948,7 +951,7 @@ fn report(o: &Options, runs: &[Run], inits: &[(String, Vec<Duration>)], zips: &[
         ("peak RSS per process, MiB", Box::new(|r: &Run| r.peak_rss_kib as f64 / 1024.0), 1),
     ];
     for (label, f, digits) in &rows {
-        let values: Vec<f64> = runs.iter().map(|r| f(r)).collect();
+        let values: Vec<f64> = runs.iter().map(f).collect();
         let cells: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
         let r = if values.len() == 2 { ratio(values[0], values[1]) } else { "—".into() };
         push(&mut s, format!("| {label} | {} | {r} |", cells.join(" | ")));

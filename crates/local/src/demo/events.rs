@@ -298,7 +298,6 @@ fn post<'a>(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn push(
     out: &mut Vec<Sample>,
     file: &str,

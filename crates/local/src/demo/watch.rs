@@ -148,6 +148,19 @@ fn template_env(doc: &Yaml, logical_id: &str) -> Vec<(String, Option<String>)> {
     vars.into_iter().collect()
 }
 
+/// Where a client reaches a server bound to `address:port` (`::` and `0.0.0.0`: loopback).
+fn client_address(address: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    let ip: std::net::IpAddr = match address {
+        "::" | "0.0.0.0" => std::net::Ipv4Addr::LOCALHOST.into(),
+        other => other
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .with_context(|| format!("watch address {other}"))?,
+    };
+    Ok(SocketAddr::new(ip, port))
+}
+
 /// A port nobody listens on now (the OS picks it).
 pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("binding loopback")?;
@@ -223,6 +236,13 @@ impl Watch {
     /// The AWS and secret variables of this process are removed from its environment, so the
     /// functions see exactly the env file.
     pub async fn start(opts: &WatchOptions) -> anyhow::Result<Watch> {
+        let addr = client_address(&opts.address, opts.port)?;
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            bail!(
+                "something already listens on port {} (another `cargo lambda watch`?); pick another with --port",
+                opts.port
+            );
+        }
         let venv_bin = opts.root.join(".venv/bin");
         let path = std::env::var_os("PATH").unwrap_or_default();
         let mut paths = vec![venv_bin];
@@ -251,32 +271,29 @@ impl Watch {
             .spawn()
             .context("starting `cargo lambda watch` (is cargo-lambda in .venv? run `make venv`)")?;
         let pid = child.id().context("cargo lambda watch has no pid")?;
-        let pgid = i32::try_from(pid).context("pid")?;
         let output = Output::default();
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        // From here on, an error drops `watch`, which stops the process group.
+        let mut watch = Watch {
+            child,
+            pgid: i32::try_from(pid).context("pid")?,
+            addr,
+            output: output.clone(),
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(64)
+                .timeout(Duration::from_secs(900))
+                .build()?,
+        };
         let log = tokio::fs::File::create(&opts.log)
             .await
             .with_context(|| format!("creating {}", opts.log.display()))?;
         let log = Arc::new(tokio::sync::Mutex::new(log));
-        if let Some(out) = child.stdout.take() {
+        if let Some(out) = stdout {
             tokio::spawn(pump(out, log.clone(), output.clone(), opts.echo));
         }
-        if let Some(err) = child.stderr.take() {
-            tokio::spawn(pump(err, log, output.clone(), opts.echo));
+        if let Some(err) = stderr {
+            tokio::spawn(pump(err, log, output, opts.echo));
         }
-        let addr: SocketAddr = format!("{}:{}", opts.address, opts.port)
-            .parse()
-            .context("watch address")?;
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
-            .timeout(Duration::from_secs(900))
-            .build()?;
-        let mut watch = Watch {
-            child,
-            pgid,
-            addr,
-            output,
-            http,
-        };
         watch.wait_listening(Duration::from_secs(120)).await?;
         Ok(watch)
     }
@@ -486,5 +503,12 @@ mod tests {
         assert_eq!(get("AWS_ENDPOINT_URL"), "http://127.0.0.1:1");
         assert!(inbox::config::SourceSpecs::parse(&get("WEBHOOK_SOURCES")).is_ok());
         assert!(!get("IN_PROGRESS_WAIT_MS").is_empty(), "{vars:?}");
+    }
+
+    #[test]
+    fn clients_reach_a_wildcard_bind_on_loopback() {
+        assert_eq!(client_address("::", 9000).unwrap().to_string(), "127.0.0.1:9000");
+        assert_eq!(client_address("::1", 9000).unwrap().to_string(), "[::1]:9000");
+        assert_eq!(client_address("127.0.0.1", 1).unwrap().to_string(), "127.0.0.1:1");
     }
 }
