@@ -413,8 +413,8 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let (third, rid_batch3) = invoke(&cx_thief, bridge.event(&messages_e)).await;
     assert_eq!(
         failed_ids(&third),
-        Vec::<String>::new(),
-        "the side effect ran: acknowledged"
+        vec![messages_e[0].message_id().unwrap_or_default().to_owned()],
+        "the lease was lost: the message comes back rather than leave the key in PROCESSING"
     );
     drop(thief);
 

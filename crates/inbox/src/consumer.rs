@@ -374,6 +374,10 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
                     true
                 }
                 Ok(false) => {
+                    // Someone else holds the key now, and may have died. The message comes
+                    // back: its next take finds COMPLETED (acknowledged) or an abandoned
+                    // lease (run again with the same Idempotency-Key), never a key stuck
+                    // in PROCESSING with its message gone.
                     self.metrics.count(source, Metric::LeaseLost);
                     warn!(
                         key,
@@ -381,7 +385,7 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
                         outcome = "lease_lost",
                         "side effect ran but the lease was lost before complete"
                     );
-                    true
+                    false
                 }
                 Err(e) => {
                     // Redelivery re-runs the side effect with the same Idempotency-Key.
