@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv test lint demo build bench simulate audit clean
+.PHONY: venv test lint demo events build bench simulate audit clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -27,13 +27,35 @@ lint: venv
 test: lint
 	cargo test --workspace --all-targets
 
+# The whole inbox on this machine: moto, both functions under `cargo lambda watch`, the sample
+# webhooks, a retry storm, late redeliveries, and a result table (README, "Running it locally").
+# Fails unless every accepted event had exactly one side effect. ARGS="--events 200 --concurrency 64";
+# ARGS=serve: the stack for `cargo lambda invoke`; ARGS=check-events: every events/*.json through it.
+demo: venv
+	cargo run -p local --bin demo -- $(ARGS)
+
+# events/: the sample Lambda events, signed now. The Stripe and Standard Webhooks ones carry a
+# signed timestamp and are refused 300 s later: run this before invoking those.
+events:
+	cargo run -q -p local --bin make-events
+
+# Both functions for deployment: release, arm64 (zig cross-compiles; cargo-lambda and zig come
+# from the venv), one zip per function at target/lambda/<name>/bootstrap.zip, and their sizes.
+# (`sam build` builds the same from template.yaml, BuildMethod rust-cargolambda, where the SAM
+# CLI is installed: see the README's "Deploying".)
+build: venv
+	cargo lambda build --release --arm64 --output-format zip -p receiver -p consumer
+	@for fn in receiver consumer; do \
+	  $(PY) -c 'import os, sys; f = "target/lambda/%s/bootstrap.zip" % sys.argv[1]; print("%-9s %6.2f MB  %s" % (sys.argv[1], os.path.getsize(f) / 1e6, f))' $$fn; \
+	done
+
 # The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
 audit:
 	cargo run -q -p local --bin audit -- $(ARGS)
 
 # The deterministic simulation (crates/inbox/tests/simulation.rs), optimised, over SEEDS seeds;
 # SIM_SEED=x replays one seed with its trace.
-SEEDS ?= 20000
+SEEDS ?= 100000
 simulate:
 	SIM_SEEDS=$(SEEDS) cargo test -p inbox --test simulation --release -- --nocapture
 

@@ -257,7 +257,12 @@ mod tests {
             ("content-type".to_owned(), "application/json".to_owned()),
             ("webhook-id".to_owned(), "msg_\"1\"".to_owned()),
         ]);
-        for body in [&br#"{"x":"caf\u00e9 \\ \n"}"#[..], "caf\u{e9}".as_bytes(), &[0xff, 0x00, 0x80], b""] {
+        for body in [
+            &br#"{"x":"caf\u00e9 \\ \n"}"#[..],
+            "caf\u{e9}".as_bytes(),
+            &[0xff, 0x00, 0x80],
+            b"",
+        ] {
             let owned = Envelope::new("a:1", "a", 5, "h", headers.clone(), body).to_json();
             assert_eq!(Envelope::json_of("a:1", "a", 5, "h", &headers, body), owned);
         }

@@ -29,7 +29,9 @@ use futures::StreamExt;
 use local::moto;
 use local::provision::{self, Template};
 use local::testkit::{self, TEST_WHSEC};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -90,7 +92,14 @@ fn options() -> Result<Options> {
             "--out" => o.out = Some(value()?.into()),
             "--skip-peer" => o.skip_peer = true,
             "-h" | "--help" => {
-                println!("{}", include_str!("bench.rs").lines().take(18).collect::<Vec<_>>().join("\n"));
+                println!(
+                    "{}",
+                    include_str!("bench.rs")
+                        .lines()
+                        .take(18)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
                 std::process::exit(0);
             }
             other => bail!("unknown argument {other}"),
@@ -268,6 +277,8 @@ struct Emulator {
     polled: Arc<Notify>,
     init_errors: Arc<Mutex<Vec<String>>>,
     ids: Arc<AtomicU64>,
+    /// TCP connections the functions opened to the Runtime API.
+    connections: Arc<AtomicU64>,
 }
 
 impl Emulator {
@@ -285,6 +296,7 @@ impl Emulator {
             polled: Arc::default(),
             init_errors: Arc::default(),
             ids: Arc::default(),
+            connections: Arc::default(),
         };
         let e = emu.clone();
         serve(
@@ -293,7 +305,7 @@ impl Emulator {
                 let e = e.clone();
                 async move { e.route(req).await }
             },
-            Arc::default(),
+            emu.connections.clone(),
         );
         Ok(emu)
     }
@@ -365,7 +377,10 @@ impl Emulator {
         let id = format!("inv-{:08}", self.ids.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         self.pending.lock().expect("pending").insert(id.clone(), tx);
-        self.sender.send((id, event)).ok().context("emulator queue")?;
+        self.sender
+            .send((id, event))
+            .ok()
+            .context("emulator queue")?;
         tokio::time::timeout(Duration::from_secs(60), rx)
             .await
             .context("invocation timed out")?
@@ -456,11 +471,21 @@ fn operation(req: &HttpRequest) -> String {
         .to_owned()
 }
 
-async fn forward(client: &reqwest::Client, upstream: &str, req: HttpRequest) -> Result<HttpResponse> {
+async fn forward(
+    client: &reqwest::Client,
+    upstream: &str,
+    req: HttpRequest,
+) -> Result<HttpResponse> {
     let method = reqwest::Method::from_bytes(req.method.as_bytes())?;
     let mut out = client.request(method, format!("{upstream}{}", req.path));
     for (k, v) in &req.headers {
-        let skip = ["host", "content-length", "connection", "transfer-encoding", "expect"];
+        let skip = [
+            "host",
+            "content-length",
+            "connection",
+            "transfer-encoding",
+            "expect",
+        ];
         if !skip.iter().any(|s| k.eq_ignore_ascii_case(s)) {
             out = out.header(k.as_str(), v.as_str());
         }
@@ -473,7 +498,12 @@ async fn forward(client: &reqwest::Client, upstream: &str, req: HttpRequest) -> 
         .filter(|(k, _)| {
             !["content-length", "transfer-encoding", "connection"].contains(&k.as_str())
         })
-        .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
         .collect();
     let body = resp.bytes().await?.to_vec();
     Ok(HttpResponse {
@@ -505,6 +535,18 @@ fn cpu_ticks(pid: u32) -> Result<u64> {
     Ok(fields[11].parse::<u64>()? + fields[12].parse::<u64>()?)
 }
 
+/// Time on CPU of a process's live threads, nanoseconds (/proc/<pid>/task/*/schedstat):
+/// exact, where utime + stime are sampled at the clock tick.
+fn cpu_sched_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// Peak resident set (VmHWM), KiB.
 fn peak_rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -534,7 +576,10 @@ impl Function {
             .env("AWS_LAMBDA_FUNCTION_NAME", self.name)
             .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
             .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{}", self.name))
+            .env(
+                "AWS_LAMBDA_LOG_GROUP_NAME",
+                format!("/aws/lambda/{}", self.name),
+            )
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "2026/01/01/[$LATEST]bench")
             .env("AWS_REGION", "us-east-1")
             .env("AWS_DEFAULT_REGION", "us-east-1")
@@ -571,10 +616,11 @@ fn apigw_event(i: usize, size: usize) -> Vec<u8> {
     let body = event_body(i, size);
     let id = format!("msg_{i:06}");
     let t = testkit::now_ms() / 1000;
-    let mut headers: serde_json::Map<String, serde_json::Value> = testkit::standard_webhooks_headers(&id, t, &body)
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), serde_json::Value::String(v)))
-        .collect();
+    let mut headers: serde_json::Map<String, serde_json::Value> =
+        testkit::standard_webhooks_headers(&id, t, &body)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), serde_json::Value::String(v)))
+            .collect();
     headers.insert("user-agent".into(), "Svix-Webhooks/1.0".into());
     headers.insert("content-length".into(), body.len().to_string().into());
     serde_json::json!({
@@ -620,7 +666,10 @@ async fn deliver(emu: &Emulator, indexes: Vec<usize>, o: &Options) -> Answers {
                 }
                 Ok(Outcome::Error(body)) => {
                     if !REPORTED.swap(true, Ordering::Relaxed) {
-                        eprintln!("bench: an invocation failed: {}", String::from_utf8_lossy(&body));
+                        eprintln!(
+                            "bench: an invocation failed: {}",
+                            String::from_utf8_lossy(&body)
+                        );
                     }
                     (0, false)
                 }
@@ -652,6 +701,7 @@ struct Phase {
     deliveries: u64,
     wall: Duration,
     cpu_secs: f64,
+    sched_secs: f64,
     calls: BTreeMap<String, u64>,
     connections: u64,
     answers: Answers,
@@ -669,6 +719,7 @@ impl Phase {
 struct Run {
     name: &'static str,
     processes: usize,
+    runtime_connections: u64,
     init_cpu_secs: f64,
     first: Phase,
     duplicates: Phase,
@@ -713,6 +764,8 @@ async fn run_function(
         }
         Ok(sum as f64 / ticks)
     };
+    let sched =
+        |pids: &[u32]| -> f64 { pids.iter().map(|p| cpu_sched_ns(*p)).sum::<u64>() as f64 / 1e9 };
     let init_cpu = cpu(&pids)?;
 
     let mut phases = Vec::new();
@@ -721,16 +774,19 @@ async fn run_function(
     for indexes in [firsts, dups] {
         let (calls0, conns0) = proxy.snapshot();
         let cpu0 = cpu(&pids)?;
+        let sched0 = sched(&pids);
         let started = Instant::now();
         let n = indexes.len() as u64;
         let answers = deliver(&emu, indexes, o).await;
         let wall = started.elapsed();
         let cpu1 = cpu(&pids)?;
+        let sched1 = sched(&pids);
         let (calls1, conns1) = proxy.snapshot();
         phases.push(Phase {
             deliveries: n,
             wall,
             cpu_secs: cpu1 - cpu0,
+            sched_secs: sched1 - sched0,
             calls: diff(&calls1, &calls0),
             connections: conns1 - conns0,
             answers,
@@ -745,6 +801,7 @@ async fn run_function(
     Ok(Run {
         name: f.name,
         processes: pids.len(),
+        runtime_connections: emu.connections.load(Ordering::SeqCst),
         init_cpu_secs: init_cpu,
         first,
         duplicates,
@@ -767,7 +824,11 @@ async fn init_durations(f: &Function, runs: usize) -> Result<Vec<Duration>> {
         tokio::time::timeout(Duration::from_secs(30), polled.notified())
             .await
             .with_context(|| format!("{}: no poll within 30 s", f.name))?;
-        let first = emu.first_poll.lock().expect("first").context("first poll")?;
+        let first = emu
+            .first_poll
+            .lock()
+            .expect("first")
+            .context("first poll")?;
         out.push(first - started);
         drop(child);
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -797,7 +858,14 @@ fn zip_sizes(path: &Path) -> Result<(u64, u64)> {
         .find(|&i| data[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
         .context("not a zip")?;
     let u16_at = |i: usize| u64::from(u16::from_le_bytes([data[i], data[i + 1]]));
-    let u32_at = |i: usize| u64::from(u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]));
+    let u32_at = |i: usize| {
+        u64::from(u32::from_le_bytes([
+            data[i],
+            data[i + 1],
+            data[i + 2],
+            data[i + 3],
+        ]))
+    };
     let entries = u16_at(eocd + 10);
     let mut at = usize::try_from(u32_at(eocd + 16))?;
     let mut unpacked = 0;
@@ -857,7 +925,9 @@ impl Aws {
 
     /// The peer's own table (Powertools' default key attribute `id`) and FIFO queue.
     async fn peer_resources(&self, prefix: &str) -> Result<(String, String)> {
-        use aws_sdk_dynamodb::types::{AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType};
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        };
         let table = format!("{prefix}-powertools-idempotency");
         self.dynamo
             .create_table()
@@ -900,7 +970,12 @@ fn ratio(ours: f64, peer: f64) -> String {
     }
 }
 
-fn report(o: &Options, runs: &[Run], inits: &[(String, Vec<Duration>)], zips: &[(String, u64, u64)]) -> String {
+fn report(
+    o: &Options,
+    runs: &[Run],
+    inits: &[(String, Vec<Duration>)],
+    zips: &[(String, u64, u64)],
+) -> String {
     let mut s = String::new();
     let push = |s: &mut String, line: String| {
         s.push_str(&line);
@@ -920,40 +995,109 @@ fn report(o: &Options, runs: &[Run], inits: &[(String, Vec<Duration>)], zips: &[
             o.concurrency
         ),
     );
-    push(&mut s, format!("| figure | {} | ratio ours/peer |", runs.iter().map(|r| r.name).collect::<Vec<_>>().join(" | ")));
-    push(&mut s, format!("| --- |{} --- |", " ---: |".repeat(runs.len())));
+    push(
+        &mut s,
+        format!(
+            "| figure | {} | ratio ours/peer |",
+            runs.iter().map(|r| r.name).collect::<Vec<_>>().join(" | ")
+        ),
+    );
+    push(
+        &mut s,
+        format!("| --- |{} --- |", " ---: |".repeat(runs.len())),
+    );
     type Row = Box<dyn Fn(&Run) -> f64>;
     let rows: Vec<(&str, Row, usize)> = vec![
-        ("events per second (all deliveries; moto-bound)", Box::new(|r: &Run| {
-            (r.first.deliveries + r.duplicates.deliveries) as f64 / (r.first.wall + r.duplicates.wall).as_secs_f64()
-        }), 0),
-        ("CPU seconds per 1000 events (all deliveries)", Box::new(|r: &Run| {
-            (r.first.cpu_secs + r.duplicates.cpu_secs) * 1000.0 / (r.first.deliveries + r.duplicates.deliveries) as f64
-        }), 3),
-        ("CPU seconds per 1000 first deliveries", Box::new(|r: &Run| r.first.cpu_secs * 1000.0 / r.first.deliveries as f64), 3),
-        ("CPU seconds per 1000 duplicates", Box::new(|r: &Run| {
-            r.duplicates.cpu_secs * 1000.0 / r.duplicates.deliveries.max(1) as f64
-        }), 3),
-        ("AWS calls per event (all deliveries)", Box::new(|r: &Run| {
-            (r.first.calls_total() + r.duplicates.calls_total()) as f64 / (r.first.deliveries + r.duplicates.deliveries) as f64
-        }), 2),
-        ("AWS calls per first delivery", Box::new(|r: &Run| r.first.calls_total() as f64 / r.first.deliveries as f64), 2),
-        ("AWS calls per duplicate", Box::new(|r: &Run| {
-            r.duplicates.calls_total() as f64 / r.duplicates.deliveries.max(1) as f64
-        }), 2),
-        ("duplicates stopped before the queue", Box::new(|r: &Run| {
-            r.duplicates.deliveries.saturating_sub(r.duplicates.sends()) as f64
-        }), 0),
-        ("new TCP connections to AWS during the run", Box::new(|r: &Run| {
-            (r.first.connections + r.duplicates.connections) as f64
-        }), 0),
-        ("init CPU seconds per process", Box::new(|r: &Run| r.init_cpu_secs / r.processes as f64), 3),
-        ("peak RSS per process, MiB", Box::new(|r: &Run| r.peak_rss_kib as f64 / 1024.0), 1),
+        (
+            "events per second (all deliveries; moto-bound)",
+            Box::new(|r: &Run| {
+                (r.first.deliveries + r.duplicates.deliveries) as f64
+                    / (r.first.wall + r.duplicates.wall).as_secs_f64()
+            }),
+            0,
+        ),
+        (
+            "CPU seconds per 1000 events (all deliveries)",
+            Box::new(|r: &Run| {
+                (r.first.cpu_secs + r.duplicates.cpu_secs) * 1000.0
+                    / (r.first.deliveries + r.duplicates.deliveries) as f64
+            }),
+            3,
+        ),
+        (
+            "CPU seconds per 1000 first deliveries",
+            Box::new(|r: &Run| r.first.cpu_secs * 1000.0 / r.first.deliveries as f64),
+            3,
+        ),
+        (
+            "CPU seconds per 1000 duplicates",
+            Box::new(|r: &Run| {
+                r.duplicates.cpu_secs * 1000.0 / r.duplicates.deliveries.max(1) as f64
+            }),
+            3,
+        ),
+        (
+            "CPU seconds per 1000 events, schedstat (ns-exact, live threads)",
+            Box::new(|r: &Run| {
+                (r.first.sched_secs + r.duplicates.sched_secs) * 1000.0
+                    / (r.first.deliveries + r.duplicates.deliveries) as f64
+            }),
+            3,
+        ),
+        (
+            "AWS calls per event (all deliveries)",
+            Box::new(|r: &Run| {
+                (r.first.calls_total() + r.duplicates.calls_total()) as f64
+                    / (r.first.deliveries + r.duplicates.deliveries) as f64
+            }),
+            2,
+        ),
+        (
+            "AWS calls per first delivery",
+            Box::new(|r: &Run| r.first.calls_total() as f64 / r.first.deliveries as f64),
+            2,
+        ),
+        (
+            "AWS calls per duplicate",
+            Box::new(|r: &Run| {
+                r.duplicates.calls_total() as f64 / r.duplicates.deliveries.max(1) as f64
+            }),
+            2,
+        ),
+        (
+            "duplicates stopped before the queue",
+            Box::new(|r: &Run| r.duplicates.deliveries.saturating_sub(r.duplicates.sends()) as f64),
+            0,
+        ),
+        (
+            "new TCP connections to AWS during the run",
+            Box::new(|r: &Run| (r.first.connections + r.duplicates.connections) as f64),
+            0,
+        ),
+        (
+            "TCP connections to the Runtime API (all processes, whole run)",
+            Box::new(|r: &Run| r.runtime_connections as f64),
+            0,
+        ),
+        (
+            "init CPU seconds per process",
+            Box::new(|r: &Run| r.init_cpu_secs / r.processes as f64),
+            3,
+        ),
+        (
+            "peak RSS per process, MiB",
+            Box::new(|r: &Run| r.peak_rss_kib as f64 / 1024.0),
+            1,
+        ),
     ];
     for (label, f, digits) in &rows {
         let values: Vec<f64> = runs.iter().map(f).collect();
         let cells: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
-        let r = if values.len() == 2 { ratio(values[0], values[1]) } else { "—".into() };
+        let r = if values.len() == 2 {
+            ratio(values[0], values[1])
+        } else {
+            "—".into()
+        };
         push(&mut s, format!("| {label} | {} | {r} |", cells.join(" | ")));
     }
     push(&mut s, String::new());
@@ -980,12 +1124,21 @@ fn report(o: &Options, runs: &[Run], inits: &[(String, Vec<Duration>)], zips: &[
     }
     if !inits.is_empty() {
         push(&mut s, String::new());
-        push(&mut s, format!("Init duration (process start to the first Runtime API poll), {} starts each:\n", o.init_runs));
+        push(
+            &mut s,
+            format!(
+                "Init duration (process start to the first Runtime API poll), {} starts each:\n",
+                o.init_runs
+            ),
+        );
         push(&mut s, "| function | median ms | min ms | max ms |".into());
         push(&mut s, "| --- | ---: | ---: | ---: |".into());
         for (name, d) in inits {
             let (med, min, max) = median_ms(d);
-            push(&mut s, format!("| {name} | {med:.1} | {min:.1} | {max:.1} |"));
+            push(
+                &mut s,
+                format!("| {name} | {med:.1} | {min:.1} | {max:.1} |"),
+            );
         }
     }
     if !zips.is_empty() {
@@ -995,7 +1148,10 @@ fn report(o: &Options, runs: &[Run], inits: &[(String, Vec<Duration>)], zips: &[
         } else {
             push(&mut s, "Release zips:\n".into());
         }
-        push(&mut s, "| function | zip bytes | zip MiB | unzipped bootstrap MiB |".into());
+        push(
+            &mut s,
+            "| function | zip bytes | zip MiB | unzipped bootstrap MiB |".into(),
+        );
         push(&mut s, "| --- | ---: | ---: | ---: |".into());
         for (name, zip, unpacked) in zips {
             push(
@@ -1020,7 +1176,10 @@ async fn main() -> Result<()> {
     let python = moto::python()?;
     for p in [&o.receiver, &o.consumer] {
         if !p.exists() {
-            bail!("{} not found: build the release binaries first (make bench does)", p.display());
+            bail!(
+                "{} not found: build the release binaries first (make bench does)",
+                p.display()
+            );
         }
     }
 
@@ -1088,15 +1247,22 @@ async fn main() -> Result<()> {
     let mut inits = Vec::new();
     if o.init_runs > 0 {
         let mut init_peer = peer.clone();
-        init_peer.env.push(("AWS_ENDPOINT_URL".into(), endpoint.clone()));
+        init_peer
+            .env
+            .push(("AWS_ENDPOINT_URL".into(), endpoint.clone()));
         let mut init_receiver = receiver.clone();
-        init_receiver.env.push(("AWS_ENDPOINT_URL".into(), endpoint.clone()));
+        init_receiver
+            .env
+            .push(("AWS_ENDPOINT_URL".into(), endpoint.clone()));
         let mut fs = vec![init_receiver, consumer];
         if !o.skip_peer {
             fs.push(init_peer);
         }
         for f in &fs {
-            eprintln!("bench: init duration of {} ({} starts)", f.name, o.init_runs);
+            eprintln!(
+                "bench: init duration of {} ({} starts)",
+                f.name, o.init_runs
+            );
             inits.push((f.name.to_owned(), init_durations(f, o.init_runs).await?));
         }
     }

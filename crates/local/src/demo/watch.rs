@@ -507,8 +507,17 @@ mod tests {
 
     #[test]
     fn clients_reach_a_wildcard_bind_on_loopback() {
-        assert_eq!(client_address("::", 9000).unwrap().to_string(), "127.0.0.1:9000");
-        assert_eq!(client_address("::1", 9000).unwrap().to_string(), "[::1]:9000");
-        assert_eq!(client_address("127.0.0.1", 1).unwrap().to_string(), "127.0.0.1:1");
+        assert_eq!(
+            client_address("::", 9000).unwrap().to_string(),
+            "127.0.0.1:9000"
+        );
+        assert_eq!(
+            client_address("::1", 9000).unwrap().to_string(),
+            "[::1]:9000"
+        );
+        assert_eq!(
+            client_address("127.0.0.1", 1).unwrap().to_string(),
+            "127.0.0.1:1"
+        );
     }
 }
