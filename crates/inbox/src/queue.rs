@@ -108,7 +108,10 @@ impl Envelope {
                 Some("base64"),
             ),
         };
-        serde_json::to_string(&Borrowed {
+        // Sized up front: growing a 256 KiB string by doubling copies it a dozen times.
+        let room = body.len() + body.len() / 16 + key.len() * 2 + 512;
+        let mut out = Vec::with_capacity(room);
+        let envelope = Borrowed {
             v: ENVELOPE_VERSION,
             key,
             source,
@@ -117,8 +120,12 @@ impl Envelope {
             headers,
             body,
             body_encoding,
-        })
-        .unwrap_or_default()
+        };
+        // Serializing plain strings and maps into a Vec cannot fail, and writes UTF-8.
+        match serde_json::to_writer(&mut out, &envelope) {
+            Ok(()) => String::from_utf8(out).unwrap_or_default(),
+            Err(_) => String::new(),
+        }
     }
 
     pub fn parse(text: &str) -> Result<Self, EnvelopeError> {

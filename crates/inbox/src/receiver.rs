@@ -296,14 +296,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
 
         let spec = &source.spec;
         let body_sha256 = key::sha256_hex(body);
-        let needs_json =
-            spec.key.needs_json() || matches!(spec.group, crate::config::GroupSpec::Json(_));
-        let json = if needs_json {
-            match key::parse_json(body) {
-                Ok(v) => Some(v),
-                Err(e) if spec.key.needs_json() => return Err(e.into()),
-                Err(_) => None,
-            }
+        // The body is parsed here only where the key needs it; where only the FIFO group
+        // does, it is parsed when the message is built, so a duplicate never parses it.
+        let json = if spec.key.needs_json() {
+            Some(key::parse_json(body)?)
         } else {
             None
         };
@@ -315,12 +311,18 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             &body_sha256,
         )?;
         tracing::Span::current().record("key", key.as_str());
-        let group = key::group(&key, &spec.group, source_name, json.as_ref());
+        let group = || match (&json, &spec.group) {
+            (None, crate::config::GroupSpec::Json(_)) => {
+                let parsed = key::parse_json(body).ok();
+                key::group(&key, &spec.group, source_name, parsed.as_ref())
+            }
+            _ => key::group(&key, &spec.group, source_name, json.as_ref()),
+        };
         let now = self.clock.now_ms();
         // Built only once the message is to be sent: a duplicate never pays for the copy of
         // the body into the envelope.
         let outgoing = || Outgoing {
-            group_id: sqs_id(&group),
+            group_id: sqs_id(&group()),
             dedup_id: sqs_id(&key),
             body: Envelope::json_of(
                 &key,

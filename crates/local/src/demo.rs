@@ -113,11 +113,13 @@ fn step(start: Instant, text: &str) {
 /// `cargo build -p receiver -p consumer`: what `cargo lambda watch` will `cargo run`, built
 /// once here so that no build happens while anything is timed.
 pub fn build_functions(root: &std::path::Path) -> anyhow::Result<()> {
-    let status = std::process::Command::new("cargo")
-        .args(["build", "--quiet", "-p", "receiver", "-p", "consumer"])
-        .current_dir(root)
-        .status()
-        .context("running cargo build")?;
+    let mut cmd = std::process::Command::new("cargo");
+    cmd.args(["build", "--quiet", "-p", "receiver", "-p", "consumer"])
+        .current_dir(root);
+    for name in watch::cargo_run_vars() {
+        cmd.env_remove(name);
+    }
+    let status = cmd.status().context("running cargo build")?;
     if !status.success() {
         bail!("cargo build -p receiver -p consumer failed ({status})");
     }
@@ -608,7 +610,8 @@ impl Report {
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let row = |f: &mut std::fmt::Formatter<'_>, label: &str, value: String, note: &str| {
-            writeln!(f, "  {label:<56} {value:>6}  {note}")
+            let line = format!("  {label:<56} {value:>6}  {note}");
+            writeln!(f, "{}", line.trim_end())
         };
         writeln!(f)?;
         writeln!(

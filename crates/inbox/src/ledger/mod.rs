@@ -92,10 +92,10 @@ impl Record {
 
 /// The first response to a key, stored with the claim and replayed to duplicates.
 pub fn accepted_response(key: &str) -> (u16, String) {
-    (
-        200,
-        serde_json::json!({"status": "accepted", "key": key}).to_string(),
-    )
+    // The text `json!({"status": "accepted", "key": key})` gives (keys sorted), without
+    // building a map per request.
+    let key = serde_json::to_string(key).unwrap_or_default();
+    (200, format!(r#"{{"key":{key},"status":"accepted"}}"#))
 }
 
 /// A ledger call that did not get an answer (a DynamoDB error, not a failed condition).
@@ -300,5 +300,21 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
     }
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
         (**self).get(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn accepted_response_is_what_json_would_write() {
+        for key in [
+            "github:d-1",
+            "s:caf\u{e9}",
+            "s:\"quoted\" \\ back",
+            "orders:a|b",
+        ] {
+            let expected = serde_json::json!({"status": "accepted", "key": key}).to_string();
+            assert_eq!(super::accepted_response(key), (200, expected));
+        }
     }
 }

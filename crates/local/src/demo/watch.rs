@@ -161,6 +161,28 @@ fn client_address(address: &str, port: u16) -> anyhow::Result<SocketAddr> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// The variables `cargo run` sets for the program it runs (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`,
+/// ...). A cargo started from that program must not inherit them: a build script that watches one
+/// (ring's watches `CARGO_MANIFEST_DIR`) would see it change and rebuild, for this build and the
+/// next one started from a shell.
+pub fn cargo_run_vars() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .filter(|name| {
+            matches!(
+                name.as_str(),
+                "CARGO"
+                    | "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+            ) || name.starts_with("CARGO_PKG_")
+        })
+        .collect()
+}
+
 /// A port nobody listens on now (the OS picks it).
 pub fn free_port() -> anyhow::Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").context("binding loopback")?;
@@ -266,6 +288,9 @@ impl Watch {
             if name.starts_with("AWS_") || name.starts_with("INBOX_") {
                 cmd.env_remove(&name);
             }
+        }
+        for name in cargo_run_vars() {
+            cmd.env_remove(name);
         }
         let mut child = cmd
             .spawn()
