@@ -56,6 +56,8 @@ struct Options {
     zip_note: Option<String>,
     out: Option<PathBuf>,
     skip_peer: bool,
+    /// Extra latency the proxy adds to every AWS call (a slower AWS).
+    aws_delay_ms: u64,
 }
 
 fn options() -> Result<Options> {
@@ -71,6 +73,7 @@ fn options() -> Result<Options> {
         zip_note: None,
         out: None,
         skip_peer: false,
+        aws_delay_ms: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -91,6 +94,7 @@ fn options() -> Result<Options> {
             "--zip-note" => o.zip_note = Some(value()?),
             "--out" => o.out = Some(value()?.into()),
             "--skip-peer" => o.skip_peer = true,
+            "--aws-delay-ms" => o.aws_delay_ms = value()?.parse()?,
             "-h" | "--help" => {
                 println!(
                     "{}",
@@ -416,7 +420,7 @@ struct Proxy {
 }
 
 impl Proxy {
-    async fn start(upstream: &str) -> Result<Proxy> {
+    async fn start(upstream: &str, delay: Duration) -> Result<Proxy> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let proxy = Proxy {
@@ -437,6 +441,9 @@ impl Proxy {
                 async move {
                     let op = operation(&req);
                     *calls.lock().expect("calls").entry(op).or_default() += 1;
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
                     forward(&client, &upstream, req)
                         .await
                         .unwrap_or_else(|e| HttpResponse::new(502, format!("proxy: {e:#}")))
@@ -611,9 +618,14 @@ fn event_body(i: usize, size: usize) -> Vec<u8> {
     out
 }
 
+/// Marks an index as a forged delivery (its body changed after signing).
+const FORGED: usize = 1 << 40;
+
 /// API Gateway's HTTP API (payload v2) event for a signed delivery of event `i`.
 fn apigw_event(i: usize, size: usize) -> Vec<u8> {
-    let body = event_body(i, size);
+    let forged = i & FORGED != 0;
+    let i = i & !FORGED;
+    let mut body = event_body(i, size);
     let id = format!("msg_{i:06}");
     let t = testkit::now_ms() / 1000;
     let mut headers: serde_json::Map<String, serde_json::Value> =
@@ -621,6 +633,12 @@ fn apigw_event(i: usize, size: usize) -> Vec<u8> {
             .into_iter()
             .map(|(k, v)| (k.to_owned(), serde_json::Value::String(v)))
             .collect();
+    if forged {
+        // Changed after signing: both functions must answer 401 without touching AWS.
+        if let Some(last) = body.iter_mut().rev().find(|b| **b == b'x') {
+            *last = b'y';
+        }
+    }
     headers.insert("user-agent".into(), "Svix-Webhooks/1.0".into());
     headers.insert("content-length".into(), body.len().to_string().into());
     serde_json::json!({
@@ -648,6 +666,7 @@ fn apigw_event(i: usize, size: usize) -> Vec<u8> {
 struct Answers {
     ok_first: u64,
     ok_replayed: u64,
+    unauthorized: u64,
     other: u64,
 }
 
@@ -689,6 +708,7 @@ async fn deliver(emu: &Emulator, indexes: Vec<usize>, o: &Options) -> Answers {
         match (status, replayed) {
             (200, false) => a.ok_first += 1,
             (200, true) => a.ok_replayed += 1,
+            (401, _) => a.unauthorized += 1,
             _ => a.other += 1,
         }
     }
@@ -723,6 +743,8 @@ struct Run {
     init_cpu_secs: f64,
     first: Phase,
     duplicates: Phase,
+    /// Deliveries whose body was changed after signing: the floor, no AWS call.
+    forged: Phase,
     peak_rss_kib: u64,
     items: usize,
     messages: u64,
@@ -745,7 +767,7 @@ async fn run_function(
     aws: &Aws,
 ) -> Result<Run> {
     let ticks = clock_ticks() as f64;
-    let proxy = Proxy::start(upstream).await?;
+    let proxy = Proxy::start(upstream, Duration::from_millis(o.aws_delay_ms)).await?;
     let emu = Emulator::start().await?;
     let mut f = f.clone();
     f.env.push(("AWS_ENDPOINT_URL".into(), proxy.endpoint()));
@@ -771,7 +793,8 @@ async fn run_function(
     let mut phases = Vec::new();
     let firsts: Vec<usize> = (0..o.events).collect();
     let dups: Vec<usize> = (o.events..o.deliveries).map(|d| d % o.events).collect();
-    for indexes in [firsts, dups] {
+    let forged: Vec<usize> = (0..o.events.min(500)).map(|i| i | FORGED).collect();
+    for indexes in [firsts, dups, forged] {
         let (calls0, conns0) = proxy.snapshot();
         let cpu0 = cpu(&pids)?;
         let sched0 = sched(&pids);
@@ -796,6 +819,7 @@ async fn run_function(
     drop(children);
     let items = aws.count_items(table).await?;
     let messages = aws.count_messages(queue_url).await?;
+    let forged = phases.pop().unwrap_or_default();
     let duplicates = phases.pop().unwrap_or_default();
     let first = phases.pop().unwrap_or_default();
     Ok(Run {
@@ -805,6 +829,7 @@ async fn run_function(
         init_cpu_secs: init_cpu,
         first,
         duplicates,
+        forged,
         peak_rss_kib: peak,
         items,
         messages,
@@ -1037,6 +1062,11 @@ fn report(
             3,
         ),
         (
+            "CPU seconds per 1000 forged deliveries (401, no AWS call)",
+            Box::new(|r: &Run| r.forged.cpu_secs * 1000.0 / r.forged.deliveries.max(1) as f64),
+            3,
+        ),
+        (
             "CPU seconds per 1000 events, schedstat (ns-exact, live threads)",
             Box::new(|r: &Run| {
                 (r.first.sched_secs + r.duplicates.sched_secs) * 1000.0
@@ -1105,13 +1135,17 @@ fn report(
         push(
             &mut s,
             format!(
-                "- {}: first deliveries {:?} calls {:?}; duplicates {:?} calls {:?}; answers: {} accepted, {} replayed (marked), {} other; \
+                "- {}: {} first deliveries made calls {:?}; {} duplicates {:?}; {} forged {:?} ({} answered 401); \
+                 answers: {} accepted, {} replayed (marked), {} other; \
                  {} ledger items, {} messages on its queue; wall {:.2} s + {:.2} s",
                 r.name,
                 r.first.deliveries,
                 r.first.calls,
                 r.duplicates.deliveries,
                 r.duplicates.calls,
+                r.forged.deliveries,
+                r.forged.calls,
+                r.forged.answers.unauthorized,
                 r.first.answers.ok_first + r.duplicates.answers.ok_first,
                 r.first.answers.ok_replayed + r.duplicates.answers.ok_replayed,
                 r.first.answers.other + r.duplicates.answers.other,
