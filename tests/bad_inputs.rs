@@ -12,37 +12,14 @@ use std::panic::AssertUnwindSafe;
 
 use base64::Engine as _;
 use futures::FutureExt as _;
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::ledger::dynamo::DynamoLedger;
-use inbox::metrics::Metrics;
-use inbox::queue::SqsQueue;
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::receiver::ReceiverSettings;
 use lambda_http::{Body, RequestExt as _};
 use local::testkit::{
     self, github_signature, hmac_hex, now_ms, shopify_signature, standard_webhooks_headers,
-    stripe_signature, LocalAws, TEST_SOURCES,
+    stripe_signature, LocalAws, TestReceiver,
 };
 
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
-
-async fn receiver(aws: &LocalAws) -> Rx {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("test sources parse")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("test secrets resolve");
-    Receiver::new(
-        sources,
-        aws.ledger(),
-        aws.queue(),
-        SystemClock,
-        ReceiverSettings::default(),
-        Metrics::memory("receiver").0,
-    )
-}
 
 /// One bad request and its documented answer.
 #[derive(Clone, Debug)]
@@ -520,83 +497,6 @@ fn corpus() -> Vec<Case> {
             INVALID,
         ),
         case(
-            "stripe: /id absent",
-            "stripe",
-            stripe(br#"{"type":"x"}"#, t),
-            br#"{"type":"x"}"#,
-            MISSING,
-        ),
-        case(
-            "stripe: /id null",
-            "stripe",
-            stripe(br#"{"id":null}"#, t),
-            br#"{"id":null}"#,
-            MISSING,
-        ),
-        case(
-            "stripe: /id empty",
-            "stripe",
-            stripe(br#"{"id":""}"#, t),
-            br#"{"id":""}"#,
-            MISSING,
-        ),
-        case(
-            "stripe: /id an object",
-            "stripe",
-            stripe(br#"{"id":{"a":1}}"#, t),
-            br#"{"id":{"a":1}}"#,
-            INVALID,
-        ),
-        case(
-            "stripe: /id an array",
-            "stripe",
-            stripe(br#"{"id":[1]}"#, t),
-            br#"{"id":[1]}"#,
-            INVALID,
-        ),
-        case(
-            "stripe: /id with NUL",
-            "stripe",
-            stripe(br#"{"id":"a\u0000b"}"#, t),
-            br#"{"id":"a\u0000b"}"#,
-            INVALID,
-        ),
-        case(
-            "stripe: /id with a newline",
-            "stripe",
-            stripe(br#"{"id":"a\nb"}"#, t),
-            br#"{"id":"a\nb"}"#,
-            INVALID,
-        ),
-        case(
-            "stripe: /id with DEL",
-            "stripe",
-            stripe(br#"{"id":"a\u007fb"}"#, t),
-            br#"{"id":"a\u007fb"}"#,
-            INVALID,
-        ),
-        case(
-            "stripe: /id with a C1 control",
-            "stripe",
-            stripe(br#"{"id":"a\u0085b"}"#, t),
-            br#"{"id":"a\u0085b"}"#,
-            INVALID,
-        ),
-        case(
-            "stripe: top-level array",
-            "stripe",
-            stripe(b"[1,2]", t),
-            b"[1,2]",
-            MISSING,
-        ),
-        case(
-            "stripe: top-level string",
-            "stripe",
-            stripe(br#""evt_1""#, t),
-            br#""evt_1""#,
-            MISSING,
-        ),
-        case(
             "orders: composite key part absent",
             "orders",
             vec![("x-signature", hmac_hex(br#"{"type":"t"}"#))],
@@ -614,6 +514,32 @@ fn corpus() -> Vec<Case> {
             INVALID,
         ),
     ];
+    // Stripe: signed correctly, keyed from `/id`; the body is what is wrong.
+    for (name, stripe_body, expect) in [
+        ("/id absent", &br#"{"type":"x"}"#[..], MISSING),
+        ("/id null", &br#"{"id":null}"#[..], MISSING),
+        ("/id empty", &br#"{"id":""}"#[..], MISSING),
+        ("/id an object", &br#"{"id":{"a":1}}"#[..], INVALID),
+        ("/id an array", &br#"{"id":[1]}"#[..], INVALID),
+        ("/id with NUL", &br#"{"id":"a\u0000b"}"#[..], INVALID),
+        ("/id with a newline", &br#"{"id":"a\nb"}"#[..], INVALID),
+        ("/id with DEL", &br#"{"id":"a\u007fb"}"#[..], INVALID),
+        (
+            "/id with a C1 control",
+            &br#"{"id":"a\u0085b"}"#[..],
+            INVALID,
+        ),
+        ("top-level array", &b"[1,2]"[..], MISSING),
+        ("top-level string", &br#""evt_1""#[..], MISSING),
+    ] {
+        cases.push(case(
+            &format!("stripe: {name}"),
+            "stripe",
+            stripe(stripe_body, t),
+            stripe_body,
+            expect,
+        ));
+    }
     let long_id = format!(r#"{{"id":"{}"}}"#, "e".repeat(1025)).into_bytes();
     cases.push(case(
         "stripe: /id over 1 KiB",
@@ -825,7 +751,7 @@ fn event_body(resp: &aws_lambda_events::apigw::ApiGatewayV2httpResponse) -> Vec<
 }
 
 /// Runs one case through both entries; returns what went wrong (a panic included).
-async fn run(rx: &Rx, c: &Case) -> Vec<String> {
+async fn run(rx: &TestReceiver, c: &Case) -> Vec<String> {
     let mut wrong = Vec::new();
     match AssertUnwindSafe(rx.handle(request(c))).catch_unwind().await {
         Ok(resp) => wrong.extend(check(
@@ -858,7 +784,7 @@ async fn run(rx: &Rx, c: &Case) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_bad_input_gets_its_documented_answer_and_writes_nothing() {
     let aws = LocalAws::new("bad-corpus").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let started = std::time::Instant::now();
     let cases = corpus();
     assert!(cases.len() >= 50, "a corpus of {}", cases.len());
@@ -892,7 +818,7 @@ async fn every_bad_input_gets_its_documented_answer_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_base64_flag_is_a_400_or_a_401_never_a_panic_nor_a_write() {
     let aws = LocalAws::new("bad-b64").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let t = now_ms() / 1000;
     let evt = br#"{"id":"evt_b64"}"#.to_vec();
     let encoded = B64.encode(&evt);

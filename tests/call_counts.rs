@@ -11,56 +11,22 @@
 //! not the function's, so it gets clients of its own and is counted apart.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
 use inbox::ledger::dynamo::DynamoLedger;
-use inbox::metrics::Metrics;
-use inbox::queue::SqsQueue;
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::receiver::ReceiverSettings;
 use local::bridge::Bridge;
 use local::faults::{self, Faults};
-use local::testkit::{self, post, LocalAws, SystemOfRecord, TEST_SOURCES};
-
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
-
-/// The receiver on the `LocalAws` clients (counted by `aws.faults`).
-async fn receiver(aws: &LocalAws) -> Rx {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("test sources parse")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("test secrets resolve");
-    Receiver::new(
-        sources,
-        aws.ledger(),
-        aws.queue(),
-        SystemClock,
-        ReceiverSettings::default(),
-        Metrics::memory("receiver").0,
-    )
-}
+use local::testkit::{self, post, LocalAws, SystemOfRecord, TestConsumer};
 
 /// The consumer on a DynamoDB client of its own, counted by the returned `Faults`. It has
 /// no SQS client at all: the event source mapping receives and deletes.
-fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (Cx, Faults) {
+fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (TestConsumer, Faults) {
     let counted = Faults::new();
     let ledger = DynamoLedger::new(
         faults::dynamo_client(&aws.sdk, &counted),
         &aws.resources.table,
     );
-    let forwarder = HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client");
-    let cx = Consumer::new(
-        SourceSpecs::parse(TEST_SOURCES).expect("sources"),
-        ledger,
-        forwarder,
-        SystemClock,
-        ConsumerSettings::default(),
-        Metrics::memory("consumer").0,
-    );
+    let (cx, _) = testkit::consumer_on(ledger, testkit::forwarder(sor.url()));
     (cx, counted)
 }
 
@@ -127,7 +93,7 @@ const SOURCES: [&str; 5] = ["github", "stripe", "acme", "shop", "orders"];
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receiver_first_delivery_is_put_item_send_message_update_item() {
     let aws = LocalAws::new("cc-first").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     for source in SOURCES {
         aws.faults.reset_calls();
         let resp = rx
@@ -145,7 +111,7 @@ async fn receiver_first_delivery_is_put_item_send_message_update_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receiver_duplicate_is_one_put_item() {
     let aws = LocalAws::new("cc-dup").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     for source in SOURCES {
         let id = format!("dup-{source}");
         assert_eq!(rx.handle(delivery(source, &id)).await.status(), 200);
@@ -172,7 +138,7 @@ async fn receiver_duplicate_is_one_put_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rejected_requests_make_no_aws_call() {
     let aws = LocalAws::new("cc-reject").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let body = br#"{"action":"opened"}"#.to_vec();
     let mut bad = testkit::github_headers("rej-1", &body);
     bad[2].1 = testkit::github_signature(b"another body");
@@ -189,7 +155,7 @@ async fn rejected_requests_make_no_aws_call() {
 }
 
 /// Pumps until nothing is visible; returns the rounds that had messages.
-async fn drain(b: &Bridge, cx: &Cx) -> u64 {
+async fn drain(b: &Bridge, cx: &TestConsumer) -> u64 {
     let mut rounds = 0;
     for _ in 0..200 {
         let round = b
@@ -215,7 +181,7 @@ async fn drain(b: &Bridge, cx: &Cx) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_per_event_is_two_updates_and_one_side_effect_apart_from_the_bridge() {
     let aws = LocalAws::new("cc-consumer").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let sor = SystemOfRecord::start();
     let (cx, consumer_calls) = consumer(&aws, &sor);
     let (b, bridge_calls) = bridge(&aws).await;
@@ -261,7 +227,7 @@ async fn consumer_per_event_is_two_updates_and_one_side_effect_apart_from_the_br
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_duplicate_of_a_completed_event_is_one_update_and_no_side_effect() {
     let aws = LocalAws::new("cc-cdup").await;
-    let rx = receiver(&aws).await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let sor = SystemOfRecord::start();
     let (cx, consumer_calls) = consumer(&aws, &sor);
     let (b, bridge_calls) = bridge(&aws).await;

@@ -1,55 +1,17 @@
 //! The consumer, end to end: a real FIFO queue and ledger on the local AWS API server, and a
 //! real HTTP system of record on loopback that counts calls per `Idempotency-Key`.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
-use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
-use inbox::metrics::{tally, Metric, Metrics};
-use inbox::queue::{Queue as _, SqsQueue};
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::metrics::{tally, Metric};
+use inbox::queue::Queue as _;
+use inbox::receiver::ReceiverSettings;
 use local::bridge::Bridge;
-use local::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TEST_SOURCES};
-
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-
-fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (Cx, Arc<Mutex<Vec<String>>>) {
-    let (metrics, lines) = Metrics::memory("consumer");
-    let forwarder = HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client");
-    (
-        Consumer::new(
-            SourceSpecs::parse(TEST_SOURCES).expect("sources"),
-            aws.ledger(),
-            forwarder,
-            SystemClock,
-            ConsumerSettings::default(),
-            metrics,
-        ),
-        lines,
-    )
-}
-
-async fn receiver(aws: &LocalAws) -> Rx {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("sources")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("secrets");
-    Receiver::new(
-        sources,
-        aws.ledger(),
-        aws.queue(),
-        SystemClock,
-        ReceiverSettings::default(),
-        Metrics::memory("receiver").0,
-    )
-}
+use local::testkit::{
+    self, github_headers, post, LocalAws, SystemOfRecord, TestConsumer, TestReceiver,
+};
 
 async fn bridge(aws: &LocalAws) -> Bridge {
     let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
@@ -60,7 +22,7 @@ async fn bridge(aws: &LocalAws) -> Bridge {
 }
 
 /// Invokes the consumer as Lambda would, with a fresh request id and a 30 s deadline.
-async fn invoke(cx: &Cx, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
+async fn invoke(cx: &TestConsumer, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
     let deadline = testkit::now_ms() + 30_000;
     Ok(cx
         .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
@@ -68,7 +30,7 @@ async fn invoke(cx: &Cx, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
 }
 
 /// Pumps until the queue has nothing visible (bounded).
-async fn drain(b: &Bridge, cx: &Cx) -> usize {
+async fn drain(b: &Bridge, cx: &TestConsumer) -> usize {
     let mut rounds = 0;
     for _ in 0..500 {
         match b.pump_once(|e| invoke(cx, e)).await.expect("pump") {
@@ -79,7 +41,7 @@ async fn drain(b: &Bridge, cx: &Cx) -> usize {
     panic!("queue did not drain in 500 rounds");
 }
 
-async fn deliver_github(rx: &Rx, id: &str, body: &[u8]) -> u16 {
+async fn deliver_github(rx: &TestReceiver, id: &str, body: &[u8]) -> u16 {
     rx.handle(post("github", &github_headers(id, body), body))
         .await
         .status()
@@ -103,8 +65,8 @@ async fn redeliver_late(aws: &LocalAws, envelope_body: &str, group: &str, n: u32
 async fn a_duplicate_of_a_completed_event_runs_the_side_effect_once() {
     let aws = LocalAws::new("c-dup").await;
     let sor = SystemOfRecord::start();
-    let (cx, lines) = consumer(&aws, &sor);
-    let rx = receiver(&aws).await;
+    let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let b = bridge(&aws).await;
     let body = br#"{"n":1}"#;
     assert_eq!(deliver_github(&rx, "e-1", body).await, 200);
@@ -149,8 +111,8 @@ async fn a_duplicate_of_a_completed_event_runs_the_side_effect_once() {
 async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_complete() {
     let aws = LocalAws::new("c-groups").await;
     let sor = SystemOfRecord::start();
-    let (cx, _) = consumer(&aws, &sor);
-    let rx = receiver(&aws).await;
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let t = testkit::now_ms() / 1000;
     // Source "acme" groups by customer: A1 A2 A3 for customer A, B1 B2 for customer B.
     let mut keys = Vec::new();
@@ -242,8 +204,8 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
 async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out() {
     let aws = LocalAws::new("c-die").await;
     let sor = SystemOfRecord::start();
-    let (cx, _) = consumer(&aws, &sor);
-    let rx = receiver(&aws).await;
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     assert_eq!(deliver_github(&rx, "e-die", b"{}").await, 200);
 
     let b = bridge(&aws).await;
@@ -303,8 +265,8 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
 async fn a_side_effect_that_fails_then_succeeds_completes_once_with_two_attempts() {
     let aws = LocalAws::new("c-retry").await;
     let sor = SystemOfRecord::start();
-    let (cx, lines) = consumer(&aws, &sor);
-    let rx = receiver(&aws).await;
+    let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     sor.fail_key("github:e-flaky", 1);
     assert_eq!(deliver_github(&rx, "e-flaky", b"{}").await, 200);
     let b = bridge(&aws).await;
@@ -332,7 +294,7 @@ async fn a_side_effect_that_fails_then_succeeds_completes_once_with_two_attempts
 async fn an_unparseable_message_is_reported_failed_never_dropped() {
     let aws = LocalAws::new("c-garbage").await;
     let sor = SystemOfRecord::start();
-    let (cx, _) = consumer(&aws, &sor);
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
     aws.queue()
         .send(&inbox::queue::Outgoing {
             group_id: "g".into(),
@@ -367,8 +329,8 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
 async fn receiver_then_consumer_100_events_delivered_3_times_forward_exactly_100_calls() {
     let aws = LocalAws::new("c-e2e").await;
     let sor = SystemOfRecord::start();
-    let (cx, _) = consumer(&aws, &sor);
-    let rx = receiver(&aws).await;
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let b = bridge(&aws).await;
 
     // Three rounds of all 100 events, 25 at a time, with the consumer running in between.

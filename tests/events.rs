@@ -8,18 +8,14 @@
 //! runs as it is on disk.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::sqs::SqsEvent;
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
-use inbox::metrics::{tally, Metric, Metrics};
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::metrics::{tally, Metric};
+use inbox::receiver::ReceiverSettings;
 use lambda_runtime::LambdaEvent;
 use local::demo::{self, events};
-use local::testkit::{self, LocalAws, SystemOfRecord, TEST_SOURCES};
+use local::testkit::{self, LocalAws, SystemOfRecord};
 
 fn read(file: &str) -> String {
     let path = events::events_dir().join(file);
@@ -61,28 +57,8 @@ fn the_checked_in_files_are_the_generators_output_and_the_readme_lists_them() {
 async fn every_event_gets_the_answer_the_readme_gives() {
     let aws = LocalAws::new("events").await;
     let sor = SystemOfRecord::start();
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("sources")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("secrets");
-    let rx = Receiver::new(
-        sources,
-        aws.ledger(),
-        aws.queue(),
-        SystemClock,
-        ReceiverSettings::default(),
-        Metrics::memory("receiver").0,
-    );
-    let (metrics, consumer_lines) = Metrics::memory("consumer");
-    let cx = Consumer::new(
-        SourceSpecs::parse(TEST_SOURCES).expect("sources"),
-        aws.ledger(),
-        HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client"),
-        SystemClock,
-        ConsumerSettings::default(),
-        metrics,
-    );
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let (cx, consumer_lines) = aws.consumer(testkit::forwarder(sor.url()));
 
     let now = testkit::now_ms() / 1000;
     let mut failures = Vec::new();

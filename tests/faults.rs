@@ -20,23 +20,17 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::sqs::SqsBatchResponse;
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder, Job, ProcessError, Processor};
-use inbox::ledger::dynamo::DynamoLedger;
+use inbox::consumer::{HttpForwarder, Job, ProcessError, Processor};
 use inbox::ledger::{LedgerStore as _, Status};
-use inbox::metrics::Metrics;
-use inbox::queue::SqsQueue;
-use inbox::receiver::{Receiver, ReceiverSettings};
 use lambda_http::{Body, Response};
 use local::bridge::Bridge;
 use local::faults::{Faults, When, EVERY_OPERATION};
 use local::testkit::{
-    self, github_headers, now_ms, post, post_with_deadline, LocalAws, SystemOfRecord, TEST_SOURCES,
+    self, github_headers, now_ms, post, post_with_deadline, LocalAws, SystemOfRecord,
 };
 
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-type Cx<P> = Consumer<DynamoLedger, P, SystemClock>;
+type Rx = testkit::TestReceiver;
+type Cx<P> = testkit::TestConsumer<P>;
 
 /// How long a duplicate waits behind a live claim before 503 (the default is 1 s).
 const IN_PROGRESS_WAIT_MS: u64 = 200;
@@ -46,41 +40,17 @@ const SHORT_LEASE_MS: i64 = 1_500;
 const LEASE_MS: i64 = 30_000;
 
 async fn receiver(aws: &LocalAws) -> Rx {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("test sources parse")
-        .resolve(&AwsSecretResolver::env_only())
+    aws.receiver(testkit::in_progress_wait(IN_PROGRESS_WAIT_MS))
         .await
-        .expect("test secrets resolve");
-    Receiver::new(
-        sources,
-        aws.ledger(),
-        aws.queue(),
-        SystemClock,
-        ReceiverSettings {
-            in_progress_wait: Duration::from_millis(IN_PROGRESS_WAIT_MS),
-            ..ReceiverSettings::default()
-        },
-        Metrics::memory("receiver").0,
-    )
+        .0
 }
 
 fn consumer_with<P: Processor>(aws: &LocalAws, processor: P) -> Cx<P> {
-    Consumer::new(
-        SourceSpecs::parse(TEST_SOURCES).expect("sources"),
-        aws.ledger(),
-        processor,
-        SystemClock,
-        ConsumerSettings::default(),
-        Metrics::memory("consumer").0,
-    )
-}
-
-fn forwarder(sor: &SystemOfRecord) -> HttpForwarder {
-    HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client")
+    aws.consumer(processor).0
 }
 
 fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> Cx<HttpForwarder> {
-    consumer_with(aws, forwarder(sor))
+    consumer_with(aws, testkit::forwarder(sor.url()))
 }
 
 /// The mapping. A message reported failed comes back when its visibility timeout runs out:
@@ -622,7 +592,7 @@ async fn consumer_dies_after_take() {
     let doomed = consumer_with(
         &process,
         DiesWith {
-            inner: forwarder(&sor),
+            inner: testkit::forwarder(sor.url()),
             faults: process.faults.clone(),
         },
     );

@@ -140,6 +140,21 @@ impl<'a, L: LedgerStore> Run<'a, L> {
         out
     }
 
+    /// A claim by `owner` at `now_ms` that must be refused, handing back `holder`, the
+    /// record as it stands (`state` names the case in a failure).
+    async fn refused_claim(&mut self, owner: &str, now_ms: i64, holder: &Record, state: &str) {
+        match self.claim(&claim_at(owner, now_ms)).await {
+            ClaimOutcome::Exists(old) => assert_eq!(*old, *holder, "{state}"),
+            other => panic!("{state}: expected the claim refused, got {other:?}"),
+        }
+    }
+
+    /// A take by `owner` at `now_ms` that must succeed, as attempt number `attempts`.
+    async fn taken(&mut self, owner: &str, now_ms: i64, lease_ms: i64, attempts: u32) {
+        let outcome = self.take(&take_at(owner, now_ms, lease_ms)).await;
+        assert_eq!(outcome, TakeOutcome::Taken { attempts }, "take by {owner}");
+    }
+
     // Reaching a state, through the transitions only.
 
     /// RECEIVED, claimed by `rx` at `T`.
@@ -244,10 +259,8 @@ mod scenarios {
         let done = r.completed().await;
         // The last second of its life: still there, a duplicate.
         let last_ms = first_expired_ms(done.expires_at) - 1;
-        match r.claim(&claim_at("rx2", last_ms)).await {
-            ClaimOutcome::Exists(old) => assert_eq!(*old, done),
-            other => panic!("not yet expired, got {other:?}"),
-        }
+        r.refused_claim("rx2", last_ms, &done, "not yet expired")
+            .await;
         // One millisecond later it is past expires_at: absent, although not deleted.
         let now = first_expired_ms(done.expires_at);
         assert_eq!(r.claim(&claim_at("rx2", now)).await, ClaimOutcome::Claimed);
@@ -264,10 +277,8 @@ mod scenarios {
         let mut r = Run::new(l);
         let first = r.received("dead").await;
         // The lease's last millisecond: still live.
-        match r.claim(&claim_at("rx2", T + LEASE_MS)).await {
-            ClaimOutcome::Exists(old) => assert_eq!(*old, first),
-            other => panic!("lease still live, got {other:?}"),
-        }
+        r.refused_claim("rx2", T + LEASE_MS, &first, "lease still live")
+            .await;
         let now = T + LEASE_MS + 1;
         assert_eq!(r.claim(&claim_at("rx2", now)).await, ClaimOutcome::Claimed);
         let taken = r.get().await.expect("claimed");
@@ -287,10 +298,7 @@ mod scenarios {
     ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         let first = r.received("rx").await;
-        match r.claim(&claim_at("rx2", T + 5)).await {
-            ClaimOutcome::Exists(old) => assert_eq!(*old, first),
-            other => panic!("expected Exists, got {other:?}"),
-        }
+        r.refused_claim("rx2", T + 5, &first, "live RECEIVED").await;
         assert_eq!(r.get().await, Some(first), "a refused claim writes nothing");
         r.trace
     }
@@ -302,31 +310,20 @@ mod scenarios {
         // QUEUED has no lease: long after the claim's lease, still a duplicate.
         let queued = r.queued().await;
         assert_eq!(queued.lease_until, None);
-        match r.claim(&claim_at("rx2", T + 10 * LEASE_MS)).await {
-            ClaimOutcome::Exists(old) => assert_eq!(*old, queued),
-            other => panic!("QUEUED: expected Exists, got {other:?}"),
-        }
+        r.refused_claim("rx2", T + 10 * LEASE_MS, &queued, "QUEUED")
+            .await;
         // PROCESSING, live lease and run-out lease alike: the claim condition only takes
         // over RECEIVED.
         let t = take_at("c1", T + 1000, 5000);
         assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
         let processing = r.get().await.expect("processing");
         for now in [T + 2000, T + 1000 + 5000 + 1] {
-            match r.claim(&claim_at("rx2", now)).await {
-                ClaimOutcome::Exists(old) => assert_eq!(*old, processing),
-                other => panic!("PROCESSING: expected Exists, got {other:?}"),
-            }
+            r.refused_claim("rx2", now, &processing, "PROCESSING").await;
         }
         assert!(r.fail("c1", "boom", T + 3000).await);
         let failed = r.get().await.expect("failed");
-        match r.claim(&claim_at("rx2", T + 4000)).await {
-            ClaimOutcome::Exists(old) => assert_eq!(*old, failed),
-            other => panic!("FAILED: expected Exists, got {other:?}"),
-        }
-        assert_eq!(
-            r.take(&take_at("c2", T + 5000, 5000)).await,
-            TakeOutcome::Taken { attempts: 2 }
-        );
+        r.refused_claim("rx2", T + 4000, &failed, "FAILED").await;
+        r.taken("c2", T + 5000, 5000, 2).await;
         assert!(r.complete("c2", T + 6000).await);
         let completed = r.get().await.expect("completed");
         match r.claim(&claim_at("rx2", T + 7000)).await {
@@ -374,10 +371,7 @@ mod scenarios {
     ) -> Vec<(String, Obs)> {
         let mut r = Run::new(l);
         r.received("rx").await;
-        assert_eq!(
-            r.take(&take_at("c1", T + 5, 60_000)).await,
-            TakeOutcome::Taken { attempts: 1 }
-        );
+        r.taken("c1", T + 5, 60_000, 1).await;
         let processing = r.get().await.expect("processing");
         assert!(!r.release("rx").await);
         assert_eq!(r.get().await, Some(processing));
@@ -417,10 +411,7 @@ mod scenarios {
         let mut r = Run::new(l);
         r.received("rx").await;
         // The message got to the consumer before the receiver marked it.
-        assert_eq!(
-            r.take(&take_at("c1", T + 5, 60_000)).await,
-            TakeOutcome::Taken { attempts: 1 }
-        );
+        r.taken("c1", T + 5, 60_000, 1).await;
         let processing = r.get().await.expect("processing");
         assert!(!r.mark_queued("rx").await);
         assert_eq!(r.get().await, Some(processing));
@@ -520,10 +511,7 @@ mod scenarios {
         assert!(r.mark_queued("rx2").await);
         let queued = r.get().await.expect("queued");
         assert_eq!(queued.status, Status::Queued);
-        assert_eq!(
-            r.take(&take_at("c2", later + 5, 60_000)).await,
-            TakeOutcome::Taken { attempts: 1 }
-        );
+        r.taken("c2", later + 5, 60_000, 1).await;
         let taken = r.get().await.expect("taken");
         assert_eq!(taken.status, Status::Processing);
         assert_eq!(taken.lease_owner.as_deref(), Some("c2"));
@@ -537,10 +525,7 @@ mod scenarios {
         let failed = r.failed().await;
         assert_eq!(failed.last_error.as_deref(), Some("boom"));
         assert_eq!(failed.lease_owner, None);
-        assert_eq!(
-            r.take(&take_at("c2", T + 3000, 60_000)).await,
-            TakeOutcome::Taken { attempts: 2 }
-        );
+        r.taken("c2", T + 3000, 60_000, 2).await;
         let again = r.get().await.expect("taken");
         assert_eq!(again.status, Status::Processing);
         assert_eq!(again.attempts, 2);
@@ -570,10 +555,7 @@ mod scenarios {
         }
         assert_eq!(r.get().await, Some(p.clone()), "a busy take writes nothing");
         // One millisecond past the lease: taken over, attempts counted.
-        assert_eq!(
-            r.take(&take_at("c2", until + 1, 60_000)).await,
-            TakeOutcome::Taken { attempts: 2 }
-        );
+        r.taken("c2", until + 1, 60_000, 2).await;
         let over = r.get().await.expect("taken over");
         assert_eq!(over.lease_owner.as_deref(), Some("c2"));
         assert_eq!(over.lease_until, Some(until + 1 + 60_000));
@@ -616,17 +598,11 @@ mod scenarios {
         assert!(r.mark_queued("rx").await);
         assert!(!r.complete("rx", T + 2).await, "QUEUED cannot be finished");
 
-        assert_eq!(
-            r.take(&take_at("c1", T + 1000, 5000)).await,
-            TakeOutcome::Taken { attempts: 1 }
-        );
+        r.taken("c1", T + 1000, 5000, 1).await;
         assert!(!r.complete("c2", T + 1500).await, "not the owner");
         assert!(!r.fail("c2", "x", T + 1500).await, "not the owner");
         // c1's lease runs out and c2 takes over; c1 has lost it.
-        assert_eq!(
-            r.take(&take_at("c2", T + 6001, 60_000)).await,
-            TakeOutcome::Taken { attempts: 2 }
-        );
+        r.taken("c2", T + 6001, 60_000, 2).await;
         let c2 = r.get().await.expect("c2's");
         assert!(!r.complete("c1", T + 6002).await, "lost lease");
         assert!(!r.fail("c1", "late", T + 6002).await, "lost lease");
@@ -649,10 +625,7 @@ mod scenarios {
             "FAILED: the lease ended with the fail"
         );
 
-        assert_eq!(
-            r.take(&take_at("c3", T + 8000, 60_000)).await,
-            TakeOutcome::Taken { attempts: 3 }
-        );
+        r.taken("c3", T + 8000, 60_000, 3).await;
         let p = r.get().await.expect("processing");
         assert!(r.complete("c3", T + 9000).await);
         let done = r.get().await.expect("completed");
@@ -707,10 +680,7 @@ mod scenarios {
             "a seconds value compared as milliseconds would look long expired"
         );
         // The consumer: the same units.
-        assert_eq!(
-            r.take(&take_at("c1", hour_later + 1, 45_000)).await,
-            TakeOutcome::Taken { attempts: 1 }
-        );
+        r.taken("c1", hour_later + 1, 45_000, 1).await;
         let p = r.get().await.expect("processing");
         assert_eq!(p.lease_until, Some(hour_later + 1 + 45_000));
         assert!(
@@ -737,10 +707,7 @@ mod scenarios {
             r#"{"status":"accepted","key":"github:d-1","note":"ünïcode ✓"}"#.to_owned();
         assert_eq!(r.claim(&c).await, ClaimOutcome::Claimed);
         assert!(r.mark_queued("rx").await);
-        assert_eq!(
-            r.take(&take_at("c1", T + 100, 1000)).await,
-            TakeOutcome::Taken { attempts: 1 }
-        );
+        r.taken("c1", T + 100, 1000, 1).await;
         assert!(
             r.fail(
                 "c1",
@@ -749,10 +716,7 @@ mod scenarios {
             )
             .await
         );
-        assert_eq!(
-            r.take(&take_at("c2", T + 300, 1000)).await,
-            TakeOutcome::Taken { attempts: 2 }
-        );
+        r.taken("c2", T + 300, 1000, 2).await;
         assert!(r.complete("c2", T + 400).await);
         let expected = Record {
             key: K.to_owned(),

@@ -17,14 +17,8 @@ use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{MessageSystemAttributeName as Sys, QueueAttributeName};
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
-use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{accepted_response, Claim, LedgerStore as _, Status};
-use inbox::metrics::{tally, Metric, Metrics};
-use inbox::queue::SqsQueue;
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::metrics::{tally, Metric};
 use lambda_runtime::layers::trace::request_span;
 use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
 use lambda_runtime::LambdaEvent;
@@ -32,14 +26,11 @@ use local::bridge::Bridge;
 use local::faults::When;
 use local::provision::{template_path, Template};
 use local::testkit::{
-    self, github_headers, LocalAws, SystemOfRecord, TEST_SECRET, TEST_SOURCES, TEST_WHSEC,
+    self, github_headers, LocalAws, SystemOfRecord, TestConsumer, TestReceiver, TEST_SECRET,
+    TEST_WHSEC,
 };
 use serde_json::Value;
 use tracing::Instrument as _;
-
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
-type Lines = Arc<Mutex<Vec<String>>>;
 
 /// Every body in this file carries it, so a body that leaks into a log is found.
 const BODY_MARKER: &str = "body-marker-7f3a";
@@ -135,46 +126,6 @@ fn outcome<'a>(
 
 // --- invocations, as the Lambda runtime makes them --------------------------------------------
 
-async fn receiver(aws: &LocalAws, wait_ms: u64) -> (Rx, Lines) {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("sources")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("secrets");
-    let (metrics, lines) = Metrics::memory("receiver");
-    let settings = ReceiverSettings {
-        in_progress_wait: Duration::from_millis(wait_ms),
-        ..ReceiverSettings::default()
-    };
-    (
-        Receiver::new(
-            sources,
-            aws.ledger(),
-            aws.queue(),
-            SystemClock,
-            settings,
-            metrics,
-        ),
-        lines,
-    )
-}
-
-fn consumer(aws: &LocalAws, url: &str) -> (Cx, Lines) {
-    let (metrics, lines) = Metrics::memory("consumer");
-    let forwarder = HttpForwarder::new(url, Duration::from_secs(5)).expect("client");
-    (
-        Consumer::new(
-            SourceSpecs::parse(TEST_SOURCES).expect("sources"),
-            aws.ledger(),
-            forwarder,
-            SystemClock,
-            ConsumerSettings::default(),
-            metrics,
-        ),
-        lines,
-    )
-}
-
 fn apigw_event(source: &str, headers: &[(&str, String)], body: &[u8]) -> ApiGatewayV2httpRequest {
     let headers: serde_json::Map<String, Value> = headers
         .iter()
@@ -199,7 +150,12 @@ fn apigw_event(source: &str, headers: &[(&str, String)], body: &[u8]) -> ApiGate
 }
 
 /// One receiver invocation inside the runtime's request span; the status and the request id.
-async fn post(rx: &Rx, source: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, String) {
+async fn post(
+    rx: &TestReceiver,
+    source: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> (u16, String) {
     let request_id = testkit::unique("rx");
     let ctx = testkit::context(&request_id, testkit::now_ms() + 10_000);
     let span = request_span(&ctx);
@@ -215,7 +171,7 @@ async fn post(rx: &Rx, source: &str, headers: &[(&str, String)], body: &[u8]) ->
 }
 
 /// One consumer invocation inside the runtime's request span; the answer and the request id.
-async fn invoke(cx: &Cx, event: SqsEvent) -> (SqsBatchResponse, String) {
+async fn invoke(cx: &TestConsumer, event: SqsEvent) -> (SqsBatchResponse, String) {
     let request_id = testkit::unique("cx");
     let ctx = testkit::context(&request_id, testkit::now_ms() + 30_000);
     let span = request_span(&ctx);
@@ -310,8 +266,8 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let logs = logs();
     let aws = LocalAws::new("logs").await;
     let sor = SystemOfRecord::start();
-    let (rx, rx_metrics) = receiver(&aws, 100).await;
-    let (cx, cx_metrics) = consumer(&aws, sor.url());
+    let (rx, rx_metrics) = aws.receiver(testkit::in_progress_wait(100)).await;
+    let (cx, cx_metrics) = aws.consumer(testkit::forwarder(sor.url()));
     let gh = github_headers;
 
     // Receiver: accepted, replayed, replayed with another body, bad signature.
@@ -407,7 +363,7 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let (s, rid_accepted_e) = post(&rx, "github", &gh("logs-e", &e), &e).await;
     assert_eq!(s, 200);
     let thief = LeaseThief::start(&aws);
-    let (cx_thief, cx_thief_metrics) = consumer(&aws, &thief.url);
+    let (cx_thief, cx_thief_metrics) = aws.consumer(testkit::forwarder(&thief.url));
     let messages_e = aws.receive_all(&aws.resources.queue_url).await;
     assert_eq!(messages_e.len(), 1);
     let (third, rid_batch3) = invoke(&cx_thief, bridge.event(&messages_e)).await;
@@ -612,8 +568,8 @@ async fn a_dead_letter_is_explained_redriven_and_then_completes() {
     let sor = SystemOfRecord::start();
     let key = "github:ops-1";
     sor.fail_key(key, 1000);
-    let (rx, _) = receiver(&aws, 1000).await;
-    let (cx, _) = consumer(&aws, sor.url());
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
     let b = body(10);
     let (s, _) = post(&rx, "github", &github_headers("ops-1", &b), &b).await;
     assert_eq!(s, 200);

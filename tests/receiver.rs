@@ -1,46 +1,15 @@
 //! The receiver, end to end against a real AWS-API server (moto on loopback), through the
 //! SDK clients the function uses, with tables and queues made from template.yaml.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::Status;
-use inbox::metrics::{tally, Metric, Metrics};
-use inbox::queue::{Envelope, SqsQueue};
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::metrics::{tally, Metric};
+use inbox::queue::Envelope;
 use lambda_http::{Body, Response};
 use local::faults::When;
-use local::testkit::{self, github_headers, post, LocalAws, TEST_SOURCES};
-
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-
-async fn receiver(aws: &LocalAws, wait_ms: u64) -> (Rx, Arc<Mutex<Vec<String>>>) {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("test sources parse")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("test secrets resolve");
-    let (metrics, lines) = Metrics::memory("receiver");
-    let settings = ReceiverSettings {
-        in_progress_wait: Duration::from_millis(wait_ms),
-        ..ReceiverSettings::default()
-    };
-    (
-        Receiver::new(
-            sources,
-            aws.ledger(),
-            aws.queue(),
-            SystemClock,
-            settings,
-            metrics,
-        ),
-        lines,
-    )
-}
+use local::testkit::{self, github_headers, post, LocalAws};
 
 fn body_json(resp: &Response<Body>) -> serde_json::Value {
     serde_json::from_slice(resp.body().as_ref()).expect("JSON body")
@@ -60,7 +29,7 @@ fn gh_body(n: u32) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_delivery_is_claimed_enqueued_and_marked_queued() {
     let aws = LocalAws::new("first").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(1);
     let resp = rx
         .handle(post("github", &github_headers("d-1", &body), &body))
@@ -115,7 +84,7 @@ async fn first_delivery_is_claimed_enqueued_and_marked_queued() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_replays_the_first_response_with_one_put_item() {
     let aws = LocalAws::new("dup").await;
-    let (rx, lines) = receiver(&aws, 1000).await;
+    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(2);
     let first = rx
         .handle(post("github", &github_headers("d-2", &body), &body))
@@ -141,7 +110,7 @@ async fn duplicate_replays_the_first_response_with_one_put_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_concurrent_deliveries_give_one_message_and_one_item() {
     let aws = LocalAws::new("storm32").await;
-    let (rx, _) = receiver(&aws, 5000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(5000)).await;
     let body = gh_body(3);
     let deliveries =
         (0..32).map(|_| rx.handle(post("github", &github_headers("d-3", &body), &body)));
@@ -164,7 +133,7 @@ async fn thirty_two_concurrent_deliveries_give_one_message_and_one_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqs_failure_releases_the_claim_and_the_retry_succeeds() {
     let aws = LocalAws::new("sqsfail").await;
-    let (rx, lines) = receiver(&aws, 1000).await;
+    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(4);
     aws.faults.fail("SendMessage", When::Before, 1);
 
@@ -195,7 +164,7 @@ async fn sqs_failure_releases_the_claim_and_the_retry_succeeds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claim_failure_answers_500_and_writes_nothing() {
     let aws = LocalAws::new("claimfail").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(5);
     aws.faults.fail("PutItem", When::Before, 1);
     let failed = rx
@@ -213,7 +182,7 @@ async fn claim_failure_answers_500_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mark_queued_failure_still_answers_200_because_the_event_is_queued() {
     let aws = LocalAws::new("markfail").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(6);
     aws.faults.fail("UpdateItem", When::Before, 1);
     let resp = rx
@@ -255,7 +224,7 @@ async fn put_raw_item(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
     let aws = LocalAws::new("expired").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let now_s = testkit::now_ms() / 1000;
     // Past its TTL but not yet deleted by DynamoDB.
     put_raw_item(&aws, "github:d-7", "COMPLETED", now_s - 10, None).await;
@@ -274,7 +243,7 @@ async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_whose_lease_ran_out_is_taken_over() {
     let aws = LocalAws::new("takeover").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let now = testkit::now_ms();
     // An invocation claimed it and died before enqueueing: its lease ran out a second ago.
     put_raw_item(
@@ -298,7 +267,7 @@ async fn a_claim_whose_lease_ran_out_is_taken_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_flight_duplicate_waits_then_answers_503_with_retry_after() {
     let aws = LocalAws::new("inflight").await;
-    let (rx, lines) = receiver(&aws, 150).await;
+    let (rx, lines) = aws.receiver(testkit::in_progress_wait(150)).await;
     let now = testkit::now_ms();
     put_raw_item(
         &aws,
@@ -340,7 +309,7 @@ async fn an_in_flight_duplicate_waits_then_answers_503_with_retry_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_flight_duplicate_replays_once_the_first_finishes() {
     let aws = LocalAws::new("inflight2").await;
-    let (rx, _) = receiver(&aws, 3000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(3000)).await;
     let now = testkit::now_ms();
     put_raw_item(
         &aws,
@@ -369,7 +338,7 @@ use inbox::ledger::LedgerStore as _;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
     let aws = LocalAws::new("mismatch").await;
-    let (rx, lines) = receiver(&aws, 1000).await;
+    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let (a, b) = (gh_body(11), gh_body(12));
     assert_eq!(
         rx.handle(post("github", &github_headers("d-11", &a), &a))
@@ -410,7 +379,7 @@ async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
     let aws = LocalAws::new("bad").await;
-    let (rx, lines) = receiver(&aws, 1000).await;
+    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(13);
     let mut bad_sig = github_headers("d-13", &body);
     bad_sig[2].1 = testkit::github_signature(b"another body");
@@ -533,7 +502,7 @@ fn apigw_event(
 async fn base64_bodies_are_decoded_before_verifying_and_bad_base64_is_a_400_not_a_panic() {
     use base64::Engine as _;
     let aws = LocalAws::new("b64").await;
-    let (rx, lines) = receiver(&aws, 1000).await;
+    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(14);
     let encoded = base64::engine::general_purpose::STANDARD.encode(&body);
     let ok = rx
@@ -577,7 +546,7 @@ async fn base64_bodies_are_decoded_before_verifying_and_bad_base64_is_a_400_not_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_scheme_and_key_kind_is_accepted_end_to_end() {
     let aws = LocalAws::new("schemes").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let t = testkit::now_ms() / 1000;
 
     let stripe = br#"{"id":"evt_1","type":"invoice.paid"}"#.to_vec();
@@ -650,7 +619,7 @@ async fn every_scheme_and_key_kind_is_accepted_end_to_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_key_gets_a_hashed_deduplication_id() {
     let aws = LocalAws::new("longkey").await;
-    let (rx, _) = receiver(&aws, 1000).await;
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let t = testkit::now_ms() / 1000;
     let id = format!("evt_{}", "z".repeat(300));
     let body = format!(r#"{{"id":"{id}"}}"#).into_bytes();

@@ -8,16 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use inbox::clock::SystemClock;
-use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder};
-use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::Status;
-use inbox::metrics::Metrics;
-use inbox::queue::SqsQueue;
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::receiver::ReceiverSettings;
 use local::bridge::Bridge;
-use local::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TEST_SOURCES};
+use local::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TestReceiver};
 
 const EVENTS: u32 = 100;
 const DELIVERIES: u32 = 1000;
@@ -25,44 +19,13 @@ const CONCURRENCY: usize = 64;
 /// Batches the mapping runs at once.
 const PUMPS: usize = 4;
 
-type Rx = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
-
-async fn receiver(aws: &LocalAws) -> Rx {
-    let sources = SourceSpecs::parse(TEST_SOURCES)
-        .expect("sources")
-        .resolve(&AwsSecretResolver::env_only())
-        .await
-        .expect("secrets");
-    // The deployed defaults: a duplicate waits up to 1 s behind an in-flight first delivery.
-    Receiver::new(
-        sources,
-        aws.ledger(),
-        aws.queue(),
-        SystemClock,
-        ReceiverSettings::default(),
-        Metrics::memory("receiver").0,
-    )
-}
-
-fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> Cx {
-    Consumer::new(
-        SourceSpecs::parse(TEST_SOURCES).expect("sources"),
-        aws.ledger(),
-        HttpForwarder::new(sor.url(), Duration::from_secs(5)).expect("client"),
-        SystemClock,
-        ConsumerSettings::default(),
-        Metrics::memory("consumer").0,
-    )
-}
-
 fn body(event: u32) -> Vec<u8> {
     format!(r#"{{"action":"opened","number":{event}}}"#).into_bytes()
 }
 
 /// One delivery as a sender makes it: retried on 503 (and, were it ever to come, 5xx) with
 /// bounded backoff. Returns the statuses it saw.
-async fn deliver(rx: &Rx, event: u32) -> Vec<u16> {
+async fn deliver(rx: &TestReceiver, event: u32) -> Vec<u16> {
     let id = format!("storm-{event}");
     let key = format!("github:{id}");
     let body = body(event);
@@ -98,8 +61,9 @@ async fn deliver(rx: &Rx, event: u32) -> Vec<u16> {
 async fn a_thousand_deliveries_of_a_hundred_events_give_a_hundred_side_effects() {
     let aws = LocalAws::new("storm").await;
     let sor = SystemOfRecord::start();
-    let rx = receiver(&aws).await;
-    let cx = consumer(&aws, &sor);
+    // The deployed defaults: a duplicate waits up to 1 s behind an in-flight first delivery.
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
+    let cx = aws.consumer(testkit::forwarder(sor.url())).0;
     let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
         .await
         .expect("bridge");

@@ -1,6 +1,7 @@
 //! The queue message: a JSON envelope around the raw body, sent to SQS FIFO with the key as
 //! `MessageDeduplicationId` (the operation, not the delivery) and the configured group.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 
@@ -15,7 +16,7 @@ pub const ENVELOPE_VERSION: u32 = 1;
 pub const SQS_ID_MAX: usize = 128;
 
 /// What travels on the queue.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Envelope {
     pub v: u32,
     pub key: String,
@@ -53,13 +54,7 @@ impl Envelope {
         headers: BTreeMap<String, String>,
         body: &[u8],
     ) -> Self {
-        let (body, body_encoding) = match std::str::from_utf8(body) {
-            Ok(text) => (text.to_owned(), None),
-            Err(_) => (
-                base64::engine::general_purpose::STANDARD.encode(body),
-                Some("base64".to_owned()),
-            ),
-        };
+        let (body, body_encoding) = encode_body(body);
         Self {
             v: ENVELOPE_VERSION,
             key: key.to_owned(),
@@ -67,14 +62,23 @@ impl Envelope {
             received_at,
             payload_sha256: payload_sha256.to_owned(),
             headers,
-            body,
-            body_encoding,
+            body: body.into_owned(),
+            body_encoding: body_encoding.map(str::to_owned),
         }
     }
 
     pub fn to_json(&self) -> String {
-        // Serializing plain strings and maps cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        Wire {
+            v: self.v,
+            key: &self.key,
+            source: &self.source,
+            received_at: self.received_at,
+            payload_sha256: &self.payload_sha256,
+            headers: &self.headers,
+            body: Cow::Borrowed(&self.body),
+            body_encoding: self.body_encoding.as_deref(),
+        }
+        .to_json()
     }
 
     /// The JSON of `Envelope::new(..)` written straight from borrowed parts: the body is
@@ -88,30 +92,8 @@ impl Envelope {
         headers: &BTreeMap<String, String>,
         body: &[u8],
     ) -> String {
-        /// `Envelope`'s fields, in its order, borrowed.
-        #[derive(Serialize)]
-        struct Borrowed<'a> {
-            v: u32,
-            key: &'a str,
-            source: &'a str,
-            received_at: i64,
-            payload_sha256: &'a str,
-            headers: &'a BTreeMap<String, String>,
-            body: std::borrow::Cow<'a, str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            body_encoding: Option<&'static str>,
-        }
-        let (body, body_encoding) = match std::str::from_utf8(body) {
-            Ok(text) => (std::borrow::Cow::Borrowed(text), None),
-            Err(_) => (
-                std::borrow::Cow::Owned(base64::engine::general_purpose::STANDARD.encode(body)),
-                Some("base64"),
-            ),
-        };
-        // Sized up front: growing a 256 KiB string by doubling copies it a dozen times.
-        let room = body.len() + body.len() / 16 + key.len() * 2 + 512;
-        let mut out = Vec::with_capacity(room);
-        let envelope = Borrowed {
+        let (body, body_encoding) = encode_body(body);
+        Wire {
             v: ENVELOPE_VERSION,
             key,
             source,
@@ -120,12 +102,8 @@ impl Envelope {
             headers,
             body,
             body_encoding,
-        };
-        // Serializing plain strings and maps into a Vec cannot fail, and writes UTF-8.
-        match serde_json::to_writer(&mut out, &envelope) {
-            Ok(()) => String::from_utf8(out).unwrap_or_default(),
-            Err(_) => String::new(),
         }
+        .to_json()
     }
 
     pub fn parse(text: &str) -> Result<Self, EnvelopeError> {
@@ -149,6 +127,46 @@ impl Envelope {
             Some(_) => base64::engine::general_purpose::STANDARD
                 .decode(&self.body)
                 .map_err(|_| EnvelopeError::Base64),
+        }
+    }
+}
+
+/// The body as the envelope carries it: the text where it is UTF-8, else base64 (and the
+/// encoding's name).
+fn encode_body(body: &[u8]) -> (Cow<'_, str>, Option<&'static str>) {
+    match std::str::from_utf8(body) {
+        Ok(text) => (Cow::Borrowed(text), None),
+        Err(_) => (
+            Cow::Owned(base64::engine::general_purpose::STANDARD.encode(body)),
+            Some("base64"),
+        ),
+    }
+}
+
+/// `Envelope`'s fields, in its order, borrowed: the one writer of the queue text, for an
+/// owned envelope and for the receiver's borrowed parts alike.
+#[derive(Serialize)]
+struct Wire<'a> {
+    v: u32,
+    key: &'a str,
+    source: &'a str,
+    received_at: i64,
+    payload_sha256: &'a str,
+    headers: &'a BTreeMap<String, String>,
+    body: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_encoding: Option<&'a str>,
+}
+
+impl Wire<'_> {
+    fn to_json(&self) -> String {
+        // Sized up front: growing a 256 KiB string by doubling copies it a dozen times.
+        let room = self.body.len() + self.body.len() / 16 + self.key.len() * 2 + 512;
+        let mut out = Vec::with_capacity(room);
+        // Serializing plain strings and maps into a Vec cannot fail, and writes UTF-8.
+        match serde_json::to_writer(&mut out, self) {
+            Ok(()) => String::from_utf8(out).unwrap_or_default(),
+            Err(_) => String::new(),
         }
     }
 }
@@ -273,6 +291,19 @@ mod tests {
             let owned = Envelope::new("a:1", "a", 5, "h", headers.clone(), body).to_json();
             assert_eq!(Envelope::json_of("a:1", "a", 5, "h", &headers, body), owned);
         }
+    }
+
+    #[test]
+    fn the_queue_text_is_the_documented_envelope() {
+        let headers = BTreeMap::from([("webhook-id".to_owned(), "msg_1".to_owned())]);
+        assert_eq!(
+            Envelope::json_of("a:msg_1", "a", 5, "h", &headers, br#"{"x":1}"#),
+            r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body":"{\"x\":1}"}"#
+        );
+        assert_eq!(
+            Envelope::json_of("a:msg_1", "a", 5, "h", &headers, &[0xff, 0x00]),
+            r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body":"/wA=","body_encoding":"base64"}"#
+        );
     }
 
     #[test]

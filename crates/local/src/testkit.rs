@@ -9,6 +9,14 @@ use hmac::{Hmac, Mac};
 use lambda_http::{Body, Request, RequestExt};
 use sha2::Sha256;
 
+use inbox::clock::SystemClock;
+use inbox::config::{AwsSecretResolver, SourceSpecs};
+use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder, Processor};
+use inbox::ledger::dynamo::DynamoLedger;
+use inbox::metrics::Metrics;
+use inbox::queue::SqsQueue;
+use inbox::receiver::{Receiver, ReceiverSettings};
+
 use crate::faults::{self, Faults};
 use crate::moto;
 use crate::provision::{self, Provisioned, Template};
@@ -52,6 +60,49 @@ pub fn unique(label: &str) -> String {
     )
 }
 
+/// The receiver as the tests build it: DynamoDB ledger, SQS queue, the system clock.
+pub type TestReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+/// The consumer as the tests build it, with the shipped forwarder unless told otherwise.
+pub type TestConsumer<P = HttpForwarder> = Consumer<DynamoLedger, P, SystemClock>;
+/// The EMF lines a function wrote (`Metrics::memory`).
+pub type MetricLines = Arc<Mutex<Vec<String>>>;
+
+/// [`TEST_SOURCES`], parsed.
+pub fn test_sources() -> SourceSpecs {
+    SourceSpecs::parse(TEST_SOURCES).expect("TEST_SOURCES parses")
+}
+
+/// The consumer over [`TEST_SOURCES`] on any ledger (a counted client, say).
+pub fn consumer_on<P: Processor>(
+    ledger: DynamoLedger,
+    processor: P,
+) -> (TestConsumer<P>, MetricLines) {
+    let (metrics, lines) = Metrics::memory("consumer");
+    let consumer = Consumer::new(
+        test_sources(),
+        ledger,
+        processor,
+        SystemClock,
+        ConsumerSettings::default(),
+        metrics,
+    );
+    (consumer, lines)
+}
+
+/// The shipped forwarder to `url` (a [`SystemOfRecord`]), 5 s timeout.
+pub fn forwarder(url: &str) -> HttpForwarder {
+    HttpForwarder::new(url, std::time::Duration::from_secs(5))
+        .expect("the forwarder's client builds")
+}
+
+/// A receiver setting: how long a duplicate waits behind a live claim before its 503.
+pub fn in_progress_wait(ms: u64) -> ReceiverSettings {
+    ReceiverSettings {
+        in_progress_wait: std::time::Duration::from_millis(ms),
+        ..ReceiverSettings::default()
+    }
+}
+
 /// Local AWS for one test: its own table and queues, made from template.yaml.
 pub struct LocalAws {
     pub sdk: aws_config::SdkConfig,
@@ -84,12 +135,36 @@ impl LocalAws {
         }
     }
 
-    pub fn ledger(&self) -> inbox::ledger::dynamo::DynamoLedger {
-        inbox::ledger::dynamo::DynamoLedger::new(self.dynamo.clone(), &self.resources.table)
+    /// The receiver over [`TEST_SOURCES`] on these clients, and the metric lines it writes.
+    pub async fn receiver(&self, settings: ReceiverSettings) -> (TestReceiver, MetricLines) {
+        let sources = test_sources()
+            .resolve(&AwsSecretResolver::env_only())
+            .await
+            .expect("the test secrets resolve from the environment");
+        let (metrics, lines) = Metrics::memory("receiver");
+        let receiver = Receiver::new(
+            sources,
+            self.ledger(),
+            self.queue(),
+            SystemClock,
+            settings,
+            metrics,
+        );
+        (receiver, lines)
     }
 
-    pub fn queue(&self) -> inbox::queue::SqsQueue {
-        inbox::queue::SqsQueue::new(self.sqs.clone(), &self.resources.queue_url)
+    /// The consumer over [`TEST_SOURCES`] on this ledger, running `processor`, and the metric
+    /// lines it writes.
+    pub fn consumer<P: Processor>(&self, processor: P) -> (TestConsumer<P>, MetricLines) {
+        consumer_on(self.ledger(), processor)
+    }
+
+    pub fn ledger(&self) -> DynamoLedger {
+        DynamoLedger::new(self.dynamo.clone(), &self.resources.table)
+    }
+
+    pub fn queue(&self) -> SqsQueue {
+        SqsQueue::new(self.sqs.clone(), &self.resources.queue_url)
     }
 
     /// Receives every message now visible on `queue_url`, leaving them in flight.
