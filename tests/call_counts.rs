@@ -6,6 +6,7 @@
 //! - receiver, duplicate: one PutItem (the refused claim carries the old item, `ALL_OLD`)
 //! - consumer, per event: UpdateItem (take) + UpdateItem (complete), and one side effect
 //! - consumer, an already completed event: one UpdateItem (the refused take), no side effect
+//! - and the clients' connections: DynamoDB and SQS share one pool (one connection between them)
 //!
 //! The bridge plays the event source mapping: its SQS calls (receive, delete) are Lambda's,
 //! not the function's, so it gets clients of its own and is counted apart.
@@ -261,4 +262,69 @@ async fn consumer_duplicate_of_a_completed_event_is_one_update_and_no_side_effec
     );
     assert_eq!(sor.calls_for("github:cdup-1"), 1, "side effect ran once");
     assert_eq!(bridge_calls.all_calls(), BTreeMap::new());
+}
+
+/// An AWS-API stand-in that answers every call `{}` over keep-alive HTTP/1.1 and keeps the
+/// client address of each request: one address per TCP connection. (moto itself closes each
+/// connection after its answer, so it cannot show pooling.)
+fn keep_alive_stub() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<std::net::SocketAddr>>>,
+) {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("a loopback port");
+    let url = format!("http://{}", server.server_addr());
+    let peers = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = peers.clone();
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            if let (Some(peer), Ok(mut peers)) = (request.remote_addr().copied(), seen.lock()) {
+                peers.push(peer);
+            }
+            let json = tiny_http::Header::from_bytes("content-type", "application/x-amz-json-1.0")
+                .expect("a header");
+            let _ = request.respond(tiny_http::Response::from_string("{}").with_header(json));
+        }
+    });
+    (url, peers)
+}
+
+/// `inbox::app::sdk_config` hands every service client one HTTP client: DynamoDB and SQS,
+/// one after the other, on the same endpoint, share one pooled connection (the SDK's default
+/// is a client, and a pool, per service client: two connections here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_clients_share_one_connection_pool() {
+    local::moto::shared(); // region and credentials in the environment
+    let (endpoint, peers) = keep_alive_stub();
+    let sdk = inbox::app::sdk_config().await;
+    let dynamo = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .endpoint_url(&endpoint)
+            .build(),
+    );
+    let sqs = aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(&sdk)
+            .endpoint_url(&endpoint)
+            .build(),
+    );
+    for _ in 0..3 {
+        dynamo
+            .describe_table()
+            .table_name("t")
+            .send()
+            .await
+            .expect("DescribeTable");
+        sqs.get_queue_attributes()
+            .queue_url(format!("{endpoint}/123456789012/q"))
+            .send()
+            .await
+            .expect("GetQueueAttributes");
+    }
+    let peers = peers.lock().expect("the stub's list").clone();
+    assert_eq!(peers.len(), 6, "six calls answered");
+    let connections: std::collections::BTreeSet<_> = peers.into_iter().collect();
+    assert_eq!(
+        connections.len(),
+        1,
+        "six calls through two clients, one connection"
+    );
 }
