@@ -1,7 +1,10 @@
 //! The receiver Lambda: API Gateway HTTP API (payload v2) -> verify -> claim -> SQS FIFO.
 use lambda_runtime::{service_fn, Error};
 
-#[tokio::main]
+// One thread: Lambda runs one invocation at a time per environment, and the work is waiting on
+// I/O. The multi-threaded scheduler's cross-thread wake-ups cost the receiver ~23% more CPU per
+// event (BENCHMARKS.md, "The runtime's threads").
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let receiver = inbox::app::receiver_from_env().await?;

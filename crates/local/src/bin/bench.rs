@@ -26,12 +26,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
+use http::{header, Request, Response};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use local::moto;
 use local::provision::{self, Template};
 use local::testkit::{self, TEST_WHSEC};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -116,143 +119,43 @@ fn options() -> Result<Options> {
 }
 
 // ---------------------------------------------------------------------------------------
-// A minimal HTTP/1.1 server: enough for the Runtime API and a forwarding proxy.
+// An HTTP/1.1 server (hyper): enough for the Runtime API and a forwarding proxy.
 
-struct HttpRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// A response with a complete body (hyper adds `content-length`).
+type HttpResponse = Response<Full<Bytes>>;
+
+fn respond(status: u16, body: impl Into<Bytes>) -> HttpResponse {
+    let mut resp = Response::new(Full::new(body.into()));
+    *resp.status_mut() = http::StatusCode::from_u16(status).expect("status code");
+    resp
 }
 
-impl HttpRequest {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-struct HttpResponse {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl HttpResponse {
-    fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: body.into(),
-        }
-    }
-}
-
-async fn read_request<R: AsyncBufRead + Unpin>(r: &mut R) -> Result<Option<HttpRequest>> {
-    let mut line = String::new();
-    if r.read_line(&mut line).await? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().context("request line")?.to_owned();
-    let path = parts.next().context("request target")?.to_owned();
-    let mut headers = Vec::new();
-    loop {
-        line.clear();
-        r.read_line(&mut line).await?;
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let (k, v) = l.split_once(':').context("header line")?;
-        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-    }
-    let mut req = HttpRequest {
-        method,
-        path,
-        headers,
-        body: Vec::new(),
-    };
-    if let Some(len) = req.header("content-length") {
-        let mut body = vec![0; len.parse()?];
-        r.read_exact(&mut body).await?;
-        req.body = body;
-    } else if req
-        .header("transfer-encoding")
-        .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))
-    {
-        loop {
-            line.clear();
-            r.read_line(&mut line).await?;
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)?;
-            if size == 0 {
-                // Trailers, then the blank line.
-                loop {
-                    line.clear();
-                    if r.read_line(&mut line).await? == 0 || line.trim_end().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let start = req.body.len();
-            req.body.resize(start + size, 0);
-            r.read_exact(&mut req.body[start..]).await?;
-            line.clear();
-            r.read_line(&mut line).await?;
-        }
-    }
-    Ok(Some(req))
-}
-
-async fn write_response<W: AsyncWrite + Unpin>(w: &mut W, resp: &HttpResponse) -> Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
-        resp.status,
-        match resp.status {
-            200 => "OK",
-            202 => "Accepted",
-            404 => "Not Found",
-            _ => "Status",
-        },
-        resp.body.len()
-    );
-    for (k, v) in &resp.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    w.write_all(head.as_bytes()).await?;
-    w.write_all(&resp.body).await?;
-    w.flush().await?;
-    Ok(())
-}
-
-/// Serves keep-alive connections, one task per connection; `on_connect` is told of each.
+/// Serves keep-alive connections, one task per connection, each request's body collected
+/// before `handler` sees it; `connections` counts the accepted TCP connections.
 fn serve<H, F>(listener: TcpListener, handler: H, connections: Arc<AtomicU64>)
 where
-    H: Fn(HttpRequest) -> F + Clone + Send + Sync + 'static,
-    F: Future<Output = HttpResponse> + Send,
+    H: Fn(Request<Bytes>) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = HttpResponse> + Send + 'static,
 {
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             connections.fetch_add(1, Ordering::Relaxed);
             let _ = stream.set_nodelay(true);
             let handler = handler.clone();
-            tokio::spawn(async move {
-                let (read, mut write) = stream.into_split();
-                let mut read = BufReader::new(read);
-                while let Ok(Some(req)) = read_request(&mut read).await {
-                    let close = req
-                        .header("connection")
-                        .is_some_and(|c| c.eq_ignore_ascii_case("close"));
-                    let resp = handler(req).await;
-                    if write_response(&mut write, &resp).await.is_err() || close {
-                        break;
-                    }
+            let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                let handler = handler.clone();
+                async move {
+                    let (parts, body) = req.into_parts();
+                    let body = body.collect().await?.to_bytes();
+                    Ok::<_, hyper::Error>(handler(Request::from_parts(parts, body)).await)
                 }
             });
+            tokio::spawn(
+                http1::Builder::new()
+                    .keep_alive(true)
+                    .auto_date_header(false)
+                    .serve_connection(TokioIo::new(stream), service),
+            );
         }
     });
 }
@@ -318,11 +221,12 @@ impl Emulator {
         format!("127.0.0.1:{}", self.port)
     }
 
-    async fn route(&self, req: HttpRequest) -> HttpResponse {
-        let Some(rest) = req.path.strip_prefix(RUNTIME) else {
-            return HttpResponse::new(404, "");
+    async fn route(&self, req: Request<Bytes>) -> HttpResponse {
+        let (parts, body) = req.into_parts();
+        let Some(rest) = parts.uri.path().strip_prefix(RUNTIME) else {
+            return respond(404, "");
         };
-        if req.method == "GET" && rest == "/invocation/next" {
+        if parts.method == "GET" && rest == "/invocation/next" {
             {
                 let mut first = self.first_poll.lock().expect("first poll");
                 if first.is_none() {
@@ -337,43 +241,42 @@ impl Emulator {
                 unreachable!()
             };
             let deadline = testkit::now_ms() + 30_000;
-            let mut resp = HttpResponse::new(200, event);
-            resp.headers = vec![
-                ("content-type".into(), "application/json".into()),
-                ("lambda-runtime-aws-request-id".into(), id),
-                ("lambda-runtime-deadline-ms".into(), deadline.to_string()),
-                (
-                    "lambda-runtime-invoked-function-arn".into(),
-                    "arn:aws:lambda:us-east-1:123456789012:function:bench".into(),
-                ),
-                (
-                    "lambda-runtime-trace-id".into(),
-                    "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0".into(),
-                ),
-            ];
-            return resp;
+            return Response::builder()
+                .header("content-type", "application/json")
+                .header("lambda-runtime-aws-request-id", id)
+                .header("lambda-runtime-deadline-ms", deadline)
+                .header(
+                    "lambda-runtime-invoked-function-arn",
+                    "arn:aws:lambda:us-east-1:123456789012:function:bench",
+                )
+                .header(
+                    "lambda-runtime-trace-id",
+                    "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=0",
+                )
+                .body(Full::from(event))
+                .expect("runtime response");
         }
-        if req.method == "POST" && rest == "/init/error" {
+        if parts.method == "POST" && rest == "/init/error" {
             self.init_errors
                 .lock()
                 .expect("init errors")
-                .push(String::from_utf8_lossy(&req.body).into_owned());
-            return HttpResponse::new(202, r#"{"status":"OK"}"#);
+                .push(String::from_utf8_lossy(&body).into_owned());
+            return respond(202, r#"{"status":"OK"}"#);
         }
-        if req.method == "POST" {
+        if parts.method == "POST" {
             if let Some(tail) = rest.strip_prefix("/invocation/") {
                 let (id, what) = tail.split_once('/').unwrap_or((tail, ""));
                 let outcome = match what {
-                    "response" => Outcome::Response(req.body),
-                    _ => Outcome::Error(req.body),
+                    "response" => Outcome::Response(body.into()),
+                    _ => Outcome::Error(body.into()),
                 };
                 if let Some(tx) = self.pending.lock().expect("pending").remove(id) {
                     let _ = tx.send(outcome);
                 }
-                return HttpResponse::new(202, r#"{"status":"OK"}"#);
+                return respond(202, r#"{"status":"OK"}"#);
             }
         }
-        HttpResponse::new(404, "")
+        respond(404, "")
     }
 
     /// Hands `event` to the next polling process and waits for its answer.
@@ -436,7 +339,7 @@ impl Proxy {
         let calls = proxy.calls.clone();
         serve(
             listener,
-            move |req: HttpRequest| {
+            move |req: Request<Bytes>| {
                 let (client, upstream, calls) = (client.clone(), upstream.clone(), calls.clone());
                 async move {
                     let op = operation(&req);
@@ -446,7 +349,7 @@ impl Proxy {
                     }
                     forward(&client, &upstream, req)
                         .await
-                        .unwrap_or_else(|e| HttpResponse::new(502, format!("proxy: {e:#}")))
+                        .unwrap_or_else(|e| respond(502, format!("proxy: {e:#}")))
                 }
             },
             proxy.connections.clone(),
@@ -467,11 +370,12 @@ impl Proxy {
 }
 
 /// `PutItem` from `X-Amz-Target: DynamoDB_20120810.PutItem` (JSON protocols), else `Action=`.
-fn operation(req: &HttpRequest) -> String {
-    if let Some(target) = req.header("x-amz-target") {
-        return target.rsplit('.').next().unwrap_or(target).to_owned();
+fn operation(req: &Request<Bytes>) -> String {
+    if let Some(target) = req.headers().get("x-amz-target") {
+        let target = String::from_utf8_lossy(target.as_bytes());
+        return target.rsplit('.').next().unwrap_or(&target).to_owned();
     }
-    String::from_utf8_lossy(&req.body)
+    String::from_utf8_lossy(req.body())
         .split('&')
         .find_map(|kv| kv.strip_prefix("Action="))
         .unwrap_or("unknown")
@@ -481,43 +385,39 @@ fn operation(req: &HttpRequest) -> String {
 async fn forward(
     client: &reqwest::Client,
     upstream: &str,
-    req: HttpRequest,
+    req: Request<Bytes>,
 ) -> Result<HttpResponse> {
-    let method = reqwest::Method::from_bytes(req.method.as_bytes())?;
-    let mut out = client.request(method, format!("{upstream}{}", req.path));
-    for (k, v) in &req.headers {
-        let skip = [
-            "host",
-            "content-length",
-            "connection",
-            "transfer-encoding",
-            "expect",
-        ];
-        if !skip.iter().any(|s| k.eq_ignore_ascii_case(s)) {
-            out = out.header(k.as_str(), v.as_str());
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut headers = parts.headers;
+    for h in [
+        header::HOST,
+        header::CONTENT_LENGTH,
+        header::CONNECTION,
+        header::TRANSFER_ENCODING,
+        header::EXPECT,
+    ] {
+        headers.remove(h);
+    }
+    let resp = client
+        .request(parts.method, format!("{upstream}{path}"))
+        .headers(headers)
+        .body(body)
+        .send()
+        .await?;
+    let mut out = Response::builder().status(resp.status());
+    for (k, v) in resp.headers() {
+        if ![
+            header::CONTENT_LENGTH,
+            header::TRANSFER_ENCODING,
+            header::CONNECTION,
+        ]
+        .contains(k)
+        {
+            out = out.header(k, v);
         }
     }
-    let resp = out.body(req.body).send().await?;
-    let status = resp.status().as_u16();
-    let headers = resp
-        .headers()
-        .iter()
-        .filter(|(k, _)| {
-            !["content-length", "transfer-encoding", "connection"].contains(&k.as_str())
-        })
-        .map(|(k, v)| {
-            (
-                k.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let body = resp.bytes().await?.to_vec();
-    Ok(HttpResponse {
-        status,
-        headers,
-        body,
-    })
+    Ok(out.body(Full::new(resp.bytes().await?))?)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -877,31 +777,14 @@ fn median_ms(d: &[Duration]) -> (f64, f64, f64) {
 
 /// (compressed file size, sum of the entries' uncompressed sizes), from the central directory.
 fn zip_sizes(path: &Path) -> Result<(u64, u64)> {
-    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let eocd = (0..data.len().saturating_sub(21))
-        .rev()
-        .find(|&i| data[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
-        .context("not a zip")?;
-    let u16_at = |i: usize| u64::from(u16::from_le_bytes([data[i], data[i + 1]]));
-    let u32_at = |i: usize| {
-        u64::from(u32::from_le_bytes([
-            data[i],
-            data[i + 1],
-            data[i + 2],
-            data[i + 3],
-        ]))
-    };
-    let entries = u16_at(eocd + 10);
-    let mut at = usize::try_from(u32_at(eocd + 16))?;
+    let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let size = file.metadata()?.len();
+    let mut zip = zip::ZipArchive::new(file).with_context(|| format!("{}", path.display()))?;
     let mut unpacked = 0;
-    for _ in 0..entries {
-        if data.get(at..at + 4) != Some(&[0x50, 0x4b, 0x01, 0x02]) {
-            bail!("bad central directory");
-        }
-        unpacked += u32_at(at + 24);
-        at += 46 + usize::try_from(u16_at(at + 28) + u16_at(at + 30) + u16_at(at + 32))?;
+    for i in 0..zip.len() {
+        unpacked += zip.by_index_raw(i)?.size();
     }
-    Ok((data.len() as u64, unpacked))
+    Ok((size, unpacked))
 }
 
 // ---------------------------------------------------------------------------------------
