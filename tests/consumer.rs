@@ -52,7 +52,7 @@ async fn deliver_github(rx: &TestReceiver, id: &str, body: &[u8]) -> u16 {
 /// five-minute deduplication window would look (a new deduplication id).
 async fn redeliver_late(aws: &LocalAws, envelope_body: &str, group: &str, n: u32) {
     aws.queue()
-        .send(&inbox::queue::Outgoing {
+        .send(inbox::queue::Outgoing {
             group_id: group.to_owned(),
             dedup_id: format!("late-{n}-{}", testkit::unique("x")),
             body: envelope_body.to_owned(),
@@ -296,7 +296,7 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
     let sor = SystemOfRecord::start();
     let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
     aws.queue()
-        .send(&inbox::queue::Outgoing {
+        .send(inbox::queue::Outgoing {
             group_id: "g".into(),
             dedup_id: "garbage".into(),
             body: "this is not an envelope".into(),

@@ -274,7 +274,7 @@ fn envelope(c: &mut Criterion) {
 struct DropQueue;
 
 impl Queue for DropQueue {
-    async fn send(&self, msg: &Outgoing) -> Result<(), QueueError> {
+    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
         black_box(msg);
         Ok(())
     }

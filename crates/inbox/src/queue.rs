@@ -199,13 +199,14 @@ pub struct Outgoing {
 #[error("queue unavailable: {0}")]
 pub struct QueueError(pub String);
 
-/// The queue's port.
+/// The queue's port. It takes the message by value: the body (up to the envelope of a 256 KiB
+/// request) moves into the request instead of being copied.
 pub trait Queue: Send + Sync + 'static {
-    fn send(&self, msg: &Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send;
+    fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send;
 }
 
 impl<T: Queue> Queue for std::sync::Arc<T> {
-    fn send(&self, msg: &Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send {
+    fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send {
         (**self).send(msg)
     }
 }
@@ -228,16 +229,16 @@ impl SqsQueue {
 }
 
 impl Queue for SqsQueue {
-    async fn send(&self, msg: &Outgoing) -> Result<(), QueueError> {
+    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
         let mut req = self
             .client
             .send_message()
             .queue_url(&self.url)
-            .message_body(&msg.body);
+            .message_body(msg.body);
         if self.fifo {
             req = req
-                .message_group_id(&msg.group_id)
-                .message_deduplication_id(&msg.dedup_id);
+                .message_group_id(msg.group_id)
+                .message_deduplication_id(msg.dedup_id);
         }
         req.send()
             .await

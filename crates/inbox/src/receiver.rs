@@ -338,7 +338,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         if spec.delivery == Delivery::AtMostOnce {
             // Declared at-most-once: no ledger; the queue's five-minute window is all there is.
             self.queue
-                .send(&outgoing())
+                .send(outgoing())
                 .await
                 .map_err(|e| Rejection::Internal(e.to_string()))?;
             self.metrics.count(source_name, Metric::Accepted);
@@ -354,7 +354,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             return self.replay(source, &key, &body_sha256, &existing);
         }
 
-        if let Err(e) = self.queue.send(&outgoing()).await {
+        if let Err(e) = self.queue.send(outgoing()).await {
             match self.ledger.release(&key, &inv.request_id).await {
                 Ok(released) => {
                     info!(source = source_name, key = %key, released, outcome = "released")

@@ -627,7 +627,7 @@ struct SimQueue {
 }
 
 impl Queue for SimQueue {
-    async fn send(&self, msg: &Outgoing) -> Result<(), QueueError> {
+    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
         step().await;
         let mut w = lock(&self.world);
         w.called("send");
@@ -642,7 +642,7 @@ impl Queue for SimQueue {
         }
         let now = w.now();
         let dropped_by_mutant = w.mutant == Mutant::QueueDropsMessages && w.frng.random_bool(0.2);
-        let enqueued = !dropped_by_mutant && w.queue.send(msg, now);
+        let enqueued = !dropped_by_mutant && w.queue.send(&msg, now);
         if !enqueued && !dropped_by_mutant {
             w.stats.deduplicated_sends += 1;
         }

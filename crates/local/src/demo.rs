@@ -780,7 +780,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             .collect();
         let envelope = Envelope::new(&key, "github", now, &claim.payload_sha256, headers, &d.body);
         queue
-            .send(&Outgoing {
+            .send(Outgoing {
                 group_id: sqs_id(&key),
                 dedup_id: sqs_id(&key),
                 body: envelope.to_json(),
