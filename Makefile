@@ -44,6 +44,7 @@ events:
 # (`sam build` builds the same from template.yaml, BuildMethod rust-cargolambda, where the SAM
 # CLI is installed: see the README's "Deploying".)
 build: venv
+	rustup target add aarch64-unknown-linux-gnu
 	cargo lambda build --release --arm64 --output-format zip -p receiver -p consumer
 	@for fn in receiver consumer; do \
 	  $(PY) -c 'import os, sys; f = "target/lambda/%s/bootstrap.zip" % sys.argv[1]; print("%-9s %6.2f MB  %s" % (sys.argv[1], os.path.getsize(f) / 1e6, f))' $$fn; \

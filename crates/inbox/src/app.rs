@@ -39,10 +39,10 @@ pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
 ///   Secrets Manager, the credential providers): one connection pool and one TLS set-up (the
 ///   system roots are read once, not once per client). It is the client the SDK would build
 ///   for each of them (hyper 1, rustls with aws-lc, proxies from the environment).
-/// - **no stalled-stream check on uploads.** The check polls the request body's progress on a
-///   timer while a request is in flight, which wakes an otherwise idle runtime many times a
-///   second (about 3 ms of CPU per second of waiting, measured with `make bench`); every body
-///   here is small and in memory, so there is no upload to stall. Downloads keep the check.
+/// - **no stalled-stream check on uploads.** Until a request's answer arrives, the upload check
+///   sets a timer per request and wakes the task every 100 ms to measure the body's progress;
+///   every body here is small, in memory and sent in one write, so there is no upload to
+///   stall. Downloads keep the check.
 pub async fn sdk_config() -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
