@@ -247,7 +247,8 @@ fn envelope(c: &mut Criterion) {
                     ),
                 })
             });
-            // The same through an owned `Envelope` (the receiver's path before this bench).
+            // The same through an owned `Envelope` first (one more copy of the body), as the
+            // tools in crates/local build it.
             group.bench_function(format!("{label}_owned"), |b| {
                 b.iter(|| {
                     let env = Envelope::new(

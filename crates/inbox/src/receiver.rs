@@ -311,12 +311,16 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             &body_sha256,
         )?;
         tracing::Span::current().record("key", key.as_str());
-        let group = || match (&json, &spec.group) {
-            (None, crate::config::GroupSpec::Json(_)) => {
-                let parsed = key::parse_json(body).ok();
-                key::group(&key, &spec.group, source_name, parsed.as_ref())
-            }
-            _ => key::group(&key, &spec.group, source_name, json.as_ref()),
+        let group = || {
+            let parsed_for_group;
+            let json = match (&json, &spec.group) {
+                (None, crate::config::GroupSpec::Json(_)) => {
+                    parsed_for_group = key::parse_json(body).ok();
+                    parsed_for_group.as_ref()
+                }
+                _ => json.as_ref(),
+            };
+            key::group(&key, &spec.group, source_name, json)
         };
         let now = self.clock.now_ms();
         // Built only once the message is to be sent: a duplicate never pays for the copy of
