@@ -32,12 +32,12 @@ test: lint
 # Fails unless every accepted event had exactly one side effect. ARGS="--events 200 --concurrency 64";
 # ARGS=serve: the stack for `cargo lambda invoke`; ARGS=check-events: every events/*.json through it.
 demo: venv
-	cargo run -p local --bin demo -- $(ARGS)
+	cargo run -p devstack --bin demo -- $(ARGS)
 
 # events/: the sample Lambda events, signed now. The Stripe and Standard Webhooks ones carry a
 # signed timestamp and are refused 300 s later: run this before invoking those.
 events:
-	cargo run -q -p local --bin make-events
+	cargo run -q -p devstack --bin make-events
 
 # Both functions for deployment: release, arm64 (zig cross-compiles; cargo-lambda and zig come
 # from the venv), one zip per function at target/lambda/<name>/bootstrap.zip, and their sizes.
@@ -52,7 +52,7 @@ build: venv
 
 # The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
 audit:
-	cargo run -q -p local --bin audit -- $(ARGS)
+	cargo run -q -p inbox-ops -- audit $(ARGS)
 
 # The deterministic simulation (crates/inbox/tests/simulation.rs), optimised, over SEEDS seeds;
 # SIM_SEED=x replays one seed with its trace.

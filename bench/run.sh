@@ -6,7 +6,7 @@
 # 2. the release binaries (`cargo build --release`: LTO, slow the first time);
 # 3. the release zips for arm64 (`cargo lambda build --release --arm64 --output-format zip`,
 #    cargo-lambda and zig from the venv); if arm64 cannot be built, why, and x86_64 instead;
-# 4. the driver (crates/local/src/bin/bench.rs): one moto server, the receiver and the
+# 4. the driver (crates/bench): one moto server, the receiver and the
 #    Powertools peer (bench/powertools_handler.py) under the same workload, init durations,
 #    zip sizes; the table is printed and written to target/bench/report.md.
 # Arguments go to the driver (e.g. --deliveries 4000 --events 2000 --concurrency 16).
@@ -41,7 +41,7 @@ if ! cargo lambda build --release --arm64 --output-format zip -p receiver -p con
 fi
 
 echo "bench: the comparison" >&2
-cargo run -q -p local --bin bench -- \
+cargo run -q -p bench -- \
   --receiver target/release/receiver --consumer target/release/consumer \
   --zip "receiver=$zip_dir/receiver/bootstrap.zip" --zip "consumer=$zip_dir/consumer/bootstrap.zip" \
   --zip-note "$note" --out "$out/report.md" "$@"

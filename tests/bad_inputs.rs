@@ -11,13 +11,13 @@
 use std::panic::AssertUnwindSafe;
 
 use base64::Engine as _;
-use futures::FutureExt as _;
-use inbox::receiver::ReceiverSettings;
-use lambda_http::{Body, RequestExt as _};
-use local::testkit::{
+use devstack::testkit::{
     self, github_signature, hmac_hex, now_ms, shopify_signature, standard_webhooks_headers,
     stripe_signature, LocalAws, TestReceiver,
 };
+use futures::FutureExt as _;
+use inbox::receiver::ReceiverSettings;
+use lambda_http::{Body, RequestExt as _};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 

@@ -13,11 +13,11 @@
 
 use std::collections::BTreeMap;
 
+use devstack::bridge::Bridge;
+use devstack::faults::{self, Faults};
+use devstack::testkit::{self, post, LocalAws, SystemOfRecord, TestConsumer};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::receiver::ReceiverSettings;
-use local::bridge::Bridge;
-use local::faults::{self, Faults};
-use local::testkit::{self, post, LocalAws, SystemOfRecord, TestConsumer};
 
 /// The consumer on a DynamoDB client of its own, counted by the returned `Faults`. It has
 /// no SQS client at all: the event source mapping receives and deletes.
@@ -295,7 +295,7 @@ fn keep_alive_stub() -> (
 /// arrive after the next call has opened a new one.
 #[tokio::test(flavor = "current_thread")]
 async fn the_service_clients_share_one_connection_pool() {
-    local::moto::shared(); // region and credentials in the environment
+    devstack::moto::shared(); // region and credentials in the environment
     let (endpoint, peers) = keep_alive_stub();
     let sdk = inbox::app::sdk_config().await;
     let dynamo = aws_sdk_dynamodb::Client::from_conf(

@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use devstack::bridge::Bridge;
+use devstack::testkit::{
+    self, github_headers, post, LocalAws, SystemOfRecord, TestConsumer, TestReceiver,
+};
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric};
 use inbox::queue::Queue as _;
 use inbox::receiver::ReceiverSettings;
-use local::bridge::Bridge;
-use local::testkit::{
-    self, github_headers, post, LocalAws, SystemOfRecord, TestConsumer, TestReceiver,
-};
 
 async fn bridge(aws: &LocalAws) -> Bridge {
     let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
@@ -311,7 +311,7 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
         .expect("a message");
     assert_eq!(
         round,
-        local::bridge::Round {
+        devstack::bridge::Round {
             received: 1,
             deleted: 0,
             failed: 1

@@ -11,11 +11,11 @@ use std::collections::BTreeSet;
 
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::sqs::SqsEvent;
+use devstack::demo::{self, events};
+use devstack::testkit::{self, LocalAws, SystemOfRecord};
 use inbox::metrics::{tally, Metric};
 use inbox::receiver::ReceiverSettings;
 use lambda_runtime::LambdaEvent;
-use local::demo::{self, events};
-use local::testkit::{self, LocalAws, SystemOfRecord};
 
 fn read(file: &str) -> String {
     let path = events::events_dir().join(file);
@@ -45,11 +45,11 @@ fn the_checked_in_files_are_the_generators_output_and_the_readme_lists_them() {
             s.file
         );
     }
-    let readme = std::fs::read_to_string(local::moto::workspace_root().join("README.md"))
+    let readme = std::fs::read_to_string(devstack::moto::workspace_root().join("README.md"))
         .expect("README.md");
     assert!(
         readme.contains(&events::readme_table(&samples)),
-        "README.md's events table differs from `cargo run -p local --bin make-events -- --readme-table`"
+        "README.md's events table differs from `cargo run -p devstack --bin make-events -- --readme-table`"
     );
 }
 

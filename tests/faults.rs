@@ -1,5 +1,5 @@
 //! The fault matrix: one test per fault point, end to end against the local AWS API server
-//! (moto) with faults injected at the SDK layer (`local::faults`), a sender that retries as
+//! (moto) with faults injected at the SDK layer (`devstack::faults`), a sender that retries as
 //! real senders do, the bridge playing the event source mapping, and a system of record that
 //! counts calls per `Idempotency-Key`.
 //!
@@ -20,14 +20,14 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::sqs::SqsBatchResponse;
+use devstack::bridge::Bridge;
+use devstack::faults::{Faults, When, EVERY_OPERATION};
+use devstack::testkit::{
+    self, github_headers, now_ms, post, post_with_deadline, LocalAws, SystemOfRecord,
+};
 use inbox::consumer::{HttpForwarder, Job, ProcessError, Processor};
 use inbox::ledger::{LedgerStore as _, Status};
 use lambda_http::{Body, Response};
-use local::bridge::Bridge;
-use local::faults::{Faults, When, EVERY_OPERATION};
-use local::testkit::{
-    self, github_headers, now_ms, post, post_with_deadline, LocalAws, SystemOfRecord,
-};
 
 type Rx = testkit::TestReceiver;
 type Cx<P> = testkit::TestConsumer<P>;

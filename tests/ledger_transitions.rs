@@ -7,11 +7,11 @@
 //! Time is explicit: every call takes its `now_ms`, so the scenarios are deterministic and
 //! the DynamoDB adapter's clock is whatever the scenario passes.
 
+use devstack::testkit::LocalAws;
 use inbox::ledger::memory::MemoryLedger;
 use inbox::ledger::{
     accepted_response, Claim, ClaimOutcome, LedgerStore, Record, Status, Take, TakeOutcome,
 };
-use local::testkit::LocalAws;
 
 /// A fixed "now": 2023-11-14T22:13:20Z, in epoch milliseconds.
 const T: i64 = 1_700_000_000_000;

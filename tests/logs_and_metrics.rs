@@ -5,10 +5,9 @@
 //!   receiver and consumer, each invocation inside the span the Lambda runtime opens for it;
 //!   every outcome line names its source, key and the invocation's request id, and no line
 //!   holds a secret, a signature or a body;
-//! - the EMF metrics of that scenario, counted exactly;
-//! - the dead-letter tools: a message the consumer keeps failing reaches the dead-letter queue
-//!   through the template's redrive policy, `inbox-ops why` explains it, `inbox-ops redrive`
-//!   brings it back, `inbox-ops lookup` shows its ledger item.
+//! - the EMF metrics of that scenario, counted exactly.
+//!
+//! The dead-letter tools (`inbox-ops why|redrive|lookup`) are tested in `crates/ops/tests`.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -16,19 +15,18 @@ use std::time::Duration;
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::types::AttributeValue;
-use aws_sdk_sqs::types::{MessageSystemAttributeName as Sys, QueueAttributeName};
-use inbox::ledger::{accepted_response, Claim, LedgerStore as _, Status};
+use aws_sdk_sqs::types::MessageSystemAttributeName as Sys;
+use devstack::bridge::Bridge;
+use devstack::faults::When;
+use devstack::testkit::{
+    self, github_headers, LocalAws, SystemOfRecord, TestConsumer, TestReceiver, TEST_SECRET,
+    TEST_WHSEC,
+};
+use inbox::ledger::{accepted_response, Claim, LedgerStore as _};
 use inbox::metrics::{tally, Metric};
 use lambda_runtime::layers::trace::request_span;
 use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
 use lambda_runtime::LambdaEvent;
-use local::bridge::Bridge;
-use local::faults::When;
-use local::provision::{template_path, Template};
-use local::testkit::{
-    self, github_headers, LocalAws, SystemOfRecord, TestConsumer, TestReceiver, TEST_SECRET,
-    TEST_WHSEC,
-};
 use serde_json::Value;
 use tracing::Instrument as _;
 
@@ -521,179 +519,4 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
         1,
         "the duplicate ran no side effect"
     );
-}
-
-// --- the dead-letter tools --------------------------------------------------------------------
-
-async fn depth(aws: &LocalAws, url: &str) -> (i64, i64) {
-    let out = aws
-        .sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-        .send()
-        .await
-        .expect("queue attributes");
-    let n = |name: QueueAttributeName| {
-        out.attributes()
-            .and_then(|a| a.get(&name))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(-1)
-    };
-    (
-        n(QueueAttributeName::ApproximateNumberOfMessages),
-        n(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
-    )
-}
-
-/// Runs the `inbox-ops` binary (it finds the local server through the inherited `AWS_ENDPOINT_URL`).
-async fn inbox_ops(args: &[&str]) -> (i32, String, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"))
-        .args(args)
-        .output()
-        .await
-        .expect("run inbox-ops");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_letter_is_explained_redriven_and_then_completes() {
-    logs();
-    let aws = LocalAws::new("ops").await;
-    let sor = SystemOfRecord::start();
-    let key = "github:ops-1";
-    sor.fail_key(key, 1000);
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
-    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
-    let b = body(10);
-    let (s, _) = post(&rx, "github", &github_headers("ops-1", &b), &b).await;
-    assert_eq!(s, 200);
-
-    // The consumer fails it on every receive; past maxReceiveCount SQS moves it to the
-    // dead-letter queue (the redrive policy comes from template.yaml).
-    let max_receives = Template::load(&template_path())
-        .expect("template")
-        .max_receive_count();
-    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    bridge.retry_failed_now = true;
-    let mut runs = 0;
-    let cx_ref = &cx;
-    while let Some(round) = bridge
-        .pump_once(|e| async move { Ok(invoke(cx_ref, e).await.0) })
-        .await
-        .expect("pump")
-    {
-        assert_eq!(round.failed, 1);
-        runs += 1;
-        assert!(
-            runs <= max_receives,
-            "still on the queue after {runs} receives"
-        );
-    }
-    assert_eq!(runs, max_receives);
-    assert_eq!(depth(&aws, &aws.resources.queue_url).await, (0, 0));
-    assert_eq!(depth(&aws, &aws.resources.dlq_url).await, (1, 0));
-
-    let (dlq, queue, table) = (
-        aws.resources.dlq_url.as_str(),
-        aws.resources.queue_url.as_str(),
-        aws.resources.table.as_str(),
-    );
-
-    // why: the key and its ledger item; the message stays on the dead-letter queue.
-    let (code, out, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table, "--json"]).await;
-    assert_eq!(code, 0, "{err}");
-    let why: Value = serde_json::from_str(&out).expect("why --json");
-    let letters = why["messages"].as_array().expect("messages");
-    assert_eq!(letters.len(), 1, "{why}");
-    let letter = &letters[0];
-    assert_eq!(letter["key"], key);
-    assert_eq!(letter["source"], "github");
-    assert_eq!(letter["status"], "FAILED");
-    assert_eq!(letter["attempts"], u64::from(max_receives));
-    assert_eq!(
-        letter["last_error"],
-        "forward answered 500 Internal Server Error"
-    );
-    assert_eq!(letter["group_id"], key);
-    assert!(
-        letter["hint"]
-            .as_str()
-            .is_some_and(|h| h.contains("fix the cause")),
-        "{letter}"
-    );
-    let (code, text, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table]).await;
-    assert_eq!(code, 0, "{err}");
-    assert!(
-        text.contains(&format!(
-            "{key}  FAILED  attempts {max_receives}  last_error: forward answered 500"
-        )),
-        "{text}"
-    );
-    assert!(
-        !text.contains(BODY_MARKER) && !out.contains(BODY_MARKER),
-        "why never prints a body"
-    );
-    assert_eq!(
-        depth(&aws, dlq).await,
-        (1, 0),
-        "why leaves it visible on the dead-letter queue"
-    );
-
-    // lookup: the item as JSON.
-    let (code, out, err) = inbox_ops(&["lookup", "--table", table, key]).await;
-    assert_eq!(code, 0, "{err}");
-    let item: Value = serde_json::from_str(&out).expect("lookup JSON");
-    assert_eq!(item["pk"], key);
-    assert_eq!(item["status"], "FAILED");
-    assert_eq!(item["attempts"], u64::from(max_receives));
-    assert!(item["expires_at"].is_i64());
-    let (code, _, err) = inbox_ops(&["lookup", "--table", table, "github:never-seen"]).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("no item for `github:never-seen`"), "{err}");
-
-    // redrive: moto has no StartMessageMoveTask, so receive/send/delete, and it says so.
-    let (code, out, err) = inbox_ops(&["redrive", "--dlq", dlq, "--queue", queue]).await;
-    assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("method: receive/send/delete"), "{out}");
-    assert!(
-        out.contains("StartMessageMoveTask is not available here"),
-        "{out}"
-    );
-    assert!(out.contains("moved 1 message(s)"), "{out}");
-    assert_eq!(
-        depth(&aws, dlq).await,
-        (0, 0),
-        "the dead-letter queue is empty"
-    );
-    let back = aws.receive_all(queue).await;
-    assert_eq!(back.len(), 1, "back on the queue");
-    let attrs = back[0].attributes().expect("attributes");
-    assert_eq!(
-        attrs.get(&Sys::MessageGroupId).map(String::as_str),
-        Some(key)
-    );
-    assert_eq!(
-        attrs.get(&Sys::MessageDeduplicationId).map(String::as_str),
-        Some(key)
-    );
-    let envelope = inbox::queue::Envelope::parse(back[0].body().expect("body")).expect("envelope");
-    assert_eq!(envelope.key, key);
-    assert_eq!(envelope.body_bytes().expect("body"), b);
-
-    // The downstream is fixed: the redriven message completes, once.
-    sor.fail_key(key, 0);
-    let (resp, _) = invoke(&cx, bridge.event(&back)).await;
-    assert!(resp.batch_item_failures.is_empty());
-    let record = aws.ledger().get(key).await.expect("get").expect("item");
-    assert_eq!(record.status, Status::Completed);
-    assert_eq!(record.attempts, max_receives + 1);
-    assert_eq!(sor.calls_for(key), u64::from(max_receives) + 1);
 }

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use devstack::faults::When;
+use devstack::testkit::{self, github_headers, post, LocalAws};
 use inbox::ledger::Status;
 use inbox::metrics::{tally, Metric};
 use inbox::queue::Envelope;
 use lambda_http::{Body, Response};
-use local::faults::When;
-use local::testkit::{self, github_headers, post, LocalAws};
 
 fn body_json(resp: &Response<Body>) -> serde_json::Value {
     serde_json::from_slice(resp.body().as_ref()).expect("JSON body")

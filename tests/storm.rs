@@ -7,11 +7,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use devstack::bridge::Bridge;
+use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TestReceiver};
 use futures::StreamExt as _;
 use inbox::ledger::Status;
 use inbox::receiver::ReceiverSettings;
-use local::bridge::Bridge;
-use local::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TestReceiver};
 
 const EVENTS: u32 = 100;
 const DELIVERIES: u32 = 1000;

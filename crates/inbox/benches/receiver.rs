@@ -248,7 +248,7 @@ fn envelope(c: &mut Criterion) {
                 })
             });
             // The same through an owned `Envelope` first (one more copy of the body), as the
-            // tools in crates/local build it.
+            // tools in crates/devstack build it.
             group.bench_function(format!("{label}_owned"), |b| {
                 b.iter(|| {
                     let env = Envelope::new(

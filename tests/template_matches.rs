@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::types::{KeyType, ScalarAttributeType, TimeToLiveStatus};
 use aws_sdk_sqs::types::QueueAttributeName;
-use local::provision::{provision, template_path, Template};
+use devstack::provision::{provision, template_path, Template};
 use serde_yaml::Value;
 
 const RECEIVER: &str = "ReceiverFunction";
@@ -353,7 +353,7 @@ struct Moto {
 
 impl Moto {
     async fn start() -> Moto {
-        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/moto_server");
+        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/moto_server");
         assert!(
             bin.exists(),
             "{} is missing: create the venv (pip install -r requirements-dev.txt)",

@@ -1,4 +1,4 @@
-//! `make demo`: the inbox end to end on this machine (see `local::demo`).
+//! `make demo`: the inbox end to end on this machine (see `devstack::demo`).
 //!
 //! ```text
 //! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use local::demo;
+use devstack::demo;
 
 const USAGE: &str = "usage: demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
        demo serve [--address A] [--port P] [--instances N]

@@ -9,12 +9,12 @@
 
 use std::process::ExitCode;
 
-use local::demo::events;
+use devstack::demo::events;
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut dir = events::events_dir();
-    let now = local::testkit::now_ms() / 1000;
+    let now = devstack::testkit::now_ms() / 1000;
     let samples = events::generate(now);
     while let Some(arg) = args.next() {
         match arg.as_str() {

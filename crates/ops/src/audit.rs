@@ -3,7 +3,7 @@
 //! answers derived from the configuration and template.yaml rather than written by hand, and
 //! the decisions worth a second look flagged.
 //!
-//! `make audit` (or `cargo run -p local --bin audit -- [--sources FILE] [--template FILE] [--json]`).
+//! `make audit` (or `cargo run -p inbox-ops -- audit [--sources FILE] [--template FILE] [--json]`).
 //! The sources come from `--sources FILE`, else the `WEBHOOK_SOURCES` environment variable,
 //! else the `WebhookSources` parameter default in template.yaml.
 
@@ -14,7 +14,7 @@ use inbox::config::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec,
 use inbox::signature::Scheme;
 use serde_json::{json, Value};
 
-use crate::provision::{template_path, Template};
+use crate::template::{template_path, Template};
 
 /// The template parameter whose default is the shipped source configuration.
 pub const SOURCES_PARAMETER: &str = "WebhookSources";

@@ -12,7 +12,7 @@
 //! and of the Python peer, median of N starts; and the release zips' sizes.
 //!
 //! ```text
-//! cargo run -p local --bin bench -- --receiver target/release/receiver \
+//! cargo run -p bench -- --receiver target/release/receiver \
 //!     --consumer target/release/consumer --zip receiver=... --zip consumer=... [--out FILE]
 //! ```
 
@@ -25,6 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use devstack::moto;
+use devstack::provision::{self, Template};
+use devstack::testkit::{self, TEST_WHSEC};
 use futures::StreamExt;
 use http::{header, Request, Response};
 use http_body_util::{BodyExt, Full};
@@ -32,9 +35,6 @@ use hyper::body::Bytes;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use local::moto;
-use local::provision::{self, Template};
-use local::testkit::{self, TEST_WHSEC};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, Notify};
 
@@ -101,7 +101,7 @@ fn options() -> Result<Options> {
             "-h" | "--help" => {
                 println!(
                     "{}",
-                    include_str!("bench.rs")
+                    include_str!("main.rs")
                         .lines()
                         .take(18)
                         .collect::<Vec<_>>()

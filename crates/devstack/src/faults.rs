@@ -394,7 +394,7 @@ fn answer_throttled(mut stream: std::net::TcpStream) {
         };
         buffer.drain(..head_end + length);
         let body = format!(
-            r#"{{"__type":"{namespace}#ThrottlingException","message":"Rate exceeded (injected by local::faults)"}}"#
+            r#"{{"__type":"{namespace}#ThrottlingException","message":"Rate exceeded (injected by devstack::faults)"}}"#
         );
         let response = format!(
             "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\n\

@@ -1,8 +1,6 @@
-pub mod audit;
 pub mod bridge;
 pub mod demo;
 pub mod faults;
 pub mod moto;
-pub mod ops;
 pub mod provision;
 pub mod testkit;
