@@ -26,9 +26,10 @@ use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use base64::Engine as _;
 use futures::StreamExt;
+use inbox::fifo::sqs_id;
 use inbox::ledger::{Claim, ClaimOutcome, LedgerStore as _, Status};
 use inbox::metrics::Metric;
-use inbox::queue::{sqs_id, Envelope, Outgoing, Queue as _};
+use inbox::queue::{Envelope, Outgoing, Queue as _};
 use serde_json::Value;
 
 use crate::bridge::Bridge;
@@ -757,7 +758,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
         let d = valid("github", &id, 9000 + i);
         let key = key_of("github", &id);
         let now = testkit::now_ms();
-        let (status, body) = inbox::ledger::accepted_response(&key);
+        let (status, body) = inbox::receiver::accepted_response(&key);
         let claim = Claim {
             key: key.clone(),
             source: "github".into(),
@@ -780,11 +781,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
             .collect();
         let envelope = Envelope::new(&key, "github", now, &claim.payload_sha256, headers, &d.body);
         queue
-            .send(Outgoing {
-                group_id: sqs_id(&key),
-                dedup_id: sqs_id(&key),
-                body: envelope.to_json(),
-            })
+            .send(Outgoing::new(&key, &key, envelope.to_json()))
             .await?;
         direct_sends += 1;
     }

@@ -3,4 +3,5 @@ pub mod demo;
 pub mod faults;
 pub mod moto;
 pub mod provision;
+pub mod senders;
 pub mod testkit;

@@ -12,12 +12,13 @@
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox::config::SourceSpecs;
-use inbox::queue::{sqs_id, Envelope};
+use inbox::fifo::sqs_id;
+use inbox::queue::Envelope;
 use serde_json::{json, Value};
 
+use crate::testkit::apigw::ApiGatewayEvent;
 use crate::testkit::{self, TEST_SOURCES};
 
 /// The instant of everything that does not go stale: 2026-12-01T00:00:00Z.
@@ -213,95 +214,26 @@ pub fn generated_at(event: &Value) -> Option<i64> {
         .map(|ms| ms.div_euclid(1000))
 }
 
-// ---- API Gateway HTTP API (payload v2) requests ----
+// ---- API Gateway HTTP API (payload v2) requests (testkit::apigw) ----
 
-struct Request<'a> {
-    source: &'a str,
-    method: &'a str,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-    base64: bool,
-    request_id: &'a str,
-    at_s: i64,
-}
-
-impl Request<'_> {
-    fn event(&self) -> Value {
-        let path = format!("/webhooks/{}", self.source);
-        let body = if self.base64 {
-            base64::engine::general_purpose::STANDARD.encode(&self.body)
-        } else {
-            String::from_utf8_lossy(&self.body).into_owned()
-        };
-        let mut headers = serde_json::Map::new();
-        headers.insert("content-length".into(), self.body.len().to_string().into());
-        headers.insert(
-            "host".into(),
-            "abc123.execute-api.us-east-1.amazonaws.com".into(),
-        );
-        headers.insert("x-forwarded-for".into(), "192.0.2.10".into());
-        headers.insert("x-forwarded-proto".into(), "https".into());
-        for (name, value) in &self.headers {
-            headers.insert((*name).to_owned(), value.clone().into());
-        }
-        let user_agent = headers
-            .get("user-agent")
-            .and_then(Value::as_str)
-            .unwrap_or("webhook-sender")
-            .to_owned();
-        json!({
-            "version": "2.0",
-            "routeKey": "ANY /webhooks/{source}",
-            "rawPath": path,
-            "rawQueryString": "",
-            "headers": headers,
-            "requestContext": {
-                "accountId": "123456789012",
-                "apiId": "abc123",
-                "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
-                "domainPrefix": "abc123",
-                "http": {
-                    "method": self.method,
-                    "path": path,
-                    "protocol": "HTTP/1.1",
-                    "sourceIp": "192.0.2.10",
-                    "userAgent": user_agent
-                },
-                "requestId": self.request_id,
-                "routeKey": "ANY /webhooks/{source}",
-                "stage": "$default",
-                "time": clf_time(self.at_s),
-                "timeEpoch": self.at_s * 1000
-            },
-            "pathParameters": {"source": self.source},
-            "body": body,
-            "isBase64Encoded": self.base64
-        })
-    }
-}
-
-fn post<'a>(
-    source: &'a str,
+fn post(
+    source: &str,
     headers: Vec<(&'static str, String)>,
     body: &[u8],
-    request_id: &'a str,
+    request_id: &str,
     at_s: i64,
-) -> Request<'a> {
-    Request {
-        source,
-        method: "POST",
-        headers,
-        body: body.to_vec(),
-        base64: false,
-        request_id,
-        at_s,
-    }
+) -> ApiGatewayEvent {
+    ApiGatewayEvent::post(source)
+        .headers(headers)
+        .body(body)
+        .request_id(request_id)
+        .at_s(at_s)
 }
 
 fn push(
     out: &mut Vec<Sample>,
     file: &str,
-    request: Request<'_>,
+    request: ApiGatewayEvent,
     expected: Expected,
     shows: &str,
     timestamped: bool,
@@ -309,7 +241,7 @@ fn push(
     out.push(Sample {
         file: format!("{file}.json"),
         function: Function::Receiver,
-        event: request.event(),
+        event: request.to_json(),
         expected,
         shows: shows.to_owned(),
         timestamped,
@@ -364,8 +296,7 @@ fn github(out: &mut Vec<Sample>) {
         "signed, but no `X-GitHub-Delivery`: never guessed",
         false,
     );
-    let mut b64 = post("github", headers(ID_B64, body), body, "gh-b64", t);
-    b64.base64 = true;
+    let b64 = post("github", headers(ID_B64, body), body, "gh-b64", t).base64_body(body);
     push(
         out,
         "github-base64",
@@ -636,15 +567,16 @@ fn other(out: &mut Vec<Sample>) {
     let t = FIXED_EPOCH_S;
     let body = br#"{"zen":"Keep it logically awesome."}"#;
     let id = "6b1f2a40-b0a1-11f1-8f3e-2d9c7e5a4b04";
-    let mut bad = post(
+    let bad = post(
         "github",
         testkit::github_headers(id, body),
         body,
         "bad-b64",
         t,
-    );
-    bad.base64 = true;
-    let mut event = bad.event();
+    )
+    .base64_body(body);
+    // The encoded body replaced by text that does not decode (its content-length stays).
+    let mut event = bad.to_json();
     event["body"] = Value::String("***not base64***".to_owned());
     out.push(Sample {
         file: "bad-base64.json".to_owned(),
@@ -669,8 +601,7 @@ fn other(out: &mut Vec<Sample>) {
         "a source `WEBHOOK_SOURCES` does not declare",
         false,
     );
-    let mut get = post("github", testkit::github_headers(id, body), body, "get", t);
-    get.method = "GET";
+    let get = post("github", testkit::github_headers(id, body), body, "get", t).method("GET");
     push(
         out,
         "wrong-method",
@@ -719,7 +650,7 @@ fn message(
     let json = inbox::key::parse_json(body).ok();
     let key = inbox::key::derive(source, &spec.key, &map, json.as_ref(), &sha)
         .expect("the sample has a key");
-    let group = inbox::key::group(&key, &spec.group, source, json.as_ref());
+    let group = inbox::fifo::group(&key, &spec.group, source, json.as_ref());
     let carried = spec
         .envelope_headers()
         .into_iter()
@@ -876,41 +807,9 @@ impl ReplaceBytes for Vec<u8> {
     }
 }
 
-/// API Gateway's `requestContext.time`: `01/Dec/2026:00:00:00 +0000`.
-fn clf_time(epoch_s: i64) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (days, secs) = (epoch_s.div_euclid(86_400), epoch_s.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{day:02}/{}/{year}:{:02}:{:02}:{:02} +0000",
-        MONTHS[usize::try_from(month - 1).unwrap_or(0)],
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clf_time_formats_api_gateway_style() {
-        assert_eq!(clf_time(FIXED_EPOCH_S), "01/Dec/2026:00:00:00 +0000");
-        assert_eq!(clf_time(0), "01/Jan/1970:00:00:00 +0000");
-        assert_eq!(clf_time(951_782_400 + 3_661), "29/Feb/2000:01:01:01 +0000");
-    }
 
     #[test]
     fn generation_is_deterministic_and_names_are_unique() {

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hmac::{Hmac, Mac};
 use lambda_http::{Body, Request, RequestExt};
-use sha2::Sha256;
 
 use inbox::clock::SystemClock;
 use inbox::config::{AwsSecretResolver, SourceSpecs};
@@ -20,6 +18,9 @@ use inbox::receiver::{Receiver, ReceiverSettings};
 use crate::faults::{self, Faults};
 use crate::moto;
 use crate::provision::{self, Provisioned, Template};
+use crate::senders::{self, Sender as _};
+
+pub mod apigw;
 
 /// The secret the tests' and the demo's sources verify with (never a real one).
 pub const TEST_SECRET: &str = "demo-secret-for-local-use-only";
@@ -313,70 +314,39 @@ pub fn post_with_deadline(
     post(source, headers, body).with_lambda_context(context(&unique("req"), deadline_ms))
 }
 
-fn hmac256(secret: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("any key length");
-    for p in parts {
-        mac.update(p);
-    }
-    mac.finalize().into_bytes().to_vec()
-}
-
-/// `X-Hub-Signature-256` for a body, as GitHub computes it.
+/// `X-Hub-Signature-256` for a body, as GitHub computes it with [`TEST_SECRET`].
 pub fn github_signature(body: &[u8]) -> String {
-    format!(
-        "sha256={}",
-        hex::encode(hmac256(TEST_SECRET.as_bytes(), &[body]))
-    )
+    senders::GitHub::new(TEST_SECRET).signature(body)
 }
 
-/// Headers of a GitHub delivery.
+/// Headers of a GitHub `push` delivery signed with [`TEST_SECRET`].
 pub fn github_headers(delivery: &str, body: &[u8]) -> Vec<(&'static str, String)> {
-    vec![
-        ("x-github-delivery", delivery.to_owned()),
-        ("x-github-event", "push".to_owned()),
-        ("x-hub-signature-256", github_signature(body)),
-        ("content-type", "application/json".to_owned()),
-    ]
+    senders::GitHub::new(TEST_SECRET).headers(delivery, 0, body)
 }
 
-/// `Stripe-Signature` for a body at `t` (epoch seconds).
+/// `Stripe-Signature` for a body at `t` (epoch seconds), with [`TEST_SECRET`].
 pub fn stripe_signature(body: &[u8], t: i64) -> String {
-    let ts = t.to_string();
-    let mac = hmac256(TEST_SECRET.as_bytes(), &[ts.as_bytes(), b".", body]);
-    format!("t={ts},v1={}", hex::encode(mac))
+    senders::Stripe::new(TEST_SECRET).signature(t, body)
 }
 
-/// Standard Webhooks headers for a body.
+/// The Standard Webhooks sender of the `acme` source (secret [`TEST_WHSEC`]).
+pub fn standard_webhooks() -> senders::StandardWebhooks {
+    senders::StandardWebhooks::new(TEST_WHSEC).expect("TEST_WHSEC is whsec_ and base64")
+}
+
+/// Standard Webhooks headers for a body, signed with [`TEST_WHSEC`].
 pub fn standard_webhooks_headers(id: &str, t: i64, body: &[u8]) -> Vec<(&'static str, String)> {
-    use base64::Engine as _;
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(TEST_WHSEC.trim_start_matches("whsec_"))
-        .expect("test secret is base64");
-    let ts = t.to_string();
-    let mac = hmac256(&key, &[id.as_bytes(), b".", ts.as_bytes(), b".", body]);
-    vec![
-        ("webhook-id", id.to_owned()),
-        ("webhook-timestamp", ts),
-        (
-            "webhook-signature",
-            format!(
-                "v1,{}",
-                base64::engine::general_purpose::STANDARD.encode(mac)
-            ),
-        ),
-        ("content-type", "application/json".to_owned()),
-    ]
+    standard_webhooks().headers(id, t, body)
 }
 
-/// `X-Shopify-Hmac-Sha256` for a body.
+/// `X-Shopify-Hmac-Sha256` for a body, with [`TEST_SECRET`].
 pub fn shopify_signature(body: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(hmac256(TEST_SECRET.as_bytes(), &[body]))
+    senders::Shopify::new(TEST_SECRET).signature(body)
 }
 
-/// Hex HMAC-SHA256 of a body (the `orders` source's `X-Signature`).
+/// Hex HMAC-SHA256 of a body with [`TEST_SECRET`] (the `orders` source's `X-Signature`).
 pub fn hmac_hex(body: &[u8]) -> String {
-    hex::encode(hmac256(TEST_SECRET.as_bytes(), &[body]))
+    senders::HmacHex::new(TEST_SECRET, "x-signature").signature(body)
 }
 
 /// A system of record on loopback: counts POSTs per `Idempotency-Key`, and answers 500 to
