@@ -1,0 +1,288 @@
+//! The adapters the real handlers get: the `MemoryLedger` and the queue model behind the
+//! ledger and queue ports, one yield per call with injected failures, and the side effect
+//! that records every run and reports a double.
+
+use std::sync::Arc;
+
+use inbox::consumer::{Job, ProcessError, Processor, LEASE_MARGIN_MS};
+use inbox::ledger::memory::MemoryLedger;
+use inbox::ledger::{Claim, ClaimOutcome, LedgerStore, Record, StoreError, Take, TakeOutcome};
+use inbox::queue::{Outgoing, Queue, QueueError};
+use rand::Rng;
+
+use crate::faults::{Fault, Mutant};
+use crate::world::{lock, step, Shared};
+
+/// The `MemoryLedger`, one yield per call, with injected failures before and after a call.
+#[derive(Clone)]
+pub(crate) struct SimLedger {
+    pub(crate) inner: Arc<MemoryLedger>,
+    pub(crate) world: Shared,
+}
+
+impl SimLedger {
+    pub(crate) fn fault(&self, op: &'static str, key: &str) -> Fault {
+        let mut w = lock(&self.world);
+        w.called(op);
+        let (before, after) = (w.rates.ledger_before, w.rates.ledger_after);
+        let f = w.roll(before, after);
+        if f == Fault::Before {
+            w.log(format!(
+                "  ledger {op} {key}: store error (nothing written)"
+            ));
+        }
+        f
+    }
+
+    pub(crate) fn answer<T: std::fmt::Debug>(
+        &self,
+        op: &str,
+        who: &str,
+        f: Fault,
+        out: T,
+    ) -> Result<T, StoreError> {
+        let mut w = lock(&self.world);
+        if f == Fault::After {
+            w.log(format!(
+                "  ledger {op} {who} -> {out:?}, answer lost (store error)"
+            ));
+            Err(StoreError::Unavailable("injected: answer lost".into()))
+        } else {
+            w.log(format!("  ledger {op} {who} -> {out:?}"));
+            Ok(out)
+        }
+    }
+}
+
+pub(crate) fn injected() -> StoreError {
+    StoreError::Unavailable("injected: store error".into())
+}
+
+impl LedgerStore for SimLedger {
+    async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
+        step().await;
+        let f = self.fault("claim", &c.key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.claim(c).await?;
+        let shown = match &out {
+            ClaimOutcome::Claimed => "Claimed".to_owned(),
+            ClaimOutcome::Exists(r) => format!("Exists({:?})", r.status),
+        };
+        self.answer("claim", &format!("{} by {}", c.key, c.owner), f, shown)?;
+        Ok(out)
+    }
+
+    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+        step().await;
+        let f = self.fault("release", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.release(key, owner).await?;
+        self.answer("release", &format!("{key} by {owner}"), f, out)
+    }
+
+    async fn mark_queued(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+        step().await;
+        let f = self.fault("mark_queued", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.mark_queued(key, owner).await?;
+        self.answer("mark_queued", &format!("{key} by {owner}"), f, out)
+    }
+
+    async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
+        step().await;
+        let f = self.fault("take", &t.key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let mut out = self.inner.take(t).await?;
+        let mutant = lock(&self.world).mutant;
+        if mutant == Mutant::TakeIgnoresCompleted && out == TakeOutcome::Completed {
+            out = TakeOutcome::Taken { attempts: 99 };
+        }
+        self.answer("take", &format!("{} by {}", t.key, t.owner), f, out)
+    }
+
+    async fn complete(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
+        step().await;
+        let f = self.fault("complete", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.complete(key, owner, now_ms).await?;
+        if out {
+            let expires_at = self
+                .inner
+                .get(key)
+                .await?
+                .map(|r| r.expires_at)
+                .unwrap_or(0);
+            let mut w = lock(&self.world);
+            if w.remembered_completion(key) {
+                w.violation(format!(
+                    "{key} COMPLETED a second time while the first is remembered"
+                ));
+            }
+            w.completions
+                .entry(key.to_owned())
+                .or_default()
+                .push(expires_at);
+        }
+        self.answer("complete", &format!("{key} by {owner}"), f, out)
+    }
+
+    async fn fail(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        step().await;
+        let f = self.fault("fail", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.fail(key, owner, error, now_ms).await?;
+        self.answer("fail", &format!("{key} by {owner}"), f, out)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
+        self.inner.get(key).await
+    }
+}
+
+/// The queue model behind the receiver's `Queue` port.
+#[derive(Clone)]
+pub(crate) struct SimQueue {
+    pub(crate) world: Shared,
+}
+
+impl Queue for SimQueue {
+    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
+        step().await;
+        let mut w = lock(&self.world);
+        w.called("send");
+        let (before, after) = (w.rates.queue_before, w.rates.queue_after);
+        let f = w.roll(before, after);
+        if f == Fault::Before {
+            w.log(format!(
+                "  queue send {}: error (nothing sent)",
+                msg.dedup_id()
+            ));
+            return Err(QueueError("injected: queue unavailable".into()));
+        }
+        let now = w.now();
+        let dropped_by_mutant = w.mutant == Mutant::QueueDropsMessages && w.frng.random_bool(0.2);
+        let enqueued = !dropped_by_mutant && w.queue.send(&msg, now);
+        if !enqueued && !dropped_by_mutant {
+            w.stats.deduplicated_sends += 1;
+        }
+        let what = if enqueued { "enqueued" } else { "deduplicated" };
+        if f == Fault::After {
+            w.log(format!(
+                "  queue send {}: {what}, answer lost (error)",
+                msg.dedup_id()
+            ));
+            return Err(QueueError("injected: answer lost".into()));
+        }
+        w.log(format!("  queue send {}: {what}", msg.dedup_id()));
+        Ok(())
+    }
+}
+
+/// The side effect: records every run per key; fails on demand, before or after applying;
+/// like the shipped forwarder, it does not start without time left in its lease.
+pub(crate) struct SimProcessor {
+    pub(crate) world: Shared,
+}
+
+impl Processor for SimProcessor {
+    async fn process(&self, job: &Job) -> Result<(), ProcessError> {
+        step().await;
+        let f = {
+            let mut w = lock(&self.world);
+            let (before, after) = (w.rates.effect_before, w.rates.effect_after);
+            let f = w.roll(before, after);
+            let key = job.key.clone();
+            // As the shipped HttpForwarder does: no side effect without time left in the
+            // lease (past it, another consumer may have taken the key over).
+            if job.lease_until_ms - w.now() <= LEASE_MARGIN_MS {
+                w.log(format!(
+                    "  effect {key} attempt {}: no time left in the lease, not run",
+                    job.attempt
+                ));
+                w.stats.out_of_lease += 1;
+                return Err(ProcessError("no time left in the lease".into()));
+            }
+            if f == Fault::Before {
+                w.log(format!(
+                    "  effect {key} attempt {}: refused (not applied)",
+                    job.attempt
+                ));
+                w.runs.entry(key).or_default().push((job.attempt, false));
+                return Err(ProcessError("injected: downstream refused".into()));
+            }
+            match w.events.get(&key) {
+                None => w.violation(format!("side effect for an unknown key {key}")),
+                Some(e) if e.body != job.body => {
+                    w.violation(format!("side effect for {key} carried another body"))
+                }
+                Some(_) => {}
+            }
+            let earlier = w
+                .runs
+                .get(&key)
+                .is_some_and(|r| r.iter().any(|(_, applied)| *applied));
+            if w.remembered_completion(&key) {
+                w.stats.doubled += 1;
+                w.violation(format!(
+                    "DOUBLED: side effect for {key} ran again after it was COMPLETED (attempt {})",
+                    job.attempt
+                ));
+            } else if w.completions.contains_key(&key) {
+                // The ledger forgot the key (past expires_at, as designed). Only a message the
+                // operator redrove from the dead-letter queue can outlive the ledger: the main
+                // queue's retention is shorter than the ledger's, the dead-letter queue's is
+                // not (nor in template.yaml: 14 days against 7).
+                w.stats.reruns_after_retention += 1;
+                w.forgotten_reruns.insert(key.clone());
+                w.log(format!(
+                    "  (re-run of {key}: its completion is past expires_at, forgotten)"
+                ));
+                if !w.queue.main.iter().any(|m| m.key == key && m.redriven) {
+                    w.violation(format!(
+                        "{key} ran again after the ledger forgot it, from a message that was not redriven"
+                    ));
+                }
+            } else if earlier {
+                // Explained: no run of this key has been completed yet (it failed, lost its
+                // lease, or died before complete); the re-run carries the same key and body.
+                w.stats.reruns += 1;
+            }
+            w.stats.side_effects += 1;
+            w.called("effect");
+            w.runs
+                .entry(key.clone())
+                .or_default()
+                .push((job.attempt, true));
+            w.log(format!("  effect {key} attempt {}: applied", job.attempt));
+            f
+        };
+        // The answer comes back later: an invocation can die in between.
+        step().await;
+        if f == Fault::After {
+            lock(&self.world).log(format!(
+                "  effect {}: applied, but answered a timeout",
+                job.key
+            ));
+            return Err(ProcessError("injected: timed out after applying".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,53 @@
+//! What can go wrong: the fault rates while faults are on, where a fault lands (before or
+//! after the call), and the deliberate bugs the self-test plants.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    No,
+    Before,
+    After,
+}
+
+/// Fault rates while faults are on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rates {
+    /// A ledger call fails before reaching the table.
+    pub(crate) ledger_before: f64,
+    /// A ledger call is applied but its answer is lost (the caller sees an error).
+    pub(crate) ledger_after: f64,
+    pub(crate) queue_before: f64,
+    pub(crate) queue_after: f64,
+    /// The side effect fails without happening.
+    pub(crate) effect_before: f64,
+    /// The side effect happens but its caller sees a failure (a timeout after the downstream
+    /// applied it): the re-run must carry the same key.
+    pub(crate) effect_after: f64,
+    /// The sender never sees the receiver's answer.
+    pub(crate) lost_response: f64,
+    /// The bridge dies after a batch, before deleting anything.
+    pub(crate) bridge_crash: f64,
+    /// An invocation past its deadline is killed (else it runs on, a zombie: clock skew).
+    pub(crate) kill_overdue: f64,
+}
+
+pub(crate) const RATES: Rates = Rates {
+    ledger_before: 0.04,
+    ledger_after: 0.02,
+    queue_before: 0.05,
+    queue_after: 0.02,
+    effect_before: 0.10,
+    effect_after: 0.04,
+    lost_response: 0.06,
+    bridge_crash: 0.03,
+    kill_overdue: 0.6,
+};
+
+/// A deliberate bug, for the self-test that proves the checker can see one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mutant {
+    None,
+    /// The queue says a send worked without enqueuing (now and then).
+    QueueDropsMessages,
+    /// A take that found COMPLETED reports Taken (as if the condition accepted COMPLETED).
+    TakeIgnoresCompleted,
+}

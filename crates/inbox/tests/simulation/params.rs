@@ -1,0 +1,40 @@
+//! The world's constants: the template's ratios, at a scale a simulation can cover, and the
+//! two sources the receiver and the consumer are configured with.
+
+/// 2023-11-14T22:13:20Z.
+pub(crate) const START_MS: i64 = 1_700_000_000_000;
+/// The receiver's Lambda timeout: its claim's lease runs to this deadline.
+pub(crate) const RECEIVER_TIMEOUT_MS: i64 = 10_000;
+/// The consumer's Lambda timeout: its take's lease runs to this deadline.
+pub(crate) const CONSUMER_TIMEOUT_MS: i64 = 20_000;
+/// The queue's visibility timeout: six times the consumer's timeout, as in the template.
+pub(crate) const VISIBILITY_MS: i64 = 6 * CONSUMER_TIMEOUT_MS;
+/// The redrive policy's maxReceiveCount, as in the template.
+pub(crate) const MAX_RECEIVE: u32 = 5;
+/// SQS FIFO's deduplication window.
+pub(crate) const DEDUP_WINDOW_MS: i64 = 5 * 60_000;
+/// The ledger remembers a key this long (`retention_hours`, below)...
+pub(crate) const LEDGER_RETENTION_HOURS: u64 = 1;
+/// ...longer than the queue keeps a message (the template: 96 h against 168 h)...
+pub(crate) const QUEUE_RETENTION_MS: i64 = 50 * 60_000;
+/// ...and longer than a sender keeps retrying.
+pub(crate) const SENDER_WINDOW_MS: i64 = 15 * 60_000;
+/// Scheduler steps before the drain.
+pub(crate) const MAIN_STEPS: usize = 260;
+
+/// Two sources, no signatures (the scheme is written out, as the config demands): one keyed
+/// by a header with a group per event, one keyed by a body field with a group per customer,
+/// so that FIFO ordering within a group matters.
+pub(crate) fn sources_json() -> String {
+    format!(
+        r#"{{
+          "gh":   {{"signature": {{"scheme": "none"}},
+                   "key": {{"from": "header", "name": "X-Event-Id"}},
+                   "retention_hours": {LEDGER_RETENTION_HOURS}}},
+          "shop": {{"signature": {{"scheme": "none"}},
+                   "key": {{"from": "json", "pointers": ["/id"]}},
+                   "group": {{"from": "json", "pointers": ["/customer_id"]}},
+                   "retention_hours": {LEDGER_RETENTION_HOURS}}}
+        }}"#
+    )
+}

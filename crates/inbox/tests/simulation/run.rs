@@ -1,0 +1,207 @@
+//! One seed (the world, the real handlers, the schedule) and many seeds across the cores,
+//! stopping at the first failure, which is run again with its trace for the report.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use inbox::clock::ManualClock;
+use inbox::config::{AwsSecretResolver, SourceSpecs};
+use inbox::consumer::{Consumer, ConsumerSettings};
+use inbox::ledger::memory::MemoryLedger;
+use inbox::metrics::{tally, Metric, Metrics};
+use inbox::receiver::{Receiver, ReceiverSettings};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::adapters::{SimLedger, SimProcessor, SimQueue};
+use crate::faults::{Mutant, RATES};
+use crate::params::{sources_json, START_MS};
+use crate::queue_model::QueueModel;
+use crate::senders::make_senders;
+use crate::sim::Sim;
+use crate::stats::Stats;
+use crate::world::{lock, EventInfo, World};
+
+pub(crate) struct Outcome {
+    pub(crate) seed: u64,
+    pub(crate) stats: Stats,
+    pub(crate) violations: Vec<String>,
+    pub(crate) trace: Vec<String>,
+}
+
+pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let clock = ManualClock::at_ms(START_MS);
+    let n_events = rng.random_range(3..=8);
+    let senders = make_senders(&mut rng, n_events);
+    let world = Arc::new(Mutex::new(World {
+        clock: clock.clone(),
+        tracing,
+        faults_on: true,
+        rates: RATES,
+        mutant,
+        frng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
+        queue: QueueModel::default(),
+        events: senders
+            .iter()
+            .map(|s| {
+                (
+                    s.key.clone(),
+                    EventInfo {
+                        body: s.body.clone(),
+                    },
+                )
+            })
+            .collect(),
+        runs: HashMap::new(),
+        completions: HashMap::new(),
+        forgotten_reruns: HashSet::new(),
+        current: None,
+        last_call: HashMap::new(),
+        violations: Vec::new(),
+        trace: Vec::new(),
+        stats: Stats {
+            seeds: 1,
+            events: n_events as u64,
+            ..Stats::default()
+        },
+    }));
+    let ledger = Arc::new(MemoryLedger::new());
+    let store = SimLedger {
+        inner: ledger.clone(),
+        world: world.clone(),
+    };
+    let sources = futures::executor::block_on(
+        SourceSpecs::parse(&sources_json())
+            .expect("simulation sources parse")
+            .resolve(&AwsSecretResolver::env_only()),
+    )
+    .expect("no secrets to resolve");
+    let (rx_metrics, _) = Metrics::memory("receiver");
+    let (cx_metrics, cx_lines) = Metrics::memory("consumer");
+    let rx = Receiver::new(
+        sources,
+        store.clone(),
+        SimQueue {
+            world: world.clone(),
+        },
+        clock.clone(),
+        ReceiverSettings {
+            // The wait behind an in-flight claim uses real tokio time: none here.
+            in_progress_wait: Duration::ZERO,
+            ..ReceiverSettings::default()
+        },
+        rx_metrics,
+    );
+    let cx = Consumer::new(
+        SourceSpecs::parse(&sources_json()).expect("simulation sources parse"),
+        store,
+        SimProcessor {
+            world: world.clone(),
+        },
+        clock.clone(),
+        ConsumerSettings {
+            max_concurrent_groups: rng.random_range(1..=3),
+        },
+        cx_metrics,
+    );
+    let mut sim = Sim {
+        seed,
+        rng,
+        rates: RATES,
+        world: world.clone(),
+        clock,
+        ledger,
+        rx: &rx,
+        cx: &cx,
+        senders,
+        tasks: Vec::new(),
+        invocations: 0,
+    };
+    sim.log(format!("seed {}: {n_events} events", sim.seed));
+    sim.main_phase();
+    if !sim.failed() {
+        sim.drain();
+    }
+    if !sim.failed() {
+        sim.final_checks();
+    }
+    let accepted = sim.senders.iter().filter(|s| s.accepted).count() as u64;
+    drop(sim);
+    let lines = cx_lines.lock().map(|l| l.clone()).unwrap_or_default();
+    let mut w = lock(&world);
+    w.stats.accepted = accepted;
+    w.stats.lease_lost = ["gh", "shop"]
+        .iter()
+        .map(|s| tally(&lines, s, Metric::LeaseLost))
+        .sum();
+    Outcome {
+        seed,
+        stats: w.stats.clone(),
+        violations: std::mem::take(&mut w.violations),
+        trace: std::mem::take(&mut w.trace),
+    }
+}
+
+/// Runs seeds on every core; stops at the first failing seed.
+pub(crate) fn run_seeds(seeds: &[u64], mutant: Mutant) -> (Stats, Option<Outcome>) {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(seeds.len())
+        .max(1);
+    let stop = AtomicBool::new(false);
+    let results: Vec<(Stats, Option<Outcome>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let stop = &stop;
+                scope.spawn(move || {
+                    let mut total = Stats::default();
+                    for &seed in seeds.iter().skip(t).step_by(threads) {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let out = run_seed(seed, mutant, false);
+                        total.add(&out.stats);
+                        if !out.violations.is_empty() {
+                            stop.store(true, Ordering::Relaxed);
+                            // The same seed again, with its trace: the run is a function
+                            // of the seed, so it fails the same way.
+                            return (total, Some(run_seed(seed, mutant, true)));
+                        }
+                    }
+                    (total, None)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a simulation thread"))
+            .collect()
+    });
+    let mut total = Stats::default();
+    let mut failure: Option<Outcome> = None;
+    for (stats, fail) in results {
+        total.add(&stats);
+        if let Some(f) = fail {
+            if failure.as_ref().is_none_or(|g| f.seed < g.seed) {
+                failure = Some(f);
+            }
+        }
+    }
+    (total, failure)
+}
+
+pub(crate) fn report(out: &Outcome) -> String {
+    let tail = out.trace.len().saturating_sub(400);
+    format!(
+        "seed {} broke the invariant:\n  {}\n\ntrace{}:\n{}\n\nreplay: SIM_SEED={} cargo test -p inbox --test simulation -- --nocapture",
+        out.seed,
+        out.violations.join("\n  "),
+        if tail > 0 { format!(" (last 400 of {} lines)", out.trace.len()) } else { String::new() },
+        out.trace[tail..].join("\n"),
+        out.seed
+    )
+}

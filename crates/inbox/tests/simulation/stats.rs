@@ -1,0 +1,124 @@
+//! What a run counted (summed over seeds) and the summary line printed after a run.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Stats {
+    pub(crate) seeds: u64,
+    pub(crate) steps: u64,
+    pub(crate) events: u64,
+    pub(crate) accepted: u64,
+    pub(crate) deliveries: u64,
+    pub(crate) duplicates: u64,
+    pub(crate) retries: u64,
+    pub(crate) lost_responses: u64,
+    pub(crate) crashes: u64,
+    pub(crate) killed: u64,
+    pub(crate) zombies: u64,
+    pub(crate) faults: u64,
+    pub(crate) batches: u64,
+    pub(crate) side_effects: u64,
+    pub(crate) reruns: u64,
+    pub(crate) reruns_after_retention: u64,
+    pub(crate) lease_lost: u64,
+    pub(crate) out_of_lease: u64,
+    pub(crate) deduplicated_sends: u64,
+    pub(crate) dead_lettered: u64,
+    pub(crate) redriven: u64,
+    pub(crate) swept: u64,
+    pub(crate) completed: u64,
+    pub(crate) lost: u64,
+    pub(crate) doubled: u64,
+    /// Where invocations died: "receiver after claim", "consumer after effect", ...
+    pub(crate) crash_points: BTreeMap<String, u64>,
+    /// The receiver's answers by status.
+    pub(crate) answers: BTreeMap<u16, u64>,
+}
+
+impl Stats {
+    pub(crate) fn add(&mut self, o: &Stats) {
+        macro_rules! sum { ($($f:ident),*) => { $(self.$f += o.$f;)* } }
+        sum!(
+            seeds,
+            steps,
+            events,
+            accepted,
+            deliveries,
+            duplicates,
+            retries,
+            lost_responses,
+            crashes,
+            killed,
+            zombies,
+            faults,
+            batches,
+            side_effects,
+            reruns,
+            reruns_after_retention,
+            lease_lost,
+            deduplicated_sends,
+            dead_lettered,
+            redriven,
+            swept,
+            completed,
+            lost,
+            doubled,
+            out_of_lease
+        );
+        for (k, v) in &o.crash_points {
+            *self.crash_points.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.answers {
+            *self.answers.entry(*k).or_default() += v;
+        }
+    }
+}
+
+pub(crate) fn summary(s: &Stats, took: Duration) -> String {
+    let answers: Vec<String> = s.answers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let points: Vec<String> = s
+        .crash_points
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    format!(
+        "simulation: {} seeds, {} scheduler steps, {} events ({} answered 200, {} completed), \
+         lost {}, doubled {}, in {:.1?}\n\
+         \x20 senders: {} deliveries ({} retries, {} duplicates), {} answers lost; answers {{{}}}\n\
+         \x20 faults: {} injected store/queue/side-effect errors, {} crashes, {} Lambda timeouts, \
+         {} zombies past their deadline\n\
+         \x20 died: {{{}}}\n\
+         \x20 consumer: {} batches, {} side effects ({} re-runs before completion, {} not started \
+         for want of lease, {} after the ledger forgot the key), {} lease losses\n\
+         \x20 queue: {} sends deduplicated, {} dead-lettered, {} redriven; {} items swept by TTL",
+        s.seeds,
+        s.steps,
+        s.events,
+        s.accepted,
+        s.completed,
+        s.lost,
+        s.doubled,
+        took,
+        s.deliveries,
+        s.retries,
+        s.duplicates,
+        s.lost_responses,
+        answers.join(", "),
+        s.faults,
+        s.crashes,
+        s.killed,
+        s.zombies,
+        points.join(", "),
+        s.batches,
+        s.side_effects,
+        s.reruns,
+        s.out_of_lease,
+        s.reruns_after_retention,
+        s.lease_lost,
+        s.deduplicated_sends,
+        s.dead_lettered,
+        s.redriven,
+        s.swept
+    )
+}
