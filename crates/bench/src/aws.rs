@@ -1,0 +1,84 @@
+//! AWS as the driver sees it, directly on moto (not through the counting proxy): counting
+//! what a run left in its table and queue, and creating the Powertools peer's resources.
+
+use anyhow::{Context, Result};
+
+/// The driver's own clients.
+pub struct Aws {
+    pub dynamo: aws_sdk_dynamodb::Client,
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+impl Aws {
+    /// Items in `table` (a full scan).
+    pub async fn count_items(&self, table: &str) -> Result<usize> {
+        let mut n = 0;
+        let mut start = None;
+        loop {
+            let out = self
+                .dynamo
+                .scan()
+                .table_name(table)
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            n += out.items().len();
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(n);
+            }
+        }
+    }
+
+    /// Messages on the queue (`ApproximateNumberOfMessages`).
+    pub async fn count_messages(&self, queue_url: &str) -> Result<u64> {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let out = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .send()
+            .await?;
+        Ok(out
+            .attributes()
+            .and_then(|a| a.get(&A::ApproximateNumberOfMessages))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// The peer's own table (Powertools' default key attribute `id`) and FIFO queue.
+    pub async fn peer_resources(&self, prefix: &str) -> Result<(String, String)> {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        };
+        let table = format!("{prefix}-powertools-idempotency");
+        self.dynamo
+            .create_table()
+            .table_name(&table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("id")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()?,
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name("id")
+                    .key_type(KeyType::Hash)
+                    .build()?,
+            )
+            .send()
+            .await?;
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let queue = self
+            .sqs
+            .create_queue()
+            .queue_name(format!("{prefix}-powertools.fifo"))
+            .attributes(A::FifoQueue, "true")
+            .send()
+            .await?;
+        Ok((table, queue.queue_url().context("queue url")?.to_owned()))
+    }
+}

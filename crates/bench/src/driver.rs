@@ -1,0 +1,78 @@
+//! The bench in order: moto and the resources, the two functions under the workload, the
+//! init durations, the zip sizes; the report as text.
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use devstack::moto;
+use devstack::provision::{self, Template};
+
+use crate::aws::Aws;
+use crate::function::Function;
+use crate::init::init_durations_of;
+use crate::options::Options;
+use crate::phases::{run_function, Run, Store};
+use crate::report::report;
+use crate::zips::zip_sizes;
+
+/// Runs everything `o` asks for and hands back the report.
+pub async fn run(o: &Options) -> Result<String> {
+    let root = moto::workspace_root();
+    let python = moto::python()?;
+    for p in [&o.receiver, &o.consumer] {
+        if !p.exists() {
+            bail!(
+                "{} not found: build the release binaries first (make bench does)",
+                p.display()
+            );
+        }
+    }
+
+    eprintln!("bench: starting moto");
+    let endpoint = moto::shared().to_owned();
+    let sdk = inbox::app::sdk_config().await;
+    let aws = Aws {
+        dynamo: aws_sdk_dynamodb::Client::new(&sdk),
+        sqs: aws_sdk_sqs::Client::new(&sdk),
+    };
+    let template = Template::load(&provision::template_path())?;
+    let ours = provision::provision(&template, &aws.dynamo, &aws.sqs, "bench").await?;
+    let (peer_table, peer_queue) = aws.peer_resources("bench").await?;
+
+    let receiver = Function::receiver(&o.receiver, &ours.table, &ours.queue_url);
+    let consumer = Function::consumer(&o.consumer, &ours.table, &endpoint);
+    let peer = Function::powertools_peer(&python, &root, &peer_table, &peer_queue);
+
+    let mut runs: Vec<Run> = Vec::new();
+    eprintln!("bench: receiver ({} deliveries)", o.deliveries);
+    let store = Store {
+        table: &ours.table,
+        queue_url: &ours.queue_url,
+    };
+    runs.push(run_function(&receiver, o, &endpoint, store, &aws).await?);
+    if !o.skip_peer {
+        eprintln!("bench: powertools peer ({} deliveries)", o.deliveries);
+        let store = Store {
+            table: &peer_table,
+            queue_url: &peer_queue,
+        };
+        runs.push(run_function(&peer, o, &endpoint, store, &aws).await?);
+    }
+
+    let mut inits: Vec<(String, Vec<Duration>)> = Vec::new();
+    if o.init_runs > 0 {
+        let mut functions = vec![receiver.with_endpoint(&endpoint), consumer];
+        if !o.skip_peer {
+            functions.push(peer.with_endpoint(&endpoint));
+        }
+        inits = init_durations_of(&functions, o.init_runs).await?;
+    }
+
+    let mut zips = Vec::new();
+    for (name, path) in &o.zips {
+        let (zip, unpacked) = zip_sizes(path)?;
+        zips.push((name.clone(), zip, unpacked));
+    }
+
+    Ok(report(o, &runs, &inits, &zips))
+}
