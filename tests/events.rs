@@ -1,6 +1,6 @@
 //! The sample events in `events/`, each through the library handler it is for
 //! (`Receiver::handle_event`, `Consumer::handle_event`) against moto, with the answer the
-//! README's table gives for it.
+//! events table in docs/local-development.md gives for it.
 //!
 //! Stripe and Standard Webhooks events carry a signed timestamp that is refused 300 s after
 //! `make events` wrote them, so this test checks that those files are exactly the generator's
@@ -45,11 +45,12 @@ fn the_checked_in_files_are_the_generators_output_and_the_readme_lists_them() {
             s.file
         );
     }
-    let readme = std::fs::read_to_string(devstack::moto::workspace_root().join("README.md"))
-        .expect("README.md");
+    let readme =
+        std::fs::read_to_string(devstack::moto::workspace_root().join("docs/local-development.md"))
+            .expect("docs/local-development.md");
     assert!(
         readme.contains(&events::readme_table(&samples)),
-        "README.md's events table differs from `cargo run -p devstack --bin make-events -- --readme-table`"
+        "docs/local-development.md's events table differs from `cargo run -p devstack --bin make-events -- --readme-table`"
     );
 }
 
