@@ -1,4 +1,4 @@
-//! template.yaml says what the code and DESIGN.md expect, and `provision` builds the same
+//! template.yaml says what the code and docs/design.md expect, and `provision` builds the same
 //! resources on a local AWS server (moto).
 
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! The senders' signature schemes (DESIGN.md §3).
+//! The senders' signature schemes (docs/design.md §3; each scheme in docs/configuration.md).
 //!
 //! Every scheme is HMAC-SHA256 underneath; they differ in which headers carry what, what
 //! exactly is signed, and how the MAC is encoded. Comparison is constant-time, any of several
