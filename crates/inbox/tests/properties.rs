@@ -265,7 +265,7 @@ fn envelope_round_trips_edge_bodies() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Constant-time comparison (DESIGN.md §3), checked on the source.
+// Constant-time comparison (docs/design.md §3), checked on the source.
 // ---------------------------------------------------------------------------------------
 
 /// Words that mark an expression as holding MAC or signature bytes.
