@@ -52,11 +52,11 @@ async fn deliver_github(rx: &TestReceiver, id: &str, body: &[u8]) -> u16 {
 /// five-minute deduplication window would look (a new deduplication id).
 async fn redeliver_late(aws: &LocalAws, envelope_body: &str, group: &str, n: u32) {
     aws.queue()
-        .send(inbox::queue::Outgoing {
-            group_id: group.to_owned(),
-            dedup_id: format!("late-{n}-{}", testkit::unique("x")),
-            body: envelope_body.to_owned(),
-        })
+        .send(inbox::queue::Outgoing::new(
+            group,
+            &format!("late-{n}-{}", testkit::unique("x")),
+            envelope_body.to_owned(),
+        ))
         .await
         .expect("send");
 }
@@ -224,6 +224,8 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
         now_ms: testkit::now_ms(),
         lease_until_ms: short,
         expires_at: testkit::now_ms() / 1000 + 3600,
+        response_status: 200,
+        response_body: inbox::receiver::accepted_response(&env.key).1,
     };
     assert_eq!(
         aws.ledger().take(&take).await,
@@ -296,11 +298,11 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
     let sor = SystemOfRecord::start();
     let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
     aws.queue()
-        .send(inbox::queue::Outgoing {
-            group_id: "g".into(),
-            dedup_id: "garbage".into(),
-            body: "this is not an envelope".into(),
-        })
+        .send(inbox::queue::Outgoing::new(
+            "g",
+            "garbage",
+            "this is not an envelope".into(),
+        ))
         .await
         .expect("send");
     let b = bridge(&aws).await;

@@ -9,9 +9,8 @@
 
 use devstack::testkit::LocalAws;
 use inbox::ledger::memory::MemoryLedger;
-use inbox::ledger::{
-    accepted_response, Claim, ClaimOutcome, LedgerStore, Record, Status, Take, TakeOutcome,
-};
+use inbox::ledger::{Claim, ClaimOutcome, LedgerStore, Record, Status, Take, TakeOutcome};
+use inbox::receiver::accepted_response;
 
 /// A fixed "now": 2023-11-14T22:13:20Z, in epoch milliseconds.
 const T: i64 = 1_700_000_000_000;
@@ -61,6 +60,8 @@ fn take_at(owner: &str, now_ms: i64, lease_ms: i64) -> Take {
         now_ms,
         lease_until_ms: now_ms + lease_ms,
         expires_at: now_ms.div_euclid(1000) + 2 * HOUR_S,
+        response_status: 200,
+        response_body: accepted_response(K).1,
     }
 }
 
@@ -205,8 +206,8 @@ fn claimed_record(c: &Claim) -> Record {
         lease_until: Some(c.lease_until_ms),
         lease_owner: Some(c.owner.clone()),
         payload_sha256: c.payload_sha256.clone(),
-        response_status: c.response_status,
-        response_body: c.response_body.clone(),
+        response_status: Some(c.response_status),
+        response_body: Some(c.response_body.clone()),
         attempts: 0,
         last_error: None,
         received_at: c.now_ms,
@@ -241,8 +242,8 @@ mod scenarios {
             lease_until: Some(T + LEASE_MS),
             lease_owner: Some("rx".to_owned()),
             payload_sha256: "sha-rx".to_owned(),
-            response_status: 200,
-            response_body: accepted_response(K).1,
+            response_status: Some(200),
+            response_body: Some(accepted_response(K).1),
             attempts: 0,
             last_error: None,
             received_at: T,
@@ -329,8 +330,8 @@ mod scenarios {
         match r.claim(&claim_at("rx2", T + 7000)).await {
             ClaimOutcome::Exists(old) => {
                 assert_eq!(*old, completed);
-                assert_eq!(old.response_status, 200);
-                assert_eq!(old.response_body, accepted_response(K).1);
+                assert_eq!(old.response_status, Some(200));
+                assert_eq!(old.response_body, Some(accepted_response(K).1));
             }
             other => panic!("COMPLETED: expected Exists, got {other:?}"),
         }
@@ -439,8 +440,8 @@ mod scenarios {
                 lease_until: Some(T + 60_000),
                 lease_owner: Some("c1".to_owned()),
                 payload_sha256: "sha-c1".to_owned(),
-                response_status,
-                response_body,
+                response_status: Some(response_status),
+                response_body: Some(response_body),
                 attempts: 1,
                 last_error: None,
                 received_at: T,
@@ -726,8 +727,8 @@ mod scenarios {
             lease_until: None,
             lease_owner: None,
             payload_sha256: c.payload_sha256.clone(),
-            response_status: 200,
-            response_body: c.response_body.clone(),
+            response_status: Some(200),
+            response_body: Some(c.response_body.clone()),
             attempts: 2,
             last_error: Some("forward answered 503 Service Unavailable: \"quoted\"".to_owned()),
             received_at: T,

@@ -22,8 +22,9 @@ use devstack::testkit::{
     self, github_headers, LocalAws, SystemOfRecord, TestConsumer, TestReceiver, TEST_SECRET,
     TEST_WHSEC,
 };
-use inbox::ledger::{accepted_response, Claim, LedgerStore as _};
+use inbox::ledger::{Claim, LedgerStore as _};
 use inbox::metrics::{tally, Metric};
+use inbox::receiver::accepted_response;
 use lambda_runtime::layers::trace::request_span;
 use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
 use lambda_runtime::LambdaEvent;

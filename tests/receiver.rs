@@ -68,7 +68,7 @@ async fn first_delivery_is_claimed_enqueued_and_marked_queued() {
     assert_eq!(item.status, Status::Queued);
     assert_eq!(item.lease_owner, None);
     assert_eq!(item.lease_until, None);
-    assert_eq!(item.response_status, 200);
+    assert_eq!(item.response_status, Some(200));
     let now_s = testkit::now_ms() / 1000;
     // expires_at is epoch seconds, a week ahead (not milliseconds).
     assert!(

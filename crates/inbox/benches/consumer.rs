@@ -1,5 +1,5 @@
 //! The consumer's CPU work before any I/O: planning a 10-message batch into FIFO groups
-//! (`inbox::consumer::plan`), and reading the envelopes back.
+//! (`inbox::fifo::plan`), and reading the envelopes back.
 //!
 //! `cargo bench -p inbox --bench consumer`.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use aws_lambda_events::sqs::SqsMessage;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use inbox::consumer::plan;
+use inbox::fifo::plan;
 use inbox::queue::Envelope;
 
 /// Ten messages; message `i` is in group `group_of(i)` (none: a standard queue).

@@ -17,13 +17,12 @@ use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox::clock::{Clock, SystemClock};
 use inbox::config::{GroupSpec, KeySpec, SecretRef, SecretResolver, SourceSpecs, Sources};
-use inbox::key;
-use inbox::ledger::accepted_response;
 use inbox::ledger::memory::MemoryLedger;
 use inbox::metrics::{Metric, Metrics};
-use inbox::queue::{sqs_id, Envelope, Outgoing, Queue, QueueError};
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::queue::{Envelope, Outgoing, Queue, QueueError};
+use inbox::receiver::{accepted_response, Receiver, ReceiverSettings};
 use inbox::signature::{Encoding, HmacSpec, Scheme, Verifier};
+use inbox::{fifo, key};
 use lambda_http::{Body, Request, RequestExt};
 use lambda_runtime::LambdaEvent;
 use sha2::Sha256;
@@ -201,7 +200,7 @@ fn key_derivation(c: &mut Criterion) {
                     let needs_json = spec.needs_json() || matches!(group_spec, GroupSpec::Json(_));
                     let json = needs_json.then(|| key::parse_json(body).expect("JSON"));
                     let k = key::derive("src", &spec, &headers, json.as_ref(), &sha).expect("key");
-                    let g = key::group(&k, &group_spec, "src", json.as_ref());
+                    let g = fifo::group(&k, &group_spec, "src", json.as_ref());
                     (k, g)
                 })
             });
@@ -234,17 +233,19 @@ fn envelope(c: &mut Criterion) {
             group.throughput(Throughput::Bytes(size as u64));
             // What the receiver does per first delivery: the envelope's JSON, the SQS ids.
             group.bench_function(label, |b| {
-                b.iter(|| Outgoing {
-                    group_id: sqs_id("acme:cus_42"),
-                    dedup_id: sqs_id("acme:msg_1"),
-                    body: Envelope::json_of(
+                b.iter(|| {
+                    Outgoing::new(
+                        "acme:cus_42",
                         "acme:msg_1",
-                        "acme",
-                        1_700_000_000_000,
-                        &sha,
-                        &headers,
-                        black_box(&body),
-                    ),
+                        Envelope::json_of(
+                            "acme:msg_1",
+                            "acme",
+                            1_700_000_000_000,
+                            &sha,
+                            &headers,
+                            black_box(&body),
+                        ),
+                    )
                 })
             });
             // The same through an owned `Envelope` first (one more copy of the body), as the
@@ -259,11 +260,7 @@ fn envelope(c: &mut Criterion) {
                         headers.clone(),
                         black_box(&body),
                     );
-                    Outgoing {
-                        group_id: sqs_id("acme:cus_42"),
-                        dedup_id: sqs_id("acme:msg_1"),
-                        body: env.to_json(),
-                    }
+                    Outgoing::new("acme:cus_42", "acme:msg_1", env.to_json())
                 })
             });
         }

@@ -1,11 +1,11 @@
 //! The consumer: for each message, take the key (re-checking its status), run the side
 //! effect, complete or fail it, and report what must come back as partial batch failures.
 //!
-//! FIFO: a group's messages run in order; once one fails, it and every later message of its
-//! group in the batch are reported failed without running; other groups go on. Groups run
-//! concurrently, bounded. A standard queue's messages each stand alone.
+//! The batch runs by FIFO group as [`crate::fifo`] states: groups concurrently (at most
+//! `MAX_CONCURRENT_GROUPS`), each group in order, the rest of a group held back after a
+//! failure. A standard queue's messages each stand alone.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
@@ -17,12 +17,11 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
-use crate::ledger::{LedgerStore, Take, TakeOutcome};
+use crate::ledger::{self, LedgerStore, Take, TakeOutcome};
 use crate::metrics::{Metric, Metrics};
 use crate::queue::Envelope;
-
-/// A lease for an invocation without a deadline (a bare test call).
-pub const FALLBACK_LEASE_MS: i64 = 60_000;
+use crate::receiver::accepted_response;
+use crate::{fifo, lease};
 
 /// One event handed to the side effect.
 #[derive(Clone, Debug)]
@@ -127,26 +126,6 @@ fn without_url(e: &reqwest::Error) -> String {
     kind.to_owned()
 }
 
-/// The batch in the order to run it: groups of message indexes, each group in arrival order.
-/// FIFO messages group by `MessageGroupId`; a message without one stands alone.
-pub fn plan(messages: &[SqsMessage]) -> Vec<Vec<usize>> {
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        match m.attributes.get("MessageGroupId") {
-            Some(group) => match by_id.get(group.as_str()) {
-                Some(&g) => groups[g].push(i),
-                None => {
-                    by_id.insert(group.as_str(), groups.len());
-                    groups.push(vec![i]);
-                }
-            },
-            None => groups.push(vec![i]),
-        }
-    }
-    groups
-}
-
 /// The consumer's tunables (`MAX_CONCURRENT_GROUPS`).
 #[derive(Clone, Copy, Debug)]
 pub struct ConsumerSettings {
@@ -200,9 +179,7 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
         &self,
         event: LambdaEvent<SqsEvent>,
     ) -> Result<SqsBatchResponse, Infallible> {
-        let deadline = i64::try_from(event.context.deadline)
-            .ok()
-            .filter(|d| *d > 0);
+        let deadline = lease::deadline_ms(&event.context);
         Ok(self
             .handle_batch(&event.payload.records, &event.context.request_id, deadline)
             .await)
@@ -215,17 +192,13 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
         request_id: &str,
         deadline_ms: Option<i64>,
     ) -> SqsBatchResponse {
-        let now = self.clock.now_ms();
         let inv = Invocation {
             request_id,
-            lease_until_ms: match deadline_ms {
-                Some(d) if d > now => d,
-                _ => now + FALLBACK_LEASE_MS,
-            },
+            lease_until_ms: lease::lease_until_ms(self.clock.now_ms(), deadline_ms),
         };
-        let groups = plan(messages);
+        let groups = fifo::plan(messages);
         let failed: Vec<Vec<usize>> = futures::stream::iter(groups)
-            .map(|group| self.run_group(messages, group, &inv))
+            .map(|group| fifo::run_in_order(group, |i| self.run_one(&messages[i], &inv)))
             .buffer_unordered(self.settings.max_concurrent_groups.max(1))
             .collect()
             .await;
@@ -241,27 +214,6 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             })
             .collect();
         response
-    }
-
-    /// One group in order; returns the indexes to report failed.
-    async fn run_group(
-        &self,
-        messages: &[SqsMessage],
-        group: Vec<usize>,
-        inv: &Invocation<'_>,
-    ) -> Vec<usize> {
-        for (pos, &i) in group.iter().enumerate() {
-            if !self.run_one(&messages[i], inv).await {
-                if group.len() > pos + 1 {
-                    info!(
-                        skipped = group.len() - pos - 1,
-                        "later messages of the group held back after a failure"
-                    );
-                }
-                return group[pos..].to_vec();
-            }
-        }
-        Vec::new()
     }
 
     /// One message; `true` when it may be deleted from the queue.
@@ -328,8 +280,7 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
 
         let owner = format!("{}:{message_id}", inv.request_id);
         let now = self.clock.now_ms();
-        let retention_secs =
-            i64::try_from(spec.retention_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
+        let (response_status, response_body) = accepted_response(key);
         let take = Take {
             key: key.to_owned(),
             source: source.to_owned(),
@@ -337,7 +288,9 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             owner: owner.clone(),
             now_ms: now,
             lease_until_ms: inv.lease_until_ms,
-            expires_at: now.div_euclid(1000) + retention_secs,
+            expires_at: ledger::expires_at(now, spec.retention_hours),
+            response_status,
+            response_body,
         };
         match self.ledger.take(&take).await {
             Err(e) => {
@@ -415,39 +368,5 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
                 false
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn msg(id: &str, group: Option<&str>) -> SqsMessage {
-        let mut m = SqsMessage::default();
-        m.message_id = Some(id.to_owned());
-        if let Some(g) = group {
-            m.attributes
-                .insert("MessageGroupId".to_owned(), g.to_owned());
-        }
-        m
-    }
-
-    #[test]
-    fn fifo_messages_group_in_arrival_order() {
-        let batch = [
-            msg("a1", Some("A")),
-            msg("b1", Some("B")),
-            msg("a2", Some("A")),
-            msg("b2", Some("B")),
-            msg("c1", Some("C")),
-        ];
-        assert_eq!(plan(&batch), vec![vec![0, 2], vec![1, 3], vec![4]]);
-    }
-
-    #[test]
-    fn standard_queue_messages_stand_alone() {
-        let batch = [msg("x", None), msg("y", None), msg("z", None)];
-        assert_eq!(plan(&batch), vec![vec![0], vec![1], vec![2]]);
-        assert!(plan(&[]).is_empty());
     }
 }

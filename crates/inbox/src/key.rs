@@ -3,11 +3,12 @@
 //! A key comes only from what the sender sent (a header, values in the body, or, where a
 //! source declares it, the body's hash), so anyone holding the same logical request derives
 //! the same key at any time. Never the time of receipt, a random number or a request id.
+//! The FIFO group, derived from the same parts, is [`crate::fifo`]'s.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::config::{GroupSpec, KeySpec, MAX_KEY_VALUE_BYTES};
+use crate::config::{KeySpec, MAX_KEY_VALUE_BYTES};
 
 /// Why no key could be derived.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -70,22 +71,6 @@ pub fn derive(
     Ok(format!("{source}:{value}"))
 }
 
-/// The FIFO group: the key itself, or values from the body. Where a group pointer is
-/// absent the key serves (an event with no customer has no order to keep with others).
-pub fn group(key: &str, spec: &GroupSpec, source: &str, json: Option<&Value>) -> String {
-    match (spec, json) {
-        (GroupSpec::Json(pointers), Some(json)) => {
-            let parts: Result<Vec<_>, _> =
-                pointers.iter().map(|p| pointer_value(json, p)).collect();
-            match parts {
-                Ok(parts) => format!("{source}:{}", join_parts(&parts)),
-                Err(_) => key.to_owned(),
-            }
-        }
-        _ => key.to_owned(),
-    }
-}
-
 fn check_value(text: &str, what: impl Fn() -> String) -> Result<(), KeyError> {
     if text.is_empty() {
         return Err(KeyError::Missing(what()));
@@ -99,7 +84,8 @@ fn check_value(text: &str, what: impl Fn() -> String) -> Result<(), KeyError> {
     Ok(())
 }
 
-fn pointer_value(json: &Value, pointer: &str) -> Result<String, KeyError> {
+/// The value at a pointer, as a key part: a non-empty string, a number or a boolean.
+pub(crate) fn pointer_value(json: &Value, pointer: &str) -> Result<String, KeyError> {
     let what = || format!("body {pointer}");
     match json.pointer(pointer) {
         None | Some(Value::Null) => Err(KeyError::Missing(what())),
@@ -115,7 +101,7 @@ fn pointer_value(json: &Value, pointer: &str) -> Result<String, KeyError> {
 }
 
 /// Joins composite values unambiguously: `|` separates, `\` escapes `\` and `|`.
-fn join_parts(parts: &[String]) -> String {
+pub(crate) fn join_parts(parts: &[String]) -> String {
     if let [only] = parts {
         return only.clone();
     }
@@ -267,18 +253,6 @@ mod tests {
         assert_eq!(
             hash,
             "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
-        );
-    }
-
-    #[test]
-    fn group_from_pointer_or_key() {
-        let body = json!({"customer_id": "cus_1"});
-        let spec = GroupSpec::Json(vec!["/customer_id".into()]);
-        assert_eq!(group("acme:k", &spec, "acme", Some(&body)), "acme:cus_1");
-        assert_eq!(group("acme:k", &spec, "acme", Some(&json!({}))), "acme:k");
-        assert_eq!(
-            group("acme:k", &GroupSpec::Key, "acme", Some(&body)),
-            "acme:k"
         );
     }
 }

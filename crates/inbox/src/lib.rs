@@ -6,6 +6,8 @@
 //! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail)
 //!   and its DynamoDB and in-memory adapters.
 //! - [`queue`]: the queue envelope and the SQS FIFO adapter.
+//! - [`fifo`]: the FIFO group rule: an event's group, a batch run by group, SQS-safe ids.
+//! - [`lease`]: how long a claim or a take holds a key.
 //! - [`receiver`] and [`consumer`]: the two handlers.
 
 pub mod app;
@@ -13,7 +15,9 @@ pub mod clock;
 pub mod config;
 pub mod consumer;
 pub mod env;
+pub mod fifo;
 pub mod key;
+pub mod lease;
 pub mod ledger;
 pub mod metrics;
 pub mod queue;

@@ -1,5 +1,6 @@
 //! The queue message: a JSON envelope around the raw body, sent to SQS FIFO with the key as
-//! `MessageDeduplicationId` (the operation, not the delivery) and the configured group.
+//! `MessageDeduplicationId` (the operation, not the delivery) and the configured group, both
+//! made SQS-safe by [`Outgoing::new`] (the rule is [`crate::fifo`]'s).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -8,12 +9,10 @@ use std::future::Future;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::key::sha256_hex;
+use crate::fifo;
 
 /// The envelope's version.
 pub const ENVELOPE_VERSION: u32 = 1;
-/// SQS's limit on `MessageDeduplicationId` and `MessageGroupId`.
-pub const SQS_ID_MAX: usize = 128;
 
 /// What travels on the queue.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -171,27 +170,41 @@ impl Wire<'_> {
     }
 }
 
-/// An id SQS accepts: the value itself where it is at most 128 characters of the allowed
-/// set (letters, digits, punctuation), else its SHA-256 hex. Same input, same id, always.
-pub fn sqs_id(value: &str) -> String {
-    let fits = !value.is_empty()
-        && value.len() <= SQS_ID_MAX
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b.is_ascii_punctuation());
-    if fits {
-        value.to_owned()
-    } else {
-        sha256_hex(value.as_bytes())
-    }
-}
-
-/// One message to send.
+/// One message to send. Built only by [`Outgoing::new`], so its ids are always ones SQS
+/// accepts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
-    pub group_id: String,
-    pub dedup_id: String,
-    pub body: String,
+    group_id: String,
+    dedup_id: String,
+    body: String,
+}
+
+impl Outgoing {
+    /// A message of FIFO group `group` deduplicated by `dedup` (an event's key): each id is
+    /// made SQS-safe by [`fifo::sqs_id`] (the value itself where SQS takes it, else its
+    /// SHA-256), so the same values always give the same ids.
+    pub fn new(group: &str, dedup: &str, body: String) -> Self {
+        Self {
+            group_id: fifo::sqs_id(group),
+            dedup_id: fifo::sqs_id(dedup),
+            body,
+        }
+    }
+
+    /// The `MessageGroupId` (FIFO queues only).
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    /// The `MessageDeduplicationId` (FIFO queues only).
+    pub fn dedup_id(&self) -> &str {
+        &self.dedup_id
+    }
+
+    /// The message body: the envelope's JSON.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
 }
 
 /// A failed send.
@@ -252,14 +265,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sqs_id_keeps_short_keys_and_hashes_the_rest() {
-        assert_eq!(sqs_id("stripe:evt_1"), "stripe:evt_1");
+    fn outgoing_ids_are_made_sqs_safe() {
+        let msg = Outgoing::new("acme:cus_1", "acme:msg_1", "{}".to_owned());
+        assert_eq!(msg.group_id(), "acme:cus_1");
+        assert_eq!(msg.dedup_id(), "acme:msg_1");
+        assert_eq!(msg.body(), "{}");
         let long = format!("s:{}", "x".repeat(200));
-        assert_eq!(sqs_id(&long), sha256_hex(long.as_bytes()));
-        assert_eq!(sqs_id(&long).len(), 64);
-        assert_eq!(sqs_id("s:caf\u{e9}"), sha256_hex("s:caf\u{e9}".as_bytes()));
-        assert_eq!(sqs_id("s:a b"), sha256_hex(b"s:a b"));
-        assert_eq!(sqs_id(&"k".repeat(128)), "k".repeat(128));
+        let msg = Outgoing::new(&long, "s:a b", String::new());
+        assert_eq!(msg.group_id(), crate::key::sha256_hex(long.as_bytes()));
+        assert_eq!(msg.dedup_id(), crate::key::sha256_hex(b"s:a b"));
     }
 
     #[test]

@@ -19,13 +19,12 @@ use tracing::{info, warn};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, OnPayloadMismatch, Source, Sources};
 use crate::key::{self, KeyError};
-use crate::ledger::{accepted_response, Claim, ClaimOutcome, LedgerStore, Record, Status};
+use crate::ledger::{self, Claim, ClaimOutcome, LedgerStore, Record, Status};
 use crate::metrics::{Metric, Metrics};
-use crate::queue::{sqs_id, Envelope, Outgoing, Queue};
+use crate::queue::{Envelope, Outgoing, Queue};
 use crate::signature::SignatureError;
+use crate::{fifo, lease};
 
-/// A lease for an invocation that carries no deadline (a bare test call).
-pub const FALLBACK_LEASE_MS: i64 = 30_000;
 /// The metrics' source dimension for requests to a source that is not configured.
 pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
 /// The header on a replayed response.
@@ -105,6 +104,15 @@ impl Rejection {
     }
 }
 
+/// The answer to an accepted event: 200 and `{"key":<key>,"status":"accepted"}`. The claim
+/// stores it in the ledger and every duplicate of the key is answered with it again.
+pub fn accepted_response(key: &str) -> (u16, String) {
+    // The text `json!({"status": "accepted", "key": key})` gives (keys sorted), without
+    // building a map per request.
+    let key = serde_json::to_string(key).unwrap_or_default();
+    (200, format!(r#"{{"key":{key},"status":"accepted"}}"#))
+}
+
 fn json_response(status: StatusCode, body: String) -> Response<Body> {
     let mut resp = Response::new(Body::Text(body));
     *resp.status_mut() = status;
@@ -144,7 +152,7 @@ fn invocation(req: &Request) -> Invocation {
     match req.lambda_context_ref() {
         Some(ctx) if !ctx.request_id.is_empty() => Invocation {
             request_id: ctx.request_id.clone(),
-            deadline_ms: i64::try_from(ctx.deadline).ok().filter(|d| *d > 0),
+            deadline_ms: lease::deadline_ms(ctx),
         },
         // No Lambda context: a unique owner for this process's call, never a key.
         _ => Invocation {
@@ -311,31 +319,22 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             &body_sha256,
         )?;
         tracing::Span::current().record("key", key.as_str());
-        let group = || {
-            let parsed_for_group;
-            let json = match (&json, &spec.group) {
-                (None, crate::config::GroupSpec::Json(_)) => {
-                    parsed_for_group = key::parse_json(body).ok();
-                    parsed_for_group.as_ref()
-                }
-                _ => json.as_ref(),
-            };
-            key::group(&key, &spec.group, source_name, json)
-        };
         let now = self.clock.now_ms();
-        // Built only once the message is to be sent: a duplicate never pays for the copy of
-        // the body into the envelope.
-        let outgoing = || Outgoing {
-            group_id: sqs_id(&group()),
-            dedup_id: sqs_id(&key),
-            body: Envelope::json_of(
+        // Built only once the message is to be sent: a duplicate never pays for the group's
+        // parse or the copy of the body into the envelope.
+        let outgoing = || {
+            Outgoing::new(
+                &fifo::group_of_body(&key, &spec.group, source_name, json.as_ref(), body),
                 &key,
-                source_name,
-                now,
-                &body_sha256,
-                &envelope_headers(source, req.headers()),
-                body,
-            ),
+                Envelope::json_of(
+                    &key,
+                    source_name,
+                    now,
+                    &body_sha256,
+                    &envelope_headers(source, req.headers()),
+                    body,
+                ),
+            )
         };
         let (status, accepted) = accepted_response(&key);
 
@@ -402,20 +401,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         let mut pause = Duration::from_millis(20);
         loop {
             let now = self.clock.now_ms();
-            let lease_until_ms = match inv.deadline_ms {
-                Some(deadline) if deadline > now => deadline,
-                _ => now + FALLBACK_LEASE_MS,
-            };
-            let retention_secs = i64::try_from(source.spec.retention_hours.saturating_mul(3600))
-                .unwrap_or(i64::MAX / 2);
             let claim = Claim {
                 key: key.to_owned(),
                 source: source.spec.name.clone(),
                 payload_sha256: body_sha256.to_owned(),
                 owner: inv.request_id.clone(),
                 now_ms: now,
-                lease_until_ms,
-                expires_at: now.div_euclid(1000) + retention_secs,
+                lease_until_ms: lease::lease_until_ms(now, inv.deadline_ms),
+                expires_at: ledger::expires_at(now, source.spec.retention_hours),
                 response_status,
                 response_body: response_body.to_owned(),
             };
@@ -469,12 +462,27 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         }
         self.metrics.count(name, Metric::Replayed);
         info!(source = name, key = %key, status = existing.status.as_str(), outcome = "replayed");
-        let status = StatusCode::from_u16(existing.response_status).unwrap_or(StatusCode::OK);
-        let mut resp = json_response(status, existing.response_body.clone());
+        let mut resp = stored_response(key, existing);
         resp.headers_mut()
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
         Ok(resp)
     }
+}
+
+/// The answer stored with the key, replayed; where the item holds none (written without it),
+/// the answer the first delivery got, built again.
+fn stored_response(key: &str, existing: &Record) -> Response<Body> {
+    let (status, body) = match (existing.response_status, &existing.response_body) {
+        (Some(status), Some(body)) => (status, body.clone()),
+        (status, body) => {
+            let (accepted_status, accepted_body) = accepted_response(key);
+            (
+                status.unwrap_or(accepted_status),
+                body.clone().unwrap_or(accepted_body),
+            )
+        }
+    };
+    json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body)
 }
 
 /// The headers the envelope carries: the source's signature, id and content-type headers.
@@ -508,4 +516,20 @@ pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
         _ => None,
     };
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn accepted_response_is_what_json_would_write() {
+        for key in [
+            "github:d-1",
+            "s:caf\u{e9}",
+            "s:\"quoted\" \\ back",
+            "orders:a|b",
+        ] {
+            let expected = serde_json::json!({"status": "accepted", "key": key}).to_string();
+            assert_eq!(super::accepted_response(key), (200, expected));
+        }
+    }
 }

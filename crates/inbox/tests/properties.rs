@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox::config::{KeySpec, MAX_KEY_VALUE_BYTES};
+use inbox::fifo::{sqs_id, SQS_ID_MAX};
 use inbox::key::{self, KeyError};
-use inbox::queue::{sqs_id, Envelope, SQS_ID_MAX};
+use inbox::queue::Envelope;
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -9,9 +9,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    accepted_response, refused_take, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
-    Take, TakeOutcome, CLAIM_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION,
-    TAKE_CONDITION,
+    refused_take, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    CLAIM_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -183,7 +182,6 @@ impl LedgerStore for DynamoLedger {
     }
 
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
-        let (response_status, response_body) = accepted_response(&t.key);
         let result = self
             .client
             .update_item()
@@ -214,8 +212,8 @@ impl LedgerStore for DynamoLedger {
             .expression_attribute_values(":sha", s(&t.payload_sha256))
             .expression_attribute_values(":now_ms", n(t.now_ms))
             .expression_attribute_values(":now_s", n(t.now_ms.div_euclid(1000)))
-            .expression_attribute_values(":rs", n(response_status))
-            .expression_attribute_values(":rb", s(response_body))
+            .expression_attribute_values(":rs", n(t.response_status))
+            .expression_attribute_values(":rb", s(&t.response_body))
             .return_values(ReturnValue::UpdatedNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -319,7 +317,6 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
     let status_text = required("status", text("status")?)?;
     let status = Status::parse(&status_text)
         .ok_or_else(|| StoreError::Corrupt(format!("unknown status `{status_text}`")))?;
-    let (default_status, default_body) = accepted_response(&key);
     Ok(Record {
         source: text("source")?.unwrap_or_default(),
         status,
@@ -328,10 +325,8 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
         lease_until: num("lease_until")?,
         lease_owner: text("lease_owner")?,
         payload_sha256: text("payload_sha256")?.unwrap_or_default(),
-        response_status: num("response_status")?
-            .and_then(|v| u16::try_from(v).ok())
-            .unwrap_or(default_status),
-        response_body: text("response_body")?.unwrap_or(default_body),
+        response_status: num("response_status")?.and_then(|v| u16::try_from(v).ok()),
+        response_body: text("response_body")?,
         attempts: num("attempts")?
             .and_then(|v| u32::try_from(v).ok())
             .unwrap_or(0),

@@ -6,9 +6,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    accepted_response, claim_allowed, finish_allowed, mark_queued_allowed, refused_take,
-    release_allowed, take_allowed, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
-    Take, TakeOutcome,
+    claim_allowed, finish_allowed, mark_queued_allowed, refused_take, release_allowed,
+    take_allowed, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -62,8 +61,8 @@ impl LedgerStore for MemoryLedger {
                     lease_until: Some(c.lease_until_ms),
                     lease_owner: Some(c.owner.clone()),
                     payload_sha256: c.payload_sha256.clone(),
-                    response_status: c.response_status,
-                    response_body: c.response_body.clone(),
+                    response_status: Some(c.response_status),
+                    response_body: Some(c.response_body.clone()),
                     attempts: 0,
                     last_error: None,
                     received_at: c.now_ms,
@@ -102,7 +101,6 @@ impl LedgerStore for MemoryLedger {
             if !take_allowed(existing, t.now_ms) {
                 return refused_take(existing.cloned(), t.now_ms);
             }
-            let (status, body) = accepted_response(&t.key);
             let r = items.entry(t.key.clone()).or_insert_with(|| Record {
                 key: t.key.clone(),
                 source: t.source.clone(),
@@ -111,8 +109,8 @@ impl LedgerStore for MemoryLedger {
                 lease_until: None,
                 lease_owner: None,
                 payload_sha256: t.payload_sha256.clone(),
-                response_status: status,
-                response_body: body,
+                response_status: Some(t.response_status),
+                response_body: Some(t.response_body.clone()),
                 attempts: 0,
                 last_error: None,
                 received_at: t.now_ms,

@@ -65,8 +65,10 @@ pub struct Record {
     pub lease_until: Option<i64>,
     pub lease_owner: Option<String>,
     pub payload_sha256: String,
-    pub response_status: u16,
-    pub response_body: String,
+    /// The receiver's answer to the first delivery, replayed to duplicates: what the claim
+    /// (or a take that found no item) stored. `None` only on an item written without it.
+    pub response_status: Option<u16>,
+    pub response_body: Option<String>,
     pub attempts: u32,
     pub last_error: Option<String>,
     /// Epoch milliseconds.
@@ -90,12 +92,12 @@ impl Record {
     }
 }
 
-/// The first response to a key, stored with the claim and replayed to duplicates.
-pub fn accepted_response(key: &str) -> (u16, String) {
-    // The text `json!({"status": "accepted", "key": key})` gives (keys sorted), without
-    // building a map per request.
-    let key = serde_json::to_string(key).unwrap_or_default();
-    (200, format!(r#"{{"key":{key},"status":"accepted"}}"#))
+/// The `expires_at` (epoch seconds) of an item written at `now_ms` for a source that
+/// remembers its keys `retention_hours`.
+pub fn expires_at(now_ms: i64, retention_hours: u64) -> i64 {
+    let retention_secs =
+        i64::try_from(retention_hours.saturating_mul(3600)).unwrap_or(i64::MAX / 2);
+    now_ms.div_euclid(1000) + retention_secs
 }
 
 /// A ledger call that did not get an answer (a DynamoDB error, not a failed condition).
@@ -117,6 +119,7 @@ pub struct Claim {
     pub now_ms: i64,
     pub lease_until_ms: i64,
     pub expires_at: i64,
+    /// The receiver's answer, stored to be replayed to duplicates (the ledger does not read it).
     pub response_status: u16,
     pub response_body: String,
 }
@@ -140,6 +143,11 @@ pub struct Take {
     pub now_ms: i64,
     pub lease_until_ms: i64,
     pub expires_at: i64,
+    /// The receiver's answer, stored only where the take creates the item (the claim's is
+    /// gone: expired or never written), so that a duplicate arriving later is answered as
+    /// the first delivery was.
+    pub response_status: u16,
+    pub response_body: String,
 }
 
 /// What a take found.
@@ -306,15 +314,12 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn accepted_response_is_what_json_would_write() {
-        for key in [
-            "github:d-1",
-            "s:caf\u{e9}",
-            "s:\"quoted\" \\ back",
-            "orders:a|b",
-        ] {
-            let expected = serde_json::json!({"status": "accepted", "key": key}).to_string();
-            assert_eq!(super::accepted_response(key), (200, expected));
-        }
+    fn expires_at_is_epoch_seconds_retention_ahead() {
+        assert_eq!(
+            super::expires_at(1_700_000_000_999, 1),
+            1_700_000_000 + 3600
+        );
+        assert_eq!(super::expires_at(-1, 0), -1);
+        assert!(super::expires_at(0, u64::MAX) > 0);
     }
 }
