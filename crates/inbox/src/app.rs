@@ -10,9 +10,9 @@ use aws_smithy_http_client::{tls, ConnectorBuilder};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
 use crate::clock::SystemClock;
+use crate::config::env::{queue_retention_seconds, required, ConsumerEnv, ReceiverEnv};
 use crate::config::{AwsSecretResolver, ConfigError, SourceSpecs};
 use crate::consumer::{Consumer, ConsumerSettings, HttpForwarder};
-use crate::env::{queue_retention_seconds, required, ConsumerEnv, ReceiverEnv};
 use crate::ledger::dynamo::DynamoLedger;
 use crate::metrics::Metrics;
 use crate::queue::SqsQueue;

@@ -1,6 +1,6 @@
 //! The webhook inbox library: everything the two Lambda functions do, minus the wiring.
 //!
-//! - [`config`]: `WEBHOOK_SOURCES`, parsed and checked once at start-up.
+//! - [`config`]: `WEBHOOK_SOURCES` and the environment, parsed and checked once at start-up.
 //! - [`key`]: the idempotency key, derived from the sender's own identifier.
 //! - [`signature`]: the senders' signature schemes.
 //! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail)
@@ -9,12 +9,14 @@
 //! - [`fifo`]: the FIFO group rule: an event's group, a batch run by group, SQS-safe ids.
 //! - [`lease`]: how long a claim or a take holds a key.
 //! - [`receiver`] and [`consumer`]: the two handlers.
+//! - [`metrics`]: the counters both handlers emit.
+//! - [`clock`]: time, injected so that tests can move it.
+//! - [`app`]: the cold-start wiring the two binaries share.
 
 pub mod app;
 pub mod clock;
 pub mod config;
 pub mod consumer;
-pub mod env;
 pub mod fifo;
 pub mod key;
 pub mod lease;

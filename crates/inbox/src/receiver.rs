@@ -133,8 +133,11 @@ pub struct ReceiverSettings {
 impl Default for ReceiverSettings {
     fn default() -> Self {
         Self {
-            in_progress_wait: Duration::from_millis(crate::env::DEFAULT_IN_PROGRESS_WAIT_MS),
-            max_body_bytes: usize::try_from(crate::env::DEFAULT_MAX_BODY_BYTES).unwrap_or(262_144),
+            in_progress_wait: Duration::from_millis(
+                crate::config::env::DEFAULT_IN_PROGRESS_WAIT_MS,
+            ),
+            max_body_bytes: usize::try_from(crate::config::env::DEFAULT_MAX_BODY_BYTES)
+                .unwrap_or(262_144),
         }
     }
 }

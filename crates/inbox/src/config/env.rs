@@ -1,6 +1,6 @@
-//! The functions' environment, read once at cold start. Defaults are documented in the README.
+//! The functions' environment variables, read once at cold start, with their defaults.
 
-use crate::config::ConfigError;
+use super::ConfigError;
 
 pub const DEFAULT_IN_PROGRESS_WAIT_MS: u64 = 1000;
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 262_144;

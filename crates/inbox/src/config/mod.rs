@@ -1,0 +1,168 @@
+//! The configuration, checked once at start-up: `WEBHOOK_SOURCES` (one JSON object, one entry
+//! per source) and the functions' environment variables.
+//!
+//! Parsing happens in two steps so that the consumer, which verifies nothing, never has to
+//! read a secret: [`SourceSpecs::parse`] checks every field, [`SourceSpecs::resolve`] reads
+//! the secrets (`env:` or `secretsmanager:`) and builds the signature verifiers.
+//!
+//! - [`spec`]: what a source declares ([`SourceSpec`], [`KeySpec`], [`GroupSpec`], ...).
+//! - `source`: reading and checking one entry, field by field.
+//! - [`secrets`]: secret references and their resolver.
+//! - [`env`]: the functions' environment variables and their defaults.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::signature::Verifier;
+
+pub mod env;
+pub mod secrets;
+mod source;
+pub mod spec;
+#[cfg(test)]
+mod tests;
+
+pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
+pub use spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
+
+/// Default `tolerance_seconds` of timestamped schemes.
+pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
+/// Default `retention_hours`: a week.
+pub const DEFAULT_RETENTION_HOURS: u64 = 168;
+/// The longest key value accepted (bytes), before the source prefix.
+pub const MAX_KEY_VALUE_BYTES: usize = 1024;
+
+/// A configuration problem, reported at start-up and naming the source and the field.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("environment variable {0} is required but not set")]
+    MissingVar(&'static str),
+    #[error("environment variable {name}: {message}")]
+    BadVar { name: &'static str, message: String },
+    #[error("WEBHOOK_SOURCES is not a JSON object: {0}")]
+    NotAnObject(String),
+    #[error("WEBHOOK_SOURCES declares no source")]
+    NoSources,
+    #[error("source `{source_name}`, field `{field}`: {message}")]
+    Field {
+        source_name: String,
+        field: &'static str,
+        message: String,
+    },
+}
+
+fn field_error(source: &str, field: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Field {
+        source_name: source.to_owned(),
+        field,
+        message: message.into(),
+    }
+}
+
+/// Every source, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceSpecs(BTreeMap<String, SourceSpec>);
+
+impl SourceSpecs {
+    /// Parses and checks `WEBHOOK_SOURCES`.
+    pub fn parse(json: &str) -> Result<SourceSpecs, ConfigError> {
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| ConfigError::NotAnObject(e.to_string()))?;
+        let Value::Object(map) = value else {
+            return Err(ConfigError::NotAnObject("expected an object".into()));
+        };
+        if map.is_empty() {
+            return Err(ConfigError::NoSources);
+        }
+        let mut specs = BTreeMap::new();
+        for (name, value) in map {
+            let spec = source::parse_source(&name, value)?;
+            specs.insert(name, spec);
+        }
+        Ok(SourceSpecs(specs))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&SourceSpec> {
+        self.0.get(name)
+    }
+
+    /// Every source must remember its keys longer than the queue keeps a message, or a
+    /// message still on the queue could outlive its ledger item and run twice.
+    /// `queue_retention_seconds` is `QUEUE_RETENTION_SECONDS`, set by the template from the
+    /// queue's own `MessageRetentionPeriod`.
+    pub fn check_retention(&self, queue_retention_seconds: u64) -> Result<(), ConfigError> {
+        for spec in self.0.values() {
+            let remembered = spec.retention_hours.saturating_mul(3600);
+            if spec.delivery == Delivery::EffectivelyOnce && remembered <= queue_retention_seconds {
+                return Err(field_error(
+                    &spec.name,
+                    "retention_hours",
+                    format!(
+                        "{} hours does not outlast the queue's message retention ({queue_retention_seconds} s)",
+                        spec.retention_hours
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &SourceSpec> {
+        self.0.values()
+    }
+
+    /// Reads every secret once and builds the verifiers (the receiver's cold start).
+    pub async fn resolve<R: SecretResolver>(self, resolver: &R) -> Result<Sources, ConfigError> {
+        let mut sources = BTreeMap::new();
+        for (name, spec) in self.0 {
+            let source = Source::resolve(spec, resolver).await?;
+            sources.insert(name, source);
+        }
+        Ok(Sources(sources))
+    }
+}
+
+/// A source ready to verify requests.
+#[derive(Debug)]
+pub struct Source {
+    pub spec: SourceSpec,
+    pub verifier: Verifier,
+    /// [`SourceSpec::envelope_headers`], worked out once at start-up, not per request.
+    pub envelope_headers: Vec<String>,
+}
+
+impl Source {
+    /// Reads the source's secrets and builds its verifier.
+    async fn resolve<R: SecretResolver>(
+        spec: SourceSpec,
+        resolver: &R,
+    ) -> Result<Self, ConfigError> {
+        let mut secrets = Vec::with_capacity(spec.secrets.len());
+        for reference in &spec.secrets {
+            let secret = resolver
+                .resolve(reference)
+                .await
+                .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
+            secrets.push(secret);
+        }
+        let verifier = Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
+            .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
+        let envelope_headers = spec.envelope_headers();
+        Ok(Source {
+            spec,
+            verifier,
+            envelope_headers,
+        })
+    }
+}
+
+/// Every source, with its secrets read.
+#[derive(Debug)]
+pub struct Sources(BTreeMap<String, Source>);
+
+impl Sources {
+    pub fn get(&self, name: &str) -> Option<&Source> {
+        self.0.get(name)
+    }
+}

@@ -1,0 +1,142 @@
+//! Secrets by reference: the configuration names a secret (`env:NAME` or
+//! `secretsmanager:NAME_OR_ARN`), never holds it; a [`SecretResolver`] reads it once, at the
+//! receiver's cold start.
+
+use std::future::Future;
+
+/// A reference to a secret, as written in the configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SecretRef {
+    Env(String),
+    SecretsManager(String),
+}
+
+impl SecretRef {
+    /// `env:NAME` or `secretsmanager:NAME_OR_ARN`; anything else is not a reference.
+    pub(super) fn parse(text: &str) -> Option<SecretRef> {
+        if let Some(name) = text.strip_prefix("env:") {
+            (!name.is_empty()).then(|| SecretRef::Env(name.to_owned()))
+        } else if let Some(id) = text.strip_prefix("secretsmanager:") {
+            (!id.is_empty()).then(|| SecretRef::SecretsManager(id.to_owned()))
+        } else {
+            None
+        }
+    }
+}
+
+impl std::fmt::Display for SecretRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretRef::Env(name) => write!(f, "env:{name}"),
+            SecretRef::SecretsManager(id) => write!(f, "secretsmanager:{id}"),
+        }
+    }
+}
+
+/// Reads a secret by reference.
+pub trait SecretResolver: Sync {
+    /// The secret's value, or a message saying why it could not be read (never the value).
+    fn resolve(&self, reference: &SecretRef)
+        -> impl Future<Output = Result<String, String>> + Send;
+}
+
+/// `env:` from the process environment, `secretsmanager:` from AWS Secrets Manager.
+pub struct AwsSecretResolver {
+    secrets_manager: Option<aws_sdk_secretsmanager::Client>,
+}
+
+impl AwsSecretResolver {
+    /// Environment only: a `secretsmanager:` reference fails.
+    pub fn env_only() -> Self {
+        Self {
+            secrets_manager: None,
+        }
+    }
+
+    pub fn new(sdk: &aws_config::SdkConfig) -> Self {
+        Self {
+            secrets_manager: Some(aws_sdk_secretsmanager::Client::new(sdk)),
+        }
+    }
+
+    async fn read_secrets_manager(
+        &self,
+        reference: &SecretRef,
+        id: &str,
+    ) -> Result<String, String> {
+        let client = self
+            .secrets_manager
+            .as_ref()
+            .ok_or_else(|| format!("`{reference}`: Secrets Manager is not available"))?;
+        let out = client
+            .get_secret_value()
+            .secret_id(id)
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "`{reference}`: {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+                )
+            })?;
+        out.secret_string()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("`{reference}`: the secret has no string value"))
+    }
+}
+
+impl SecretResolver for AwsSecretResolver {
+    async fn resolve(&self, reference: &SecretRef) -> Result<String, String> {
+        match reference {
+            SecretRef::Env(name) => std::env::var(name)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| format!("`{reference}`: environment variable {name} is not set")),
+            SecretRef::SecretsManager(id) => self.read_secrets_manager(reference, id).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SourceSpecs;
+    use super::*;
+
+    #[test]
+    fn references_parse_and_print_back() {
+        for text in [
+            "env:X",
+            "secretsmanager:arn:aws:secretsmanager:eu-west-1:1:secret:s",
+        ] {
+            assert_eq!(SecretRef::parse(text).unwrap().to_string(), text);
+        }
+        for text in ["env:", "secretsmanager:", "hunter2", ""] {
+            assert_eq!(SecretRef::parse(text), None, "{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn resolve_reads_env_secrets_and_names_missing_ones() {
+        std::env::set_var("INBOX_TEST_SECRET_PRESENT", "It's a Secret to Everybody");
+        let specs = SourceSpecs::parse(
+            r#"{"gh": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET_PRESENT"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
+        )
+        .unwrap();
+        let sources = specs.resolve(&AwsSecretResolver::env_only()).await.unwrap();
+        assert!(sources.get("gh").is_some());
+
+        let specs = SourceSpecs::parse(
+            r#"{"gh": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET_ABSENT"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
+        )
+        .unwrap();
+        let e = specs
+            .resolve(&AwsSecretResolver::env_only())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`gh`") && e.contains("INBOX_TEST_SECRET_ABSENT"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! One entry of `WEBHOOK_SOURCES`, read and checked field by field into a [`SourceSpec`].
+//! Every error names the source and the field; the checks run in the order the fields are
+//! documented (signature, key, group, delivery, retention, payload mismatch).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::signature::{Encoding, HmacSpec, Scheme};
+
+use super::secrets::SecretRef;
+use super::spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
+use super::{field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    signature: RawSignature,
+    key: RawSelector,
+    #[serde(default)]
+    group: Option<RawSelector>,
+    #[serde(default)]
+    delivery: Option<String>,
+    #[serde(default)]
+    retention_hours: Option<u64>,
+    #[serde(default)]
+    on_payload_mismatch: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSignature {
+    scheme: String,
+    #[serde(default)]
+    secrets: Vec<String>,
+    #[serde(default)]
+    tolerance_seconds: Option<u64>,
+    #[serde(default)]
+    header: Option<String>,
+    #[serde(default)]
+    encoding: Option<String>,
+    #[serde(default)]
+    prefix: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSelector {
+    from: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    pointers: Option<Vec<String>>,
+}
+
+/// The source called `name`, from its entry.
+pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, ConfigError> {
+    check_name(name)?;
+    let raw: RawSource =
+        serde_json::from_value(value).map_err(|e| field_error(name, "(entry)", e.to_string()))?;
+    let scheme = parse_scheme(name, &raw.signature)?;
+    let secrets = parse_secrets(name, &scheme, &raw.signature.secrets)?;
+    Ok(SourceSpec {
+        name: name.to_owned(),
+        tolerance_seconds: parse_tolerance(name, raw.signature.tolerance_seconds)?,
+        scheme,
+        secrets,
+        key: parse_key(name, raw.key)?,
+        group: parse_group(name, raw.group)?,
+        delivery: parse_delivery(name, raw.delivery.as_deref())?,
+        retention_hours: parse_retention(name, raw.retention_hours)?,
+        on_payload_mismatch: parse_on_payload_mismatch(name, raw.on_payload_mismatch.as_deref())?,
+    })
+}
+
+/// A value that is none of the field's choices.
+fn unknown(source: &str, field: &'static str, value: &str, choices: &str) -> ConfigError {
+    field_error(source, field, format!("unknown `{value}` ({choices})"))
+}
+
+fn check_name(name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(field_error(
+            name,
+            "name",
+            "a source name is 1 to 64 characters of letters, digits, '-' and '_' (it is the URL's last segment and the key's prefix)",
+        ))
+    }
+}
+
+/// `signature.scheme`, and the fields only `hmac-sha256` takes.
+fn parse_scheme(name: &str, sig: &RawSignature) -> Result<Scheme, ConfigError> {
+    let scheme = match sig.scheme.as_str() {
+        "standard-webhooks" => Scheme::StandardWebhooks,
+        "stripe" => Scheme::Stripe,
+        "github" => Scheme::Github,
+        "shopify" => Scheme::Shopify,
+        "none" => Scheme::None,
+        "hmac-sha256" => Scheme::HmacSha256(parse_hmac(name, sig)?),
+        other => {
+            return Err(field_error(
+                name,
+                "signature.scheme",
+                format!("unknown scheme `{other}` (standard-webhooks, stripe, github, shopify, hmac-sha256, none)"),
+            ))
+        }
+    };
+    let hmac_fields = sig.header.is_some() || sig.encoding.is_some() || sig.prefix.is_some();
+    if hmac_fields && !matches!(scheme, Scheme::HmacSha256(_)) {
+        return Err(field_error(
+            name,
+            "signature",
+            "`header`, `encoding` and `prefix` only go with the hmac-sha256 scheme",
+        ));
+    }
+    Ok(scheme)
+}
+
+/// The generic scheme's `header`, `encoding` and `prefix`.
+fn parse_hmac(name: &str, sig: &RawSignature) -> Result<HmacSpec, ConfigError> {
+    let header = sig.header.as_deref().ok_or_else(|| {
+        field_error(
+            name,
+            "signature.header",
+            "hmac-sha256 needs the header name",
+        )
+    })?;
+    http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| {
+        field_error(
+            name,
+            "signature.header",
+            format!("`{header}` is not a header name"),
+        )
+    })?;
+    let encoding = match sig.encoding.as_deref() {
+        Some("hex") => Encoding::Hex,
+        Some("base64") => Encoding::Base64,
+        _ => {
+            return Err(field_error(
+                name,
+                "signature.encoding",
+                "hmac-sha256 needs `encoding`: \"hex\" or \"base64\"",
+            ))
+        }
+    };
+    Ok(HmacSpec {
+        header: header.to_ascii_lowercase(),
+        encoding,
+        prefix: sig.prefix.clone().unwrap_or_default(),
+    })
+}
+
+/// `signature.secrets`: references only, none for scheme `none`, at least one otherwise.
+fn parse_secrets(
+    name: &str,
+    scheme: &Scheme,
+    texts: &[String],
+) -> Result<Vec<SecretRef>, ConfigError> {
+    let secrets = texts
+        .iter()
+        .map(|text| {
+            SecretRef::parse(text).ok_or_else(|| {
+                field_error(
+                    name,
+                    "signature.secrets",
+                    "each secret is a reference `env:NAME` or `secretsmanager:NAME_OR_ARN`, never the secret itself",
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let problem = match (scheme, secrets.is_empty()) {
+        (Scheme::None, false) => Some("scheme `none` takes no secrets"),
+        (s, true) if *s != Scheme::None => {
+            Some("at least one secret is needed (list several to rotate)")
+        }
+        _ => None,
+    };
+    match problem {
+        Some(message) => Err(field_error(name, "signature.secrets", message)),
+        None => Ok(secrets),
+    }
+}
+
+fn parse_tolerance(name: &str, tolerance: Option<u64>) -> Result<u64, ConfigError> {
+    match tolerance.unwrap_or(DEFAULT_TOLERANCE_SECONDS) {
+        0 => Err(field_error(
+            name,
+            "signature.tolerance_seconds",
+            "must be at least 1",
+        )),
+        seconds => Ok(seconds),
+    }
+}
+
+fn parse_pointers(
+    source: &str,
+    field: &'static str,
+    pointers: Option<Vec<String>>,
+) -> Result<Vec<String>, ConfigError> {
+    let pointers = pointers.unwrap_or_default();
+    if pointers.is_empty() {
+        return Err(field_error(
+            source,
+            field,
+            "`from: json` needs a non-empty `pointers` list",
+        ));
+    }
+    if let Some(pointer) = pointers.iter().find(|p| !p.starts_with('/')) {
+        return Err(field_error(
+            source,
+            field,
+            format!("`{pointer}` is not a JSON pointer (it must start with '/')"),
+        ));
+    }
+    Ok(pointers)
+}
+
+fn parse_key(name: &str, key: RawSelector) -> Result<KeySpec, ConfigError> {
+    match key.from.as_str() {
+        "header" => {
+            let header = key.name.as_deref().ok_or_else(|| {
+                field_error(name, "key.name", "`from: header` needs the header `name`")
+            })?;
+            let header = http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| {
+                field_error(name, "key.name", format!("`{header}` is not a header name"))
+            })?;
+            Ok(KeySpec::Header(header))
+        }
+        "json" => Ok(KeySpec::Json(parse_pointers(
+            name,
+            "key.pointers",
+            key.pointers,
+        )?)),
+        "payload_sha256" => Ok(KeySpec::PayloadSha256),
+        other => Err(unknown(
+            name,
+            "key.from",
+            other,
+            "header, json, payload_sha256",
+        )),
+    }
+}
+
+fn parse_group(name: &str, group: Option<RawSelector>) -> Result<GroupSpec, ConfigError> {
+    let Some(group) = group else {
+        return Ok(GroupSpec::Key);
+    };
+    match group.from.as_str() {
+        "key" => Ok(GroupSpec::Key),
+        "json" => Ok(GroupSpec::Json(parse_pointers(
+            name,
+            "group.pointers",
+            group.pointers,
+        )?)),
+        other => Err(unknown(name, "group.from", other, "key, json")),
+    }
+}
+
+fn parse_delivery(name: &str, delivery: Option<&str>) -> Result<Delivery, ConfigError> {
+    match delivery {
+        None | Some("effectively_once") => Ok(Delivery::EffectivelyOnce),
+        Some("at_most_once") => Ok(Delivery::AtMostOnce),
+        Some(other) => Err(unknown(
+            name,
+            "delivery",
+            other,
+            "effectively_once, at_most_once",
+        )),
+    }
+}
+
+fn parse_retention(name: &str, hours: Option<u64>) -> Result<u64, ConfigError> {
+    match hours.unwrap_or(DEFAULT_RETENTION_HOURS) {
+        0 => Err(field_error(name, "retention_hours", "must be at least 1")),
+        hours => Ok(hours),
+    }
+}
+
+fn parse_on_payload_mismatch(
+    name: &str,
+    policy: Option<&str>,
+) -> Result<OnPayloadMismatch, ConfigError> {
+    match policy {
+        None | Some("accept") => Ok(OnPayloadMismatch::Accept),
+        Some("reject") => Ok(OnPayloadMismatch::Reject),
+        Some(other) => Err(unknown(
+            name,
+            "on_payload_mismatch",
+            other,
+            "accept, reject",
+        )),
+    }
+}
