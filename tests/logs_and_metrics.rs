@@ -18,6 +18,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::MessageSystemAttributeName as Sys;
 use devstack::bridge::Bridge;
 use devstack::faults::When;
+use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{
     self, github_headers, LocalAws, SystemOfRecord, TestConsumer, TestReceiver, TEST_SECRET,
     TEST_WHSEC,
@@ -126,26 +127,10 @@ fn outcome<'a>(
 // --- invocations, as the Lambda runtime makes them --------------------------------------------
 
 fn apigw_event(source: &str, headers: &[(&str, String)], body: &[u8]) -> ApiGatewayV2httpRequest {
-    let headers: serde_json::Map<String, Value> = headers
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Value::String(v.clone())))
-        .collect();
-    serde_json::from_value(serde_json::json!({
-        "version": "2.0",
-        "routeKey": "ANY /webhooks/{source}",
-        "rawPath": format!("/webhooks/{source}"),
-        "rawQueryString": "",
-        "headers": headers,
-        "pathParameters": {"source": source},
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "api", "domainName": "example.com", "domainPrefix": "example",
-            "http": {"method": "POST", "path": format!("/webhooks/{source}"), "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test"},
-            "requestId": "apigw", "routeKey": "ANY /webhooks/{source}", "stage": "$default", "time": "02/Dec/2026:10:00:00 +0000", "timeEpoch": 0
-        },
-        "body": std::str::from_utf8(body).expect("UTF-8 test body"),
-        "isBase64Encoded": false
-    }))
-    .expect("an API Gateway v2 event")
+    ApiGatewayEvent::post(source)
+        .headers(headers.iter().map(|(k, v)| (*k, v)))
+        .body(body)
+        .request()
 }
 
 /// One receiver invocation inside the runtime's request span; the status and the request id.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use devstack::faults::When;
+use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{self, github_headers, post, LocalAws};
 use inbox::ledger::Status;
 use inbox::metrics::{tally, Metric};
@@ -466,36 +467,18 @@ async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
     );
 }
 
+/// A `POST /webhooks/<source>` event whose `body` field is this text, with this
+/// `isBase64Encoded` flag.
 fn apigw_event(
     source: &str,
     body: &str,
     base64: bool,
     headers: &[(&str, String)],
 ) -> lambda_runtime::LambdaEvent<aws_lambda_events::apigw::ApiGatewayV2httpRequest> {
-    let mut header_map = serde_json::Map::new();
-    for (k, v) in headers {
-        header_map.insert((*k).to_owned(), serde_json::Value::String(v.clone()));
-    }
-    let event = serde_json::json!({
-        "version": "2.0",
-        "routeKey": "POST /webhooks/{source}",
-        "rawPath": format!("/webhooks/{source}"),
-        "rawQueryString": "",
-        "headers": header_map,
-        "pathParameters": {"source": source},
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "api", "domainName": "example.com", "domainPrefix": "example",
-            "http": {"method": "POST", "path": format!("/webhooks/{source}"), "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test"},
-            "requestId": "r", "routeKey": "POST /webhooks/{source}", "stage": "$default", "time": "02/Dec/2026:10:00:00 +0000", "timeEpoch": 0
-        },
-        "body": body,
-        "isBase64Encoded": base64
-    });
-    let payload = serde_json::from_value(event).expect("a v2 event");
-    lambda_runtime::LambdaEvent::new(
-        payload,
-        testkit::context(&testkit::unique("req"), testkit::now_ms() + 10_000),
-    )
+    ApiGatewayEvent::post(source)
+        .headers(headers.iter().map(|(k, v)| (*k, v)))
+        .raw_body(body, base64)
+        .lambda_event()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
