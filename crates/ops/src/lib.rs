@@ -1,5 +1,11 @@
-//! `inbox-ops`: the operator's commands against a deployed inbox. Depends on the library and
-//! the AWS SDK only, never on the dev stack.
+//! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
+//! ([`audit`], [`why`], [`lookup`], [`redrive`]), their command line ([`cli`]), the AWS clients
+//! ([`aws`]) and the template.yaml reader ([`template`], shared with the dev stack). Depends on
+//! the library and the AWS SDK only, never on the dev stack.
 pub mod audit;
-pub mod ops;
+pub mod aws;
+pub mod cli;
+pub mod lookup;
+pub mod redrive;
 pub mod template;
+pub mod why;

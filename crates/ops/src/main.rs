@@ -1,20 +1,21 @@
-//! `inbox-ops`: the audit, dead-letter redrive, why a message was dead-lettered, ledger look-up.
+//! `inbox-ops`: parses the command line and runs it (see [`inbox_ops::cli`]).
 use std::process::ExitCode;
+
+use clap::Parser as _;
+use inbox_ops::cli::Cli;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("audit") {
-        return match inbox_ops::audit::run(&args[1..], std::env::var("WEBHOOK_SOURCES").ok()) {
-            Ok(report) => {
-                print!("{report}");
+    match Cli::try_parse() {
+        Ok(cli) => cli.run().await,
+        // Help and version on stdout with 0; a usage error on stderr with 1.
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("audit: {e:#}");
-                ExitCode::FAILURE
-            }
-        };
+        }
     }
-    inbox_ops::ops::main(args).await
 }

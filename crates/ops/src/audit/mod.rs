@@ -3,17 +3,21 @@
 //! answers derived from the configuration and template.yaml rather than written by hand, and
 //! the decisions worth a second look flagged.
 //!
-//! `make audit` (or `cargo run -p inbox-ops -- audit [--sources FILE] [--template FILE] [--json]`).
+//! `make audit` (or `inbox-ops audit [--sources FILE] [--template FILE] [--json]`).
 //! The sources come from `--sources FILE`, else the `WEBHOOK_SOURCES` environment variable,
 //! else the `WebhookSources` parameter default in template.yaml.
+//!
+//! This module derives the answers and the flags; [`Report`] (report.rs) renders them as a
+//! table or JSON.
 
-use std::path::PathBuf;
+mod report;
 
 use anyhow::{anyhow, Context as _};
 use inbox::config::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec, SourceSpecs};
 use inbox::signature::Scheme;
-use serde_json::{json, Value};
 
+pub use self::report::Report;
+use crate::cli::AuditArgs;
 use crate::template::{template_path, Template};
 
 /// The template parameter whose default is the shipped source configuration.
@@ -177,7 +181,7 @@ fn signature_text(spec: &SourceSpec) -> String {
     }
 }
 
-fn hours(seconds: u32) -> String {
+pub(crate) fn hours(seconds: u32) -> String {
     if seconds.is_multiple_of(3600) {
         format!("{} h", seconds / 3600)
     } else {
@@ -239,192 +243,9 @@ pub fn audit_source(spec: &SourceSpec, queue: &QueueFacts) -> SourceAudit {
     }
 }
 
-/// Retention against the queue's, or why it does not apply.
-fn retention_text(s: &SourceAudit, queue: &QueueFacts) -> String {
-    if s.flags.contains(&Flag::AtMostOnce) {
-        "unused (no ledger)".to_owned()
-    } else {
-        format!(
-            "{} h (queue {})",
-            s.retention_hours,
-            hours(queue.retention_seconds)
-        )
-    }
-}
-
-/// Every source, audited.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Report {
-    /// Where the sources came from.
-    pub origin: String,
-    pub queue: QueueFacts,
-    pub sources: Vec<SourceAudit>,
-}
-
-impl Report {
-    pub fn new(specs: &SourceSpecs, queue: QueueFacts, origin: impl Into<String>) -> Report {
-        Report {
-            origin: origin.into(),
-            queue,
-            sources: specs.iter().map(|s| audit_source(s, &queue)).collect(),
-        }
-    }
-
-    pub fn flag_count(&self) -> usize {
-        self.sources.iter().map(|s| s.flags.len()).sum()
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "origin": self.origin,
-            "queue": {
-                "message_retention_seconds": self.queue.retention_seconds,
-                "dead_letter_retention_seconds": self.queue.dlq_retention_seconds,
-                "max_receive_count": self.queue.max_receive_count,
-                "visibility_timeout_seconds": self.queue.visibility_timeout,
-            },
-            "sources": self.sources.iter().map(|s| json!({
-                "source": s.source,
-                "signature": s.signature,
-                "repeat_key": s.repeat_key,
-                "group": s.group,
-                "delivery": s.delivery,
-                "retention_hours": s.retention_hours,
-                "retention_vs_queue": retention_text(s, &self.queue),
-                "if_it_arrives_twice": s.arrives_twice,
-                "on_failure": s.on_failure,
-                "flags": s.flags.iter().map(|f| json!({"code": f.code(), "why": f.explain()})).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        })
-    }
-
-    /// The readable form: a summary table, then each source's three answers.
-    pub fn to_table(&self) -> String {
-        let mut out = String::new();
-        out.push_str(&format!("Sources from {}\n", self.origin));
-        out.push_str(&format!(
-            "Queue: messages kept {}, visibility timeout {} s, dead-lettered after {} receives, dead-letter queue keeps {}\n\n",
-            hours(self.queue.retention_seconds),
-            self.queue.visibility_timeout,
-            self.queue.max_receive_count,
-            hours(self.queue.dlq_retention_seconds)
-        ));
-        let header = [
-            "source",
-            "signature",
-            "repeat identified by",
-            "delivery",
-            "retention",
-            "flags",
-        ];
-        let rows: Vec<[String; 6]> = self
-            .sources
-            .iter()
-            .map(|s| {
-                let flags: Vec<&str> = s.flags.iter().map(|f| f.code()).collect();
-                [
-                    s.source.clone(),
-                    s.signature.clone(),
-                    s.repeat_key.clone(),
-                    s.delivery.to_owned(),
-                    retention_text(s, &self.queue),
-                    if flags.is_empty() {
-                        "-".to_owned()
-                    } else {
-                        flags.join(", ")
-                    },
-                ]
-            })
-            .collect();
-        let mut widths = header.map(str::len);
-        for row in &rows {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-        let line = |cells: &[String]| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            format!("{}\n", padded.join("  ").trim_end())
-        };
-        out.push_str(&line(&header.map(str::to_owned)));
-        out.push_str(&line(&widths.map(|w| "-".repeat(w))));
-        for row in &rows {
-            out.push_str(&line(row));
-        }
-        // One clause a line: the answers are lists of facts joined by "; ".
-        let clauses = |text: &str| {
-            text.split("; ")
-                .collect::<Vec<_>>()
-                .join("\n                 ")
-        };
-        for s in &self.sources {
-            out.push_str(&format!("\n{}\n", s.source));
-            out.push_str(&format!("  arrives twice: {}\n", clauses(&s.arrives_twice)));
-            out.push_str(&format!(
-                "  repeat key:    {} (FIFO group: {})\n",
-                s.repeat_key, s.group
-            ));
-            out.push_str(&format!("  on failure:    {}\n", clauses(&s.on_failure)));
-            for f in &s.flags {
-                out.push_str(&format!("  FLAG {}: {}\n", f.code(), f.explain()));
-            }
-        }
-        out.push_str(&format!(
-            "\n{} source(s), {} flag(s)\n",
-            self.sources.len(),
-            self.flag_count()
-        ));
-        out
-    }
-}
-
-/// What the command line asked for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Options {
-    pub sources_file: Option<PathBuf>,
-    pub template: Option<PathBuf>,
-    pub json: bool,
-    pub help: bool,
-}
-
-pub const USAGE: &str = "usage: audit [--sources FILE] [--template FILE] [--json]
-  Sources: --sources FILE, else $WEBHOOK_SOURCES, else the WebhookSources default in template.yaml.
-  Exits 1 on a configuration error, naming the source and the field.";
-
-pub fn parse_args(args: &[String]) -> anyhow::Result<Options> {
-    let mut opts = Options::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--json" => opts.json = true,
-            "-h" | "--help" => opts.help = true,
-            "--sources" => {
-                let file = it.next().ok_or_else(|| anyhow!("--sources needs a file"))?;
-                opts.sources_file = Some(PathBuf::from(file));
-            }
-            "--template" => {
-                let file = it
-                    .next()
-                    .ok_or_else(|| anyhow!("--template needs a file"))?;
-                opts.template = Some(PathBuf::from(file));
-            }
-            other => return Err(anyhow!("unknown argument `{other}`\n{USAGE}")),
-        }
-    }
-    Ok(opts)
-}
-
 /// Runs the audit; `env_sources` is `WEBHOOK_SOURCES` as the environment has it. The output
 /// on success; on error, a message that names what is wrong (a configuration error's own text).
-pub fn run(args: &[String], env_sources: Option<String>) -> anyhow::Result<String> {
-    let opts = parse_args(args)?;
-    if opts.help {
-        return Ok(format!("{USAGE}\n"));
-    }
+pub fn run(opts: &AuditArgs, env_sources: Option<String>) -> anyhow::Result<String> {
     let template_file = opts.template.clone().unwrap_or_else(template_path);
     let template_file = std::fs::canonicalize(&template_file).unwrap_or(template_file);
     let template = Template::load(&template_file)?;
@@ -464,10 +285,12 @@ pub fn run(args: &[String], env_sources: Option<String>) -> anyhow::Result<Strin
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{json, Value};
+
     use super::*;
 
     /// The template's queue: four days on the queue, 14 in the dead-letter queue.
-    const QUEUE: QueueFacts = QueueFacts {
+    pub(super) const QUEUE: QueueFacts = QueueFacts {
         retention_seconds: 345_600,
         dlq_retention_seconds: 1_209_600,
         max_receive_count: 5,
@@ -604,7 +427,11 @@ mod tests {
 
     #[test]
     fn the_shipped_configuration_raises_no_flag() {
-        let out = run(&["--json".to_owned()], None).expect("audit of template.yaml");
+        let json = AuditArgs {
+            json: true,
+            ..AuditArgs::default()
+        };
+        let out = run(&json, None).expect("audit of template.yaml");
         let v: Value = serde_json::from_str(&out).expect("JSON");
         assert!(v["origin"]
             .as_str()
@@ -620,27 +447,13 @@ mod tests {
     #[test]
     fn a_configuration_error_is_reported_with_its_message() {
         let bad = r#"{"shop": {"signature": {"scheme": "sha1", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#;
-        let err = run(&[], Some(bad.to_owned())).unwrap_err().to_string();
+        let err = run(&AuditArgs::default(), Some(bad.to_owned()))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("source `shop`, field `signature.scheme`"),
             "{err}"
         );
         assert!(err.contains("$WEBHOOK_SOURCES"), "{err}");
-    }
-
-    #[test]
-    fn the_table_lists_every_source_and_its_flags() {
-        let specs = SourceSpecs::parse(
-            r#"{"open": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}},
-                "gh": {"signature": {"scheme": "github", "secrets": ["env:X"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
-        )
-        .expect("parses");
-        let table = Report::new(&specs, QUEUE, "test").to_table();
-        assert!(
-            table.contains("open") && table.contains("unsigned, payload_hash_key"),
-            "{table}"
-        );
-        assert!(table.contains("header x-github-delivery"), "{table}");
-        assert!(table.contains("2 source(s), 2 flag(s)"), "{table}");
     }
 }

@@ -1,0 +1,172 @@
+//! The audit's report: every source's answers and flags, rendered as a table for a person
+//! (`make audit`) or as JSON (`--json`).
+
+use inbox::config::SourceSpecs;
+use serde_json::{json, Value};
+
+use super::{audit_source, hours, Flag, QueueFacts, SourceAudit};
+
+/// Retention against the queue's, or why it does not apply.
+fn retention_text(s: &SourceAudit, queue: &QueueFacts) -> String {
+    if s.flags.contains(&Flag::AtMostOnce) {
+        "unused (no ledger)".to_owned()
+    } else {
+        format!(
+            "{} h (queue {})",
+            s.retention_hours,
+            hours(queue.retention_seconds)
+        )
+    }
+}
+
+/// Every source, audited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// Where the sources came from.
+    pub origin: String,
+    pub queue: QueueFacts,
+    pub sources: Vec<SourceAudit>,
+}
+
+impl Report {
+    pub fn new(specs: &SourceSpecs, queue: QueueFacts, origin: impl Into<String>) -> Report {
+        Report {
+            origin: origin.into(),
+            queue,
+            sources: specs.iter().map(|s| audit_source(s, &queue)).collect(),
+        }
+    }
+
+    pub fn flag_count(&self) -> usize {
+        self.sources.iter().map(|s| s.flags.len()).sum()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "origin": self.origin,
+            "queue": {
+                "message_retention_seconds": self.queue.retention_seconds,
+                "dead_letter_retention_seconds": self.queue.dlq_retention_seconds,
+                "max_receive_count": self.queue.max_receive_count,
+                "visibility_timeout_seconds": self.queue.visibility_timeout,
+            },
+            "sources": self.sources.iter().map(|s| json!({
+                "source": s.source,
+                "signature": s.signature,
+                "repeat_key": s.repeat_key,
+                "group": s.group,
+                "delivery": s.delivery,
+                "retention_hours": s.retention_hours,
+                "retention_vs_queue": retention_text(s, &self.queue),
+                "if_it_arrives_twice": s.arrives_twice,
+                "on_failure": s.on_failure,
+                "flags": s.flags.iter().map(|f| json!({"code": f.code(), "why": f.explain()})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The readable form: a summary table, then each source's three answers.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!("Sources from {}\n", self.origin));
+        out.push_str(&format!(
+            "Queue: messages kept {}, visibility timeout {} s, dead-lettered after {} receives, dead-letter queue keeps {}\n\n",
+            hours(self.queue.retention_seconds),
+            self.queue.visibility_timeout,
+            self.queue.max_receive_count,
+            hours(self.queue.dlq_retention_seconds)
+        ));
+        let header = [
+            "source",
+            "signature",
+            "repeat identified by",
+            "delivery",
+            "retention",
+            "flags",
+        ];
+        let rows: Vec<[String; 6]> = self
+            .sources
+            .iter()
+            .map(|s| {
+                let flags: Vec<&str> = s.flags.iter().map(|f| f.code()).collect();
+                [
+                    s.source.clone(),
+                    s.signature.clone(),
+                    s.repeat_key.clone(),
+                    s.delivery.to_owned(),
+                    retention_text(s, &self.queue),
+                    if flags.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        flags.join(", ")
+                    },
+                ]
+            })
+            .collect();
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
+            format!("{}\n", padded.join("  ").trim_end())
+        };
+        out.push_str(&line(&header.map(str::to_owned)));
+        out.push_str(&line(&widths.map(|w| "-".repeat(w))));
+        for row in &rows {
+            out.push_str(&line(row));
+        }
+        // One clause a line: the answers are lists of facts joined by "; ".
+        let clauses = |text: &str| {
+            text.split("; ")
+                .collect::<Vec<_>>()
+                .join("\n                 ")
+        };
+        for s in &self.sources {
+            out.push_str(&format!("\n{}\n", s.source));
+            out.push_str(&format!("  arrives twice: {}\n", clauses(&s.arrives_twice)));
+            out.push_str(&format!(
+                "  repeat key:    {} (FIFO group: {})\n",
+                s.repeat_key, s.group
+            ));
+            out.push_str(&format!("  on failure:    {}\n", clauses(&s.on_failure)));
+            for f in &s.flags {
+                out.push_str(&format!("  FLAG {}: {}\n", f.code(), f.explain()));
+            }
+        }
+        out.push_str(&format!(
+            "\n{} source(s), {} flag(s)\n",
+            self.sources.len(),
+            self.flag_count()
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::tests::QUEUE;
+
+    #[test]
+    fn the_table_lists_every_source_and_its_flags() {
+        let specs = SourceSpecs::parse(
+            r#"{"open": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}},
+                "gh": {"signature": {"scheme": "github", "secrets": ["env:X"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
+        )
+        .expect("parses");
+        let table = Report::new(&specs, QUEUE, "test").to_table();
+        assert!(
+            table.contains("open") && table.contains("unsigned, payload_hash_key"),
+            "{table}"
+        );
+        assert!(table.contains("header x-github-delivery"), "{table}");
+        assert!(table.contains("2 source(s), 2 flag(s)"), "{table}");
+    }
+}

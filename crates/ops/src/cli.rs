@@ -1,0 +1,268 @@
+//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `audit`,
+//! `why`, `lookup`, `redrive`. The queue and table flags fall back to the environment variable
+//! names the functions get in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`), and `--dlq` to
+//! `DLQ_URL`. A flag or variable given but empty counts as missing.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::builder::NonEmptyStringValueParser;
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
+
+use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
+use crate::why::DEFAULT_PEEK_SECONDS;
+use crate::{audit, lookup, redrive, why};
+
+/// The operator's commands against a deployed inbox.
+#[derive(Clone, Debug, PartialEq, Eq, Parser)]
+#[command(
+    name = "inbox-ops",
+    version,
+    after_help = "AWS_REGION, AWS_PROFILE, AWS_ENDPOINT_URL (a local server) as for any AWS SDK.\n\
+                  Nothing is printed of a webhook's body or headers: a dead letter is shown by its key,\n\
+                  its queue attributes and its ledger item."
+)]
+pub struct Cli {
+    /// Without one, the help is printed.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// One command.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// What each source does when a webhook arrives twice, what identifies a repeat, what the
+    /// sender is told when we fail; decisions worth a second look flagged.
+    ///
+    /// Sources: --sources FILE, else $WEBHOOK_SOURCES, else the WebhookSources default in
+    /// template.yaml. Exits 1 on a configuration error, naming the source and the field.
+    Audit(AuditArgs),
+    /// Each dead-lettered message: its key and its ledger item's status, attempts, last_error.
+    Why(WhyArgs),
+    /// Prints the ledger item of KEY (`<source>:<value>`) as JSON; exits 1 when there is none.
+    Lookup(LookupArgs),
+    /// Moves the dead-letter queue's messages back (StartMessageMoveTask, else
+    /// receive/send/delete).
+    Redrive(RedriveArgs),
+}
+
+/// `audit`'s arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct AuditArgs {
+    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it).
+    #[arg(long = "sources", value_name = "FILE")]
+    pub sources_file: Option<PathBuf>,
+    /// The SAM template [default: template.yaml at the workspace root].
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+    /// JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `why`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct WhyArgs {
+    /// The dead-letter queue's URL.
+    #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub dlq: String,
+    /// The ledger table's name.
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: String,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds the messages looked at stay invisible, at most (visible again when done).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = DEFAULT_PEEK_SECONDS,
+        value_parser = clap::value_parser!(i32).range(1..=43_200)
+    )]
+    pub peek: i32,
+}
+
+/// `lookup`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct LookupArgs {
+    /// The ledger table's name.
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: String,
+    /// The key, `<source>:<value>`.
+    #[arg(value_name = "KEY")]
+    pub key: String,
+}
+
+/// `redrive`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct RedriveArgs {
+    /// The dead-letter queue's URL.
+    #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub dlq: String,
+    /// The webhook queue's URL.
+    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub queue: String,
+    /// How the messages are moved.
+    #[arg(long, value_enum, default_value_t = Method::Auto)]
+    pub method: Method,
+    /// Seconds to wait for a move task to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WAIT_SECONDS)]
+    pub wait: u64,
+}
+
+impl Cli {
+    /// Runs the command, printing its output to stdout and an error to stderr. Exit code 0
+    /// when done; 1 when it failed, found nothing, or the audit met a configuration error.
+    pub async fn run(self) -> ExitCode {
+        let Some(command) = self.command else {
+            let _ = Cli::command().print_long_help();
+            return ExitCode::SUCCESS;
+        };
+        let (name, outcome) = match &command {
+            Command::Audit(args) => (
+                "audit",
+                audit::run(args, std::env::var("WEBHOOK_SOURCES").ok()).map(|report| {
+                    print!("{report}");
+                    ExitCode::SUCCESS
+                }),
+            ),
+            Command::Why(args) => ("inbox-ops", why::run(args).await),
+            Command::Lookup(args) => ("inbox-ops", lookup::run(args).await),
+            Command::Redrive(args) => ("inbox-ops", redrive::run(args).await),
+        };
+        outcome.unwrap_or_else(|e| {
+            eprintln!("{name}: {e:#}");
+            ExitCode::FAILURE
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Mutex, PoisonError};
+
+    use super::*;
+
+    /// The variables the flags fall back to. Only this module's tests touch them, one test at a
+    /// time; nothing else in this test binary reads the environment but through `std::env`.
+    const VARS: [&str; 3] = ["LEDGER_TABLE", "QUEUE_URL", "DLQ_URL"];
+    static ENV: Mutex<()> = Mutex::new(());
+
+    fn clear_vars() {
+        for name in VARS {
+            std::env::remove_var(name);
+        }
+    }
+
+    /// Parses `args` with exactly `env` of [`VARS`] set.
+    fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Option<Command>, clap::Error> {
+        let _one_at_a_time = ENV.lock().unwrap_or_else(PoisonError::into_inner);
+        clear_vars();
+        for (name, value) in env {
+            std::env::set_var(name, value);
+        }
+        let parsed = Cli::try_parse_from(std::iter::once("inbox-ops").chain(args.iter().copied()));
+        clear_vars();
+        parsed.map(|cli| cli.command)
+    }
+
+    #[test]
+    fn parses_each_command_with_env_fallbacks() {
+        let env = [("LEDGER_TABLE", "t-env"), ("QUEUE_URL", "q-env")];
+        assert_eq!(
+            parse(&["why", "--dlq", "d"], &env).unwrap(),
+            Some(Command::Why(WhyArgs {
+                dlq: "d".into(),
+                table: "t-env".into(),
+                json: false,
+                peek: DEFAULT_PEEK_SECONDS
+            }))
+        );
+        assert_eq!(
+            parse(
+                &["redrive", "--dlq", "d", "--method", "manual", "--wait", "5"],
+                &env
+            )
+            .unwrap(),
+            Some(Command::Redrive(RedriveArgs {
+                dlq: "d".into(),
+                queue: "q-env".into(),
+                method: Method::Manual,
+                wait: 5
+            }))
+        );
+        assert_eq!(
+            parse(&["lookup", "--table", "t", "github:abc"], &env).unwrap(),
+            Some(Command::Lookup(LookupArgs {
+                table: "t".into(),
+                key: "github:abc".into()
+            }))
+        );
+        assert_eq!(parse(&[], &env).unwrap(), None, "no command: the help");
+        assert_eq!(
+            parse(
+                &[
+                    "audit",
+                    "--sources",
+                    "s.json",
+                    "--template",
+                    "t.yaml",
+                    "--json"
+                ],
+                &[]
+            )
+            .unwrap(),
+            Some(Command::Audit(AuditArgs {
+                sources_file: Some("s.json".into()),
+                template: Some("t.yaml".into()),
+                json: true
+            }))
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_run() {
+        let e = parse(&["why", "--table", "t"], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--dlq") && e.contains("DLQ_URL"), "{e}");
+        assert!(
+            parse(&["why", "--table", "t"], &[("DLQ_URL", "")]).is_err(),
+            "an empty variable is no value"
+        );
+        assert!(parse(&["lookup", "--table", "t"], &[]).is_err());
+        assert!(parse(&["lookup", "--table", "t", "a", "b"], &[]).is_err());
+        assert!(parse(
+            &["redrive", "--dlq", "d", "--queue", "q", "--method", "fast"],
+            &[]
+        )
+        .is_err());
+        assert!(parse(&["frobnicate"], &[]).is_err());
+        assert!(parse(&["why", "--dlq", "d", "--table", "t", "--colour"], &[]).is_err());
+        for peek in ["0", "43201", "x"] {
+            assert!(
+                parse(&["why", "--dlq", "d", "--table", "t", "--peek", peek], &[]).is_err(),
+                "--peek {peek}"
+            );
+        }
+        assert!(parse(&["audit", "--sources"], &[]).is_err());
+    }
+
+    #[test]
+    fn the_help_lists_every_command_and_its_variables() {
+        Cli::command().debug_assert();
+        let help = Cli::command().render_long_help().to_string();
+        for command in ["audit", "why", "lookup", "redrive"] {
+            assert!(help.contains(command), "{help}");
+        }
+        let why = Cli::command()
+            .find_subcommand_mut("why")
+            .expect("why")
+            .render_long_help()
+            .to_string();
+        assert!(
+            why.contains("env: DLQ_URL") && why.contains("env: LEDGER_TABLE"),
+            "{why}"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! `inbox-ops lookup`: one ledger item, every attribute, as plain JSON (a consistent read).
+
+use std::process::ExitCode;
+
+use anyhow::anyhow;
+use aws_sdk_dynamodb::types::AttributeValue;
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use crate::aws;
+use crate::cli::LookupArgs;
+
+/// A DynamoDB attribute as plain JSON: strings, numbers, booleans, lists, maps; binary as base64.
+pub fn attribute_json(value: &AttributeValue) -> Value {
+    let number = |n: &str| {
+        n.parse::<i64>()
+            .map(Value::from)
+            .or_else(|_| n.parse::<f64>().map(Value::from))
+            .unwrap_or_else(|_| Value::String(n.to_owned()))
+    };
+    let b64 = |b: &aws_sdk_dynamodb::primitives::Blob| {
+        Value::String(base64::engine::general_purpose::STANDARD.encode(b.as_ref()))
+    };
+    match value {
+        AttributeValue::S(s) => Value::String(s.clone()),
+        AttributeValue::N(n) => number(n),
+        AttributeValue::Bool(b) => Value::Bool(*b),
+        AttributeValue::Null(_) => Value::Null,
+        AttributeValue::L(items) => Value::Array(items.iter().map(attribute_json).collect()),
+        AttributeValue::M(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), attribute_json(v)))
+                .collect(),
+        ),
+        AttributeValue::Ss(items) => json!(items),
+        AttributeValue::Ns(items) => Value::Array(items.iter().map(|n| number(n)).collect()),
+        AttributeValue::B(blob) => b64(blob),
+        AttributeValue::Bs(blobs) => Value::Array(blobs.iter().map(b64).collect()),
+        other => Value::String(format!("{other:?}")),
+    }
+}
+
+/// The ledger item of `key`, every attribute, as JSON (a consistent read).
+pub async fn lookup(
+    dynamo: &aws_sdk_dynamodb::Client,
+    table: &str,
+    key: &str,
+) -> anyhow::Result<Option<Value>> {
+    let out = dynamo
+        .get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(key.to_owned()))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "GetItem on {table}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(e)
+            )
+        })?;
+    Ok(out.item().map(|item| {
+        Value::Object(
+            item.iter()
+                .map(|(k, v)| (k.clone(), attribute_json(v)))
+                .collect(),
+        )
+    }))
+}
+
+/// Runs `lookup`, printing the item; exit code 1 when there is none.
+pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
+    let (table, key) = (&args.table, &args.key);
+    let dynamo = aws::dynamo(&aws::config().await);
+    match lookup(&dynamo, table, key).await? {
+        Some(item) => {
+            println!("{item:#}");
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            eprintln!(
+                "no item for `{key}` in {table}: never claimed, or deleted by TTL after expires_at"
+            );
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_become_plain_json() {
+        use std::collections::HashMap;
+        let map: HashMap<String, AttributeValue> = [
+            ("n".to_owned(), AttributeValue::N("42".into())),
+            ("f".to_owned(), AttributeValue::N("1.5".into())),
+            ("s".to_owned(), AttributeValue::S("x".into())),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            attribute_json(&AttributeValue::M(map)),
+            json!({"n": 42, "f": 1.5, "s": "x"})
+        );
+        assert_eq!(attribute_json(&AttributeValue::Bool(true)), json!(true));
+        assert_eq!(
+            attribute_json(&AttributeValue::L(vec![AttributeValue::Null(true)])),
+            json!([null])
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! `inbox-ops why`: each message on the dead-letter queue by its key, its queue attributes and
+//! its ledger item (status, attempts, last_error), with what to do about it. The messages are
+//! only looked at: they are visible again on the dead-letter queue when it is done. Nothing here
+//! prints a body or a header of a webhook.
+
+use std::collections::HashSet;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use aws_sdk_sqs::types::{MessageSystemAttributeName as Sys, QueueAttributeName};
+use inbox::ledger::dynamo::DynamoLedger;
+use inbox::ledger::{LedgerStore as _, Record, Status};
+use inbox::queue::Envelope;
+use serde_json::{json, Value};
+
+use crate::aws;
+use crate::cli::WhyArgs;
+
+/// Seconds a `why` keeps the messages it looked at invisible, at most (they are made visible
+/// again as soon as it is done).
+pub const DEFAULT_PEEK_SECONDS: i32 = 30;
+
+/// The ledger's side of a dead letter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LedgerView {
+    Item(Box<Record>),
+    Absent,
+    /// The message is not an envelope: there is no key to look up.
+    NoKey,
+    Error(String),
+}
+
+/// One dead-lettered message, as `why` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub message_id: String,
+    pub group_id: Option<String>,
+    pub dedup_id: Option<String>,
+    /// Receives so far, counting the main queue's and this look.
+    pub receive_count: Option<u64>,
+    /// Epoch milliseconds the message was first sent.
+    pub sent_at_ms: Option<i64>,
+    /// The envelope's key and source, or why it could not be read.
+    pub envelope: Result<(String, String), String>,
+    pub ledger: LedgerView,
+}
+
+impl DeadLetter {
+    pub fn key(&self) -> Option<&str> {
+        self.envelope.as_ref().ok().map(|(k, _)| k.as_str())
+    }
+
+    /// What the item says, and what to do.
+    pub fn hint(&self, now_ms: i64) -> &'static str {
+        match &self.ledger {
+            LedgerView::NoKey => "not an envelope: the consumer cannot read it, a redrive dead-letters it again; inspect it in the console",
+            LedgerView::Error(_) => "the ledger could not be read; retry",
+            LedgerView::Absent => "no ledger item (expired and deleted, or never claimed): a redrive runs it as a new event",
+            LedgerView::Item(r) if r.is_expired(now_ms) => {
+                "ledger item past expires_at: it counts as absent, a redrive runs it as a new event"
+            }
+            LedgerView::Item(r) => match r.status {
+                Status::Failed => "the side effect failed: fix the cause (last_error), then redrive",
+                Status::Completed => "already completed: a redriven copy is acknowledged without running again",
+                Status::Processing => "a consumer holds or held the lease: if its lease ran out, a redrive takes it over",
+                Status::Received | Status::Queued => {
+                    "never taken by the consumer (the ledger was unreachable?): redrive to retry"
+                }
+            },
+        }
+    }
+}
+
+/// The `why` answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Why {
+    pub letters: Vec<DeadLetter>,
+    /// `ApproximateNumberOfMessages` of the dead-letter queue before the look.
+    pub approximate_depth: Option<i64>,
+}
+
+/// Looks at every message on the dead-letter queue without removing it: receives them (hidden
+/// for at most `peek_seconds`), reads their keys, then makes them visible again. On a FIFO
+/// queue a group shows only the messages of it that one receive returns (at most 10).
+pub async fn why(
+    sqs: &aws_sdk_sqs::Client,
+    ledger: &DynamoLedger,
+    dlq_url: &str,
+    peek_seconds: i32,
+) -> anyhow::Result<Why> {
+    let depth = sqs
+        .get_queue_attributes()
+        .queue_url(dlq_url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .with_context(|| format!("GetQueueAttributes {dlq_url}"))?
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::ApproximateNumberOfMessages))
+        .and_then(|n| n.parse().ok());
+    let mut seen = HashSet::new();
+    let mut handles = Vec::new();
+    let mut letters = Vec::new();
+    let looked = async {
+        loop {
+            let out = sqs
+                .receive_message()
+                .queue_url(dlq_url)
+                .max_number_of_messages(10)
+                .visibility_timeout(peek_seconds)
+                .wait_time_seconds(1)
+                .message_system_attribute_names(Sys::All)
+                .send()
+                .await
+                .with_context(|| format!("ReceiveMessage from {dlq_url}"))?;
+            let messages = out.messages.unwrap_or_default();
+            // Done when nothing is left, or only messages already seen come back (the look
+            // outlasted `peek_seconds` and the first ones are visible again).
+            if messages
+                .iter()
+                .all(|m| seen.contains(m.message_id().unwrap_or_default()))
+            {
+                return anyhow::Ok(());
+            }
+            for m in messages {
+                handles.push(m.receipt_handle().unwrap_or_default().to_owned());
+                let id = m.message_id().unwrap_or_default().to_owned();
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
+                let attribute = |name: Sys| m.attributes().and_then(|a| a.get(&name)).cloned();
+                let envelope = match m.body().map(Envelope::parse) {
+                    Some(Ok(env)) => Ok((env.key, env.source)),
+                    Some(Err(e)) => Err(e.to_string()),
+                    None => Err("no body".to_owned()),
+                };
+                let ledger_view = match &envelope {
+                    Err(_) => LedgerView::NoKey,
+                    Ok((key, _)) => match ledger.get(key).await {
+                        Ok(Some(record)) => LedgerView::Item(Box::new(record)),
+                        Ok(None) => LedgerView::Absent,
+                        Err(e) => LedgerView::Error(e.to_string()),
+                    },
+                };
+                letters.push(DeadLetter {
+                    message_id: id,
+                    group_id: attribute(Sys::MessageGroupId),
+                    dedup_id: attribute(Sys::MessageDeduplicationId),
+                    receive_count: attribute(Sys::ApproximateReceiveCount)
+                        .and_then(|n| n.parse().ok()),
+                    sent_at_ms: attribute(Sys::SentTimestamp).and_then(|n| n.parse().ok()),
+                    envelope,
+                    ledger: ledger_view,
+                });
+            }
+        }
+    }
+    .await;
+    // Visible again at once, whatever happened, so a redrive can follow right away.
+    for handle in &handles {
+        let _ = sqs
+            .change_message_visibility()
+            .queue_url(dlq_url)
+            .receipt_handle(handle)
+            .visibility_timeout(0)
+            .send()
+            .await;
+    }
+    looked?;
+    Ok(Why {
+        letters,
+        approximate_depth: depth,
+    })
+}
+
+impl Why {
+    pub fn to_json(&self, now_ms: i64) -> Value {
+        let letters: Vec<Value> = self
+            .letters
+            .iter()
+            .map(|d| {
+                let (status, attempts, last_error, expires_at) = match &d.ledger {
+                    LedgerView::Item(r) => (
+                        json!(r.status.as_str()),
+                        json!(r.attempts),
+                        json!(r.last_error),
+                        json!(r.expires_at),
+                    ),
+                    _ => (Value::Null, Value::Null, Value::Null, Value::Null),
+                };
+                json!({
+                    "message_id": d.message_id,
+                    "key": d.key(),
+                    "source": d.envelope.as_ref().ok().map(|(_, s)| s),
+                    "envelope_error": d.envelope.as_ref().err(),
+                    "group_id": d.group_id,
+                    "deduplication_id": d.dedup_id,
+                    "receive_count": d.receive_count,
+                    "sent_at_ms": d.sent_at_ms,
+                    "ledger": match &d.ledger {
+                        LedgerView::Item(_) => "found",
+                        LedgerView::Absent => "absent",
+                        LedgerView::NoKey => "no_key",
+                        LedgerView::Error(_) => "error",
+                    },
+                    "ledger_error": match &d.ledger { LedgerView::Error(e) => Some(e), _ => None },
+                    "status": status,
+                    "attempts": attempts,
+                    "last_error": last_error,
+                    "expires_at": expires_at,
+                    "hint": d.hint(now_ms),
+                })
+            })
+            .collect();
+        json!({"approximate_depth": self.approximate_depth, "messages": letters})
+    }
+
+    pub fn to_text(&self, now_ms: i64) -> String {
+        if self.letters.is_empty() {
+            return "the dead-letter queue is empty\n".to_owned();
+        }
+        let mut out = String::new();
+        for d in &self.letters {
+            let head = match (&d.envelope, &d.ledger) {
+                (Err(e), _) => format!("(no key: {e})"),
+                (Ok((key, _)), LedgerView::Item(r)) => format!(
+                    "{key}  {}  attempts {}  last_error: {}",
+                    r.status.as_str(),
+                    r.attempts,
+                    r.last_error.as_deref().unwrap_or("-")
+                ),
+                (Ok((key, _)), LedgerView::Absent) => format!("{key}  no ledger item"),
+                (Ok((key, _)), LedgerView::Error(e)) => format!("{key}  ledger error: {e}"),
+                (Ok((key, _)), LedgerView::NoKey) => key.clone(),
+            };
+            out.push_str(&head);
+            out.push('\n');
+            out.push_str(&format!(
+                "  message {}  group {}  received {} time(s)  first sent {}\n",
+                d.message_id,
+                d.group_id.as_deref().unwrap_or("-"),
+                d.receive_count.map_or("?".to_owned(), |n| n.to_string()),
+                d.sent_at_ms.map_or("?".to_owned(), utc),
+            ));
+            out.push_str(&format!("  -> {}\n", d.hint(now_ms)));
+        }
+        out.push_str(&format!(
+            "{} message(s) shown; the queue reported about {} before this look\n",
+            self.letters.len(),
+            self.approximate_depth
+                .map_or("?".to_owned(), |n| n.to_string())
+        ));
+        out
+    }
+}
+
+/// Epoch milliseconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC, the second truncated); the bare number
+/// for a time outside the years -9999 to 9999.
+pub fn utc(ms: i64) -> String {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        Err(_) => format!("{ms} ms since 1970"),
+    }
+}
+
+fn now_ms() -> i64 {
+    inbox::clock::Clock::now_ms(&inbox::clock::SystemClock)
+}
+
+/// Runs `why`, printing the answer as text or (`--json`) as JSON.
+pub async fn run(args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    let config = aws::config().await;
+    let ledger = DynamoLedger::new(aws::dynamo(&config), args.table.clone());
+    let answer = why(&aws::sqs(&config), &ledger, &args.dlq, args.peek).await?;
+    if args.json {
+        println!("{:#}", answer.to_json(now_ms()));
+    } else {
+        print!("{}", answer.to_text(now_ms()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_epoch_milliseconds() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_796_220_000_123), "2026-12-02T14:00:00Z");
+        assert_eq!(utc(-1), "1969-12-31T23:59:59Z", "the second before, not after");
+    }
+}
