@@ -1,0 +1,155 @@
+//! The demo's result table: what each layer stopped, and whether every accepted event had
+//! exactly one side effect (the exit code).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What the run counted; [`Report::ok`] decides the exit code.
+#[derive(Debug)]
+pub struct Report {
+    /// (status, `error` code or "accepted"/"replayed") -> HTTP attempts.
+    pub by_answer: BTreeMap<(u16, String), u64>,
+    pub attempts: u64,
+    pub retries: u64,
+    /// Deliveries given up after their last attempt.
+    pub gave_up: u64,
+    /// Distinct keys answered 200.
+    pub accepted: usize,
+    /// Answers with `Idempotent-Replayed: true`.
+    pub replayed: u64,
+    /// The receiver's EMF `Accepted` and `Replayed`.
+    pub emf_accepted: u64,
+    pub emf_replayed: u64,
+    /// Messages the demo put on the queue itself (staged crashes, late redeliveries).
+    pub direct_sends: u64,
+    /// Distinct messages that reached the bridge.
+    pub messages_seen: usize,
+    /// The consumer's EMF `DuplicateDelivery`.
+    pub consumer_duplicates: u64,
+    /// Calls the system of record answered 2xx to (applied).
+    pub side_effects: u64,
+    /// Calls it answered 500 on purpose.
+    pub forward_failures: u64,
+    /// Keys with other than one side effect, or a side effect without an accepted answer.
+    pub keys_not_once: Vec<String>,
+    /// Accepted keys whose ledger item is not COMPLETED.
+    pub not_completed: usize,
+    /// From everything warm to the queue drained.
+    pub took: Duration,
+}
+
+impl Report {
+    /// Every accepted event had exactly one side effect, and nothing else had one.
+    pub fn ok(&self) -> bool {
+        self.side_effects == self.accepted as u64
+            && self.keys_not_once.is_empty()
+            && self.not_completed == 0
+            && self.gave_up == 0
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let row = |f: &mut std::fmt::Formatter<'_>, label: &str, value: String, note: &str| {
+            let line = format!("  {label:<56} {value:>6}  {note}");
+            writeln!(f, "{}", line.trim_end())
+        };
+        writeln!(f)?;
+        writeln!(
+            f,
+            "  webhook inbox demo: receiver and consumer under `cargo lambda watch`, AWS on moto"
+        )?;
+        writeln!(f)?;
+        writeln!(f, "  deliveries by answer (every HTTP attempt)")?;
+        for ((status, label), n) in &self.by_answer {
+            let text = match (*status, label.as_str()) {
+                (0, _) => "no answer (connection error; retried)".to_owned(),
+                (200, "accepted") => "200 accepted (first delivery)".to_owned(),
+                (200, "replayed") => "200 replayed (Idempotent-Replayed: true)".to_owned(),
+                (503, l) => format!("503 {l} (sender retried after Retry-After)"),
+                (s, l) if s >= 500 => format!("{s} {l} (sender retried)"),
+                (s, l) => format!("{s} {l}"),
+            };
+            row(f, &format!("  {text}"), n.to_string(), "")?;
+        }
+        row(
+            f,
+            "  total",
+            self.attempts.to_string(),
+            &format!("({} of them retries)", self.retries),
+        )?;
+        writeln!(f)?;
+        row(
+            f,
+            "distinct events accepted",
+            self.accepted.to_string(),
+            &format!("(receiver EMF Accepted: {})", self.emf_accepted),
+        )?;
+        let verdict = if self.ok() {
+            "= distinct events accepted: OK"
+        } else {
+            "MISMATCH"
+        };
+        row(
+            f,
+            "side effects recorded at the system of record",
+            self.side_effects.to_string(),
+            verdict,
+        )?;
+        writeln!(f, "  duplicates stopped")?;
+        row(
+            f,
+            "  at the receiver (answers replayed)",
+            self.replayed.to_string(),
+            &format!("(receiver EMF Replayed: {})", self.emf_replayed),
+        )?;
+        let sends = self.emf_accepted + self.direct_sends;
+        row(
+            f,
+            "  at the queue (sends SQS deduplicated)",
+            sends.saturating_sub(self.messages_seen as u64).to_string(),
+            &format!(
+                "({} sends = {} Accepted + {} direct; {} messages reached the bridge)",
+                sends, self.emf_accepted, self.direct_sends, self.messages_seen
+            ),
+        )?;
+        row(
+            f,
+            "  at the consumer (DuplicateDelivery)",
+            self.consumer_duplicates.to_string(),
+            "(consumer EMF, from the watch output)",
+        )?;
+        row(
+            f,
+            "forwards the system of record failed (retried)",
+            self.forward_failures.to_string(),
+            "(answered 500 on purpose; the queue redelivered)",
+        )?;
+        if !self.keys_not_once.is_empty() {
+            writeln!(
+                f,
+                "  keys without exactly one side effect: {:?}",
+                self.keys_not_once
+            )?;
+        }
+        if self.not_completed > 0 {
+            writeln!(f, "  ledger items not COMPLETED: {}", self.not_completed)?;
+        }
+        if self.gave_up > 0 {
+            writeln!(
+                f,
+                "  deliveries given up after 8 attempts: {}",
+                self.gave_up
+            )?;
+        }
+        row(
+            f,
+            "took",
+            format!("{:.1} s", self.took.as_secs_f64()),
+            &format!(
+                "({:.0} deliveries/s through the emulator)",
+                self.attempts as f64 / self.took.as_secs_f64().max(0.001)
+            ),
+        )
+    }
+}

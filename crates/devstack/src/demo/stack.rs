@@ -1,0 +1,207 @@
+//! The demo's stack: moto with the template's resources, a loopback system of record, the env
+//! file, and both functions under `cargo lambda watch`; started for `demo run`, `demo serve`
+//! and `demo check-events` alike, and stopped (in reverse order) when dropped.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context as _};
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use super::watch::{self, Watch, WatchOptions};
+use crate::moto::{self, MotoServer};
+use crate::provision::{self, Provisioned, Template};
+use crate::testkit::SystemOfRecord;
+
+/// The workspace root, without `..` in it (for messages).
+pub fn root() -> PathBuf {
+    let root = moto::workspace_root();
+    std::fs::canonicalize(&root).unwrap_or(root)
+}
+
+/// `.local/` at the workspace root: the env files and the functions' logs.
+pub fn local_dir() -> PathBuf {
+    root().join(".local")
+}
+
+/// Prints a progress line with the time since `start`.
+pub fn step(start: Instant, text: &str) {
+    eprintln!("[{:>6.1}s] {text}", start.elapsed().as_secs_f64());
+}
+
+/// Everything the demo starts, stopped in reverse order when dropped.
+pub struct Stack {
+    // Field order is drop order: the functions first, then the system of record, then AWS.
+    pub watch: Watch,
+    pub sor: SystemOfRecord,
+    pub resources: Provisioned,
+    pub sqs: aws_sdk_sqs::Client,
+    pub dynamo: aws_sdk_dynamodb::Client,
+    pub env_file: PathBuf,
+    _moto: MotoServer,
+}
+
+/// Where a stack listens and writes.
+#[derive(Clone, Debug)]
+pub struct StackOptions {
+    pub address: String,
+    pub port: u16,
+    pub instances: u32,
+    pub env_file: PathBuf,
+    pub log: PathBuf,
+    pub echo: bool,
+    /// Variables set in the env file over the template's values.
+    pub overrides: Vec<(String, String)>,
+}
+
+impl StackOptions {
+    /// One instance per function on a free loopback port, quiet, with `.local/<name>.env` and
+    /// `.local/<name>-watch.log`.
+    pub fn loopback(name: &str) -> anyhow::Result<StackOptions> {
+        let local = local_dir();
+        Ok(StackOptions {
+            address: "127.0.0.1".into(),
+            port: watch::free_port()?,
+            instances: 1,
+            env_file: local.join(format!("{name}.env")),
+            log: local.join(format!("{name}-watch.log")),
+            echo: false,
+            overrides: Vec::new(),
+        })
+    }
+}
+
+/// `cargo build -p receiver -p consumer`: what `cargo lambda watch` will `cargo run`, built
+/// once here so that no build happens while anything is timed.
+pub fn build_functions(root: &Path) -> anyhow::Result<()> {
+    let mut cmd = std::process::Command::new("cargo");
+    cmd.args(["build", "--quiet", "-p", "receiver", "-p", "consumer"])
+        .current_dir(root);
+    for name in watch::cargo_run_vars() {
+        cmd.env_remove(name);
+    }
+    let status = cmd.status().context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build -p receiver -p consumer failed ({status})");
+    }
+    Ok(())
+}
+
+impl Stack {
+    /// [`build_functions`], then [`Stack::start`]; `note` ends the build's progress line.
+    pub async fn build_and_start(
+        opts: &StackOptions,
+        start: Instant,
+        note: &str,
+    ) -> anyhow::Result<Stack> {
+        step(start, &format!("building receiver and consumer{note}"));
+        build_functions(&root())?;
+        Stack::start(opts, start).await
+    }
+
+    /// moto, the template's resources, a system of record, the env file, and both functions
+    /// under `cargo lambda watch`, warmed up.
+    pub async fn start(opts: &StackOptions, start: Instant) -> anyhow::Result<Stack> {
+        let root = root();
+        moto::python()?;
+        step(start, "starting moto (local AWS)");
+        let moto = MotoServer::start()?;
+        // This process's own SDK clients (provisioning, the bridge) use the standard variables.
+        std::env::set_var("AWS_ENDPOINT_URL", moto.endpoint());
+        std::env::set_var("AWS_REGION", "us-east-1");
+        std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
+        std::env::remove_var("AWS_PROFILE");
+        let sdk = inbox::app::sdk_config().await;
+        let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let template = Template::load(&provision::template_path())?;
+        let resources = provision::provision(&template, &dynamo, &sqs, "demo").await?;
+        step(
+            start,
+            &format!(
+                "provisioned from template.yaml: table {}, queue {}",
+                resources.table,
+                resources.queue_url.rsplit('/').next().unwrap_or_default()
+            ),
+        );
+        let sor = SystemOfRecord::start();
+        let mut vars = watch::local_env(&template, &resources, moto.endpoint(), sor.url())?;
+        for (name, value) in &opts.overrides {
+            match vars.iter_mut().find(|(n, _)| n == name) {
+                Some(var) => var.1 = value.clone(),
+                None => vars.push((name.clone(), value.clone())),
+            }
+        }
+        watch::write_env_file(&opts.env_file, &vars)?;
+        step(
+            start,
+            &format!(
+                "system of record on {}; env file {}",
+                sor.url(),
+                opts.env_file.display()
+            ),
+        );
+        step(
+            start,
+            &format!(
+                "starting both functions: cargo lambda watch on {}:{} (--concurrency {})",
+                opts.address, opts.port, opts.instances
+            ),
+        );
+        let watch = Watch::start(&WatchOptions {
+            root,
+            env_file: opts.env_file.clone(),
+            address: opts.address.clone(),
+            port: opts.port,
+            concurrency: opts.instances,
+            log: opts.log.clone(),
+            echo: opts.echo,
+        })
+        .await?;
+        watch.warm_up().await.with_context(|| {
+            format!(
+                "the functions did not answer; see {} for their output",
+                opts.log.display()
+            )
+        })?;
+        step(start, "receiver and consumer answer through the emulator");
+        Ok(Stack {
+            watch,
+            sor,
+            resources,
+            sqs,
+            dynamo,
+            env_file: opts.env_file.clone(),
+            _moto: moto,
+        })
+    }
+
+    pub fn ledger(&self) -> inbox::ledger::dynamo::DynamoLedger {
+        inbox::ledger::dynamo::DynamoLedger::new(self.dynamo.clone(), &self.resources.table)
+    }
+
+    pub fn queue(&self) -> inbox::queue::SqsQueue {
+        inbox::queue::SqsQueue::new(self.sqs.clone(), &self.resources.queue_url)
+    }
+
+    /// Messages on the queue, visible or in flight.
+    pub async fn queue_depth(&self) -> anyhow::Result<u64> {
+        let out = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.resources.queue_url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await?;
+        let attrs = out.attributes.unwrap_or_default();
+        Ok([
+            QueueAttributeName::ApproximateNumberOfMessages,
+            QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        ]
+        .iter()
+        .filter_map(|a| attrs.get(a).and_then(|v| v.parse::<u64>().ok()))
+        .sum())
+    }
+}
