@@ -55,4 +55,3 @@ pub fn median_ms(d: &[Duration]) -> (f64, f64, f64) {
     };
     (mid, ms[0], ms[ms.len() - 1])
 }
-

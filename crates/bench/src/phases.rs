@@ -106,7 +106,12 @@ pub async fn run_function(
     let duplicates = bench.phase(dups).await?;
     let forged = bench.phase(forged).await?;
 
-    let peak = bench.pids.iter().map(|p| peak_rss_kib(*p)).max().unwrap_or(0);
+    let peak = bench
+        .pids
+        .iter()
+        .map(|p| peak_rss_kib(*p))
+        .max()
+        .unwrap_or(0);
     drop(children);
     Ok(Run {
         name: f.name,

@@ -20,9 +20,8 @@ fn cpu_ticks(pid: u32) -> Result<u64> {
     let after = stat.rsplit_once(')').context("stat")?.1;
     let fields: Vec<&str> = after.split_whitespace().collect();
     // After the command: state is field 3, utime 14, stime 15.
-    let field = |i: usize| -> Result<u64> {
-        Ok(fields.get(i).context("stat: too few fields")?.parse()?)
-    };
+    let field =
+        |i: usize| -> Result<u64> { Ok(fields.get(i).context("stat: too few fields")?.parse()?) };
     Ok(field(11)? + field(12)?)
 }
 

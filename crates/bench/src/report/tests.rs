@@ -52,7 +52,11 @@ fn options() -> Options {
 }
 
 fn runs() -> Vec<Run> {
-    let first = [("PutItem", 1000), ("SendMessage", 1000), ("UpdateItem", 1000)];
+    let first = [
+        ("PutItem", 1000),
+        ("SendMessage", 1000),
+        ("UpdateItem", 1000),
+    ];
     vec![
         Run {
             name: "receiver",
@@ -60,7 +64,15 @@ fn runs() -> Vec<Run> {
             runtime_connections: 17,
             init_cpu_secs: 0.16,
             first: phase(1000, 2345, 0.51, 0.4987, &first, 16, (1000, 0, 0, 0)),
-            duplicates: phase(1000, 1234, 0.23, 0.2211, &[("PutItem", 1000)], 0, (0, 1000, 0, 0)),
+            duplicates: phase(
+                1000,
+                1234,
+                0.23,
+                0.2211,
+                &[("PutItem", 1000)],
+                0,
+                (0, 1000, 0, 0),
+            ),
             forged: phase(500, 100, 0.02, 0.019, &[], 0, (0, 0, 500, 0)),
             peak_rss_kib: 9876,
             items: 1000,
