@@ -135,7 +135,7 @@ impl Bench<'_> {
         let sched0 = sched_secs(&self.pids);
         let started = Instant::now();
         let n = indexes.len() as u64;
-        let answers = workload::deliver(&self.emu, indexes, self.o).await;
+        let answers = workload::deliver(&self.emu, indexes, self.o).await?;
         let wall = started.elapsed();
         let cpu1 = cpu_secs(&self.pids, self.ticks)?;
         let sched1 = sched_secs(&self.pids);

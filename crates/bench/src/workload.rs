@@ -4,7 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use devstack::testkit;
+use anyhow::Result;
+use devstack::senders::{Sender as _, StandardWebhooks};
+use devstack::testkit::apigw::ApiGatewayEvent;
+use devstack::testkit::{self, TEST_WHSEC};
 use futures::StreamExt;
 
 use crate::options::Options;
@@ -26,45 +29,33 @@ fn event_body(i: usize, size: usize) -> Vec<u8> {
 /// Marks an index as a forged delivery (its body changed after signing).
 const FORGED: usize = 1 << 40;
 
-/// API Gateway's HTTP API (payload v2) event for a signed delivery of event `i`.
-fn apigw_event(i: usize, size: usize) -> Vec<u8> {
+/// API Gateway's HTTP API (payload v2) event for a delivery of event `i`, signed by `sender`
+/// (forged if `i` is marked [`FORGED`]).
+fn apigw_event(sender: &StandardWebhooks, i: usize, size: usize) -> Vec<u8> {
     let forged = i & FORGED != 0;
     let i = i & !FORGED;
     let mut body = event_body(i, size);
     let id = format!("msg_{i:06}");
     let t = testkit::now_ms() / 1000;
-    let mut headers: serde_json::Map<String, serde_json::Value> =
-        testkit::standard_webhooks_headers(&id, t, &body)
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), serde_json::Value::String(v)))
-            .collect();
+    let headers = sender.headers(&id, t, &body);
     if forged {
         // Changed after signing: both functions must answer 401 without touching AWS.
         if let Some(last) = body.iter_mut().rev().find(|b| **b == b'x') {
             *last = b'y';
         }
     }
-    headers.insert("user-agent".into(), "Svix-Webhooks/1.0".into());
-    headers.insert("content-length".into(), body.len().to_string().into());
-    serde_json::json!({
-        "version": "2.0",
-        "routeKey": "POST /webhooks/{source}",
-        "rawPath": "/webhooks/acme",
-        "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "123456789012", "apiId": "bench", "domainName": "bench.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "bench", "requestId": format!("req-{i}"), "routeKey": "POST /webhooks/{source}",
-            "stage": "$default", "time": "01/Jan/2026:00:00:00 +0000", "timeEpoch": testkit::now_ms(),
-            "http": {"method": "POST", "path": "/webhooks/acme", "protocol": "HTTP/1.1",
-                     "sourceIp": "192.0.2.1", "userAgent": "Svix-Webhooks/1.0"}
-        },
-        "pathParameters": {"source": "acme"},
-        "body": String::from_utf8(body).expect("ASCII body"),
-        "isBase64Encoded": false
-    })
-    .to_string()
-    .into_bytes()
+    // The headers the bench always sent: the sender's, its user agent and the length, none
+    // that API Gateway adds itself.
+    ApiGatewayEvent::post("acme")
+        .route_key("POST /webhooks/{source}")
+        .request_id(&format!("req-{i}"))
+        .without_gateway_headers()
+        .headers(headers)
+        .header("user-agent", "Svix-Webhooks/1.0")
+        .header("content-length", &body.len().to_string())
+        .body(&body)
+        .to_text()
+        .into_bytes()
 }
 
 /// The three phases' deliveries, as event indexes: every event once; then the duplicates
@@ -108,19 +99,21 @@ impl Answers {
 /// Whether a failed invocation was reported already (only the first one is).
 static REPORTED: AtomicBool = AtomicBool::new(false);
 
-/// Sends `indexes` through the emulator, `concurrency` at a time.
-pub async fn deliver(emu: &Emulator, indexes: Vec<usize>, o: &Options) -> Answers {
+/// Sends `indexes` through the emulator, `concurrency` at a time, signed with the secret
+/// both functions are given ([`TEST_WHSEC`]).
+pub async fn deliver(emu: &Emulator, indexes: Vec<usize>, o: &Options) -> Result<Answers> {
+    let sender = &StandardWebhooks::new(TEST_WHSEC)?;
     let answers: Vec<(u16, bool)> = futures::stream::iter(indexes)
-        .map(|i| async move { answer(emu.invoke(apigw_event(i, o.body_bytes)).await) })
+        .map(|i| async move { answer(emu.invoke(apigw_event(sender, i, o.body_bytes)).await) })
         .buffer_unordered(o.concurrency)
         .collect()
         .await;
-    Answers::count(answers)
+    Ok(Answers::count(answers))
 }
 
 /// (status code, marked replayed) of an invocation's outcome; (0, false) if it failed, the
 /// first failure printed.
-fn answer(outcome: anyhow::Result<Outcome>) -> (u16, bool) {
+fn answer(outcome: Result<Outcome>) -> (u16, bool) {
     match outcome {
         Ok(Outcome::Response(body)) => {
             let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
