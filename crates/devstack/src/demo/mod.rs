@@ -15,6 +15,7 @@
 mod bridge_loop;
 mod check;
 mod deliveries;
+pub mod env_file;
 pub mod events;
 mod report;
 mod run;

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use aws_sdk_sqs::types::QueueAttributeName;
 
+use super::env_file;
 use super::watch::{self, Watch, WatchOptions};
 use crate::moto::{self, MotoServer};
 use crate::provision::{self, Provisioned, Template};
@@ -126,14 +127,14 @@ impl Stack {
             ),
         );
         let sor = SystemOfRecord::start();
-        let mut vars = watch::local_env(&template, &resources, moto.endpoint(), sor.url())?;
+        let mut vars = env_file::local_env(&template, &resources, moto.endpoint(), sor.url())?;
         for (name, value) in &opts.overrides {
             match vars.iter_mut().find(|(n, _)| n == name) {
                 Some(var) => var.1 = value.clone(),
                 None => vars.push((name.clone(), value.clone())),
             }
         }
-        watch::write_env_file(&opts.env_file, &vars)?;
+        env_file::write_env_file(&opts.env_file, &vars)?;
         step(
             start,
             &format!(

@@ -16,9 +16,7 @@
 //!   The test then drops the handler's future, which is what a dead invocation looks like.
 
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextMut,
@@ -28,6 +26,9 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
+
+mod stand_ins;
+use stand_ins::stand_ins;
 
 /// Where a fault strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -315,100 +316,6 @@ impl Intercept for Faults {
         }
         self.strike(&op, When::After)
     }
-}
-
-/// Loopback endpoints standing in for the server: one answers every request as a throttled
-/// AWS JSON-protocol service would; the other accepts connections and never answers.
-struct StandIns {
-    throttling: String,
-    black_hole: String,
-}
-
-impl StandIns {
-    fn throttling(&self) -> &str {
-        &self.throttling
-    }
-
-    fn black_hole(&self) -> &str {
-        &self.black_hole
-    }
-}
-
-fn stand_ins() -> &'static StandIns {
-    static STAND_INS: OnceLock<StandIns> = OnceLock::new();
-    STAND_INS.get_or_init(|| {
-        let throttling = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let black_hole = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let endpoints = StandIns {
-            throttling: format!("http://{}", throttling.local_addr().expect("address")),
-            black_hole: format!("http://{}", black_hole.local_addr().expect("address")),
-        };
-        std::thread::spawn(move || {
-            for stream in throttling.incoming().flatten() {
-                std::thread::spawn(move || answer_throttled(stream));
-            }
-        });
-        std::thread::spawn(move || {
-            // Held open, never read from or answered.
-            let mut held = Vec::new();
-            for stream in black_hole.incoming().flatten() {
-                held.push(stream);
-            }
-        });
-        endpoints
-    })
-}
-
-/// Answers each request on one connection with `400 ThrottlingException` (DynamoDB's and
-/// SQS's JSON protocol), reading the request fully first so the connection stays reusable.
-fn answer_throttled(mut stream: std::net::TcpStream) {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        // One request: headers, then Content-Length bytes of body.
-        let head_end = loop {
-            if let Some(i) = find(&buffer, b"\r\n\r\n") {
-                break i + 4;
-            }
-            match stream.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buffer.len() < head_end + length {
-            match stream.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let namespace = if head.contains("x-amz-target: amazonsqs.") {
-            "com.amazonaws.sqs"
-        } else {
-            "com.amazonaws.dynamodb.v20120810"
-        };
-        buffer.drain(..head_end + length);
-        let body = format!(
-            r#"{{"__type":"{namespace}#ThrottlingException","message":"Rate exceeded (injected by devstack::faults)"}}"#
-        );
-        let response = format!(
-            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/x-amz-json-1.0\r\n\
-             x-amzn-requestid: local-faults-throttle\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        if stream.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A DynamoDB client with the interceptor.
