@@ -5,10 +5,14 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+# checkov (make lint) and the SAM CLI (make deploy) pin a boto3 that moto and the bench cannot
+# share: each has its own venv, from its own requirements file.
+VENV_CHECKOV := .venv-checkov
+VENV_SAM := .venv-sam
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv test lint demo events build bench simulate audit clean
+.PHONY: venv test lint demo events build deploy bench simulate audit clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -17,10 +21,23 @@ $(VENV)/.installed: requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-lint: venv
+$(VENV_CHECKOV)/.installed: requirements-checkov.txt
+	python3 -m venv $(VENV_CHECKOV)
+	$(VENV_CHECKOV)/bin/pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+$(VENV_SAM)/.installed: requirements-sam.txt
+	python3 -m venv $(VENV_SAM)
+	$(VENV_SAM)/bin/pip install --quiet --disable-pip-version-check -r requirements-sam.txt
+	touch $@
+
+# checkov offline (--skip-download); a finding is fixed in template.yaml or skipped, with its
+# reason, in the resource's Metadata.checkov.skip.
+lint: venv $(VENV_CHECKOV)/.installed
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV_CHECKOV)/bin/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
 # The tests start their own moto server (one per test binary, on a free loopback port)
 # and it stops with them.
@@ -49,6 +66,15 @@ build: venv
 	@for fn in receiver consumer; do \
 	  $(PY) -c 'import os, sys; f = "target/lambda/%s/bootstrap.zip" % sys.argv[1]; print("%-9s %6.2f MB  %s" % (sys.argv[1], os.path.getsize(f) / 1e6, f))' $$fn; \
 	done
+
+# Deploy to the AWS account of the current credentials: `sam build` (cargo lambda, arm64, from
+# template.yaml) and `sam deploy` with samconfig.toml (replace its placeholders first; the first
+# time ARGS=--guided). ARGS go to sam deploy. Not part of make test, which creates the same
+# translated template on moto (tests/template_deploys.rs).
+deploy: venv $(VENV_SAM)/.installed
+	rustup target add aarch64-unknown-linux-gnu
+	$(VENV_SAM)/bin/sam build
+	$(VENV_SAM)/bin/sam deploy $(ARGS)
 
 # The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
 audit:
