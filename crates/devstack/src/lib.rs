@@ -1,4 +1,5 @@
 pub mod bridge;
+pub mod cloudformation;
 pub mod demo;
 pub mod faults;
 pub mod moto;

@@ -1,0 +1,459 @@
+//! The deployed template's hardening, alarms and dashboard, checked on template.yaml as the real
+//! SAM transform hands it to CloudFormation (with samconfig.toml's parameters). Each test fails
+//! if its setting is taken out. What moto's CloudFormation skips (the HTTP API, the alarms) is
+//! only checked here; tests/template_deploys.rs creates the rest.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use devstack::cloudformation::{samconfig_path, Parameters, Translated};
+use inbox::metrics::{Metric, NAMESPACE};
+use serde_json::{json, Value};
+
+fn translated() -> &'static Translated {
+    static T: OnceLock<Translated> = OnceLock::new();
+    T.get_or_init(|| Translated::project().unwrap_or_else(|e| panic!("{e:#}")))
+}
+
+fn samconfig() -> Parameters {
+    Parameters::from_samconfig(&samconfig_path()).expect("samconfig.toml parses")
+}
+
+fn reference(name: &str) -> Value {
+    json!({ "Ref": name })
+}
+
+fn get_att(resource: &str, attribute: &str) -> Value {
+    json!({ "Fn::GetAtt": [resource, attribute] })
+}
+
+/// The value a stack gets for a Number parameter: samconfig's, else the default.
+fn number_parameter(name: &str) -> i64 {
+    let t = translated();
+    let declared = t
+        .parameter(name)
+        .unwrap_or_else(|| panic!("parameter {name}"));
+    assert_eq!(declared["Type"], "Number", "{name}");
+    let value = samconfig()
+        .get(name)
+        .map(str::to_owned)
+        .or_else(|| declared["Default"].as_i64().map(|n| n.to_string()))
+        .or_else(|| declared["Default"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("{name} has a value"));
+    value.parse().unwrap_or_else(|_| panic!("{name}={value}"))
+}
+
+/// Every policy statement of a role (inline policies), as (actions, resource) pairs.
+fn role_statements(role: &Value) -> Vec<(Vec<String>, Value)> {
+    let mut out = Vec::new();
+    for policy in role["Properties"]["Policies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        for statement in policy["PolicyDocument"]["Statement"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let actions = match &statement["Action"] {
+                Value::String(a) => vec![a.clone()],
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect(),
+                other => panic!("Action {other}"),
+            };
+            out.push((actions, statement["Resource"].clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_http_api_is_explicit_throttled_and_access_logged() {
+    let t = translated();
+    let api = t
+        .only_of_type("AWS::ApiGatewayV2::Api")
+        .expect("one HTTP API");
+    assert_eq!(
+        api, "WebhookApi",
+        "declared in the template, not SAM's implicit one"
+    );
+    assert!(
+        t.properties(api)["Body"]["paths"]
+            .get("/webhooks/{source}")
+            .is_some(),
+        "the receiver's route is on it"
+    );
+
+    let stage_id = t
+        .only_of_type("AWS::ApiGatewayV2::Stage")
+        .expect("one stage");
+    let stage = t.properties(stage_id);
+    assert_eq!(stage["ApiId"], reference(api));
+    let throttle = &stage["DefaultRouteSettings"];
+    assert_eq!(
+        throttle["ThrottlingBurstLimit"],
+        reference("ApiThrottlingBurstLimit")
+    );
+    assert_eq!(
+        throttle["ThrottlingRateLimit"],
+        reference("ApiThrottlingRateLimit")
+    );
+    assert!(number_parameter("ApiThrottlingBurstLimit") > 0);
+    assert!(number_parameter("ApiThrottlingRateLimit") > 0);
+
+    let logs = &stage["AccessLogSettings"];
+    let group = logs["DestinationArn"]["Fn::GetAtt"][0]
+        .as_str()
+        .expect("access logs go to a log group of the stack");
+    assert_eq!(logs["DestinationArn"], get_att(group, "Arn"));
+    let group_props = t.properties(group);
+    assert_eq!(t.resource(group).unwrap()["Type"], "AWS::Logs::LogGroup");
+    assert!(
+        group_props["RetentionInDays"]
+            .as_i64()
+            .is_some_and(|d| d > 0),
+        "the access log group expires its entries"
+    );
+    let format: Value = serde_json::from_str(logs["Format"].as_str().expect("Format"))
+        .expect("the access log format is JSON");
+    for field in ["requestId", "ip", "status", "routeKey"] {
+        assert!(format.get(field).is_some(), "access log has {field}");
+    }
+    let text = logs["Format"].as_str().unwrap();
+    for leak in ["requestHeader", "$context.authorizer", "body"] {
+        assert!(!text.contains(leak), "access log must not record {leak}");
+    }
+}
+
+#[test]
+fn the_receiver_has_reserved_concurrency() {
+    let t = translated();
+    let reserved = &t.properties("ReceiverFunction")["ReservedConcurrentExecutions"];
+    assert_eq!(
+        reserved,
+        &json!({"Fn::If": ["ReservesReceiverConcurrency",
+            {"Ref": "ReceiverReservedConcurrency"}, {"Ref": "AWS::NoValue"}]})
+    );
+    assert_eq!(
+        t.document()["Conditions"]["ReservesReceiverConcurrency"],
+        json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "ReceiverReservedConcurrency"}, 0]}]})
+    );
+    assert!(
+        number_parameter("ReceiverReservedConcurrency") > 0,
+        "reserved in the shipped configuration"
+    );
+}
+
+#[test]
+fn the_consumer_role_is_scoped_to_its_queue() {
+    let t = translated();
+    for (id, role) in t.resources_of_type("AWS::IAM::Role") {
+        let managed = role["Properties"]["ManagedPolicyArns"].to_string();
+        assert!(
+            !managed.contains("AWSLambdaSQSQueueExecutionRole"),
+            "{id} gets the managed SQS policy (every queue in the account)"
+        );
+    }
+    let role_arn = &t.properties("ConsumerFunction")["Role"];
+    let role_id = role_arn["Fn::GetAtt"][0]
+        .as_str()
+        .expect("the consumer's Role is a role of the stack");
+    assert_eq!(role_arn, &get_att(role_id, "Arn"));
+    let role = t.resource(role_id).expect("consumer role");
+    assert_eq!(role["Type"], "AWS::IAM::Role");
+
+    let statements = role_statements(role);
+    let sqs: Vec<_> = statements
+        .iter()
+        .filter(|(actions, _)| actions.iter().any(|a| a.starts_with("sqs:")))
+        .collect();
+    assert!(!sqs.is_empty(), "the consumer may poll its queue");
+    for (actions, resource) in &sqs {
+        assert_eq!(
+            resource,
+            &get_att("WebhookQueue", "Arn"),
+            "{actions:?} on this queue only"
+        );
+    }
+    let all: BTreeSet<&str> = sqs
+        .iter()
+        .flat_map(|(a, _)| a.iter().map(String::as_str))
+        .collect();
+    for needed in [
+        "sqs:ReceiveMessage",
+        "sqs:DeleteMessage",
+        "sqs:GetQueueAttributes",
+        "sqs:ChangeMessageVisibility",
+    ] {
+        assert!(all.contains(needed), "consumer role lacks {needed}");
+    }
+    for (actions, resource) in &statements {
+        assert!(
+            !resource.to_string().contains('*'),
+            "{actions:?} on {resource}: no wildcard resource"
+        );
+    }
+    assert!(
+        t.resources_of_type("AWS::IAM::Policy").is_empty(),
+        "no policy attached to the role from outside"
+    );
+}
+
+#[test]
+fn the_ledger_survives_a_stack_delete_or_replacement() {
+    let t = translated();
+    let table = t.only_of_type("AWS::DynamoDB::Table").unwrap();
+    let resource = t.resource(table).unwrap();
+    assert_eq!(resource["DeletionPolicy"], "Retain");
+    assert_eq!(resource["UpdateReplacePolicy"], "Retain");
+    assert_eq!(resource["Properties"]["DeletionProtectionEnabled"], true);
+}
+
+#[test]
+fn rust_log_keeps_dependencies_at_warn() {
+    let t = translated();
+    for function in ["ReceiverFunction", "ConsumerFunction"] {
+        let props = t.properties(function);
+        let rust_log = props["Environment"]["Variables"]["RUST_LOG"]["Fn::Sub"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{function}: RUST_LOG is a Fn::Sub of LogLevel"));
+        let directives: Vec<&str> = rust_log.split(',').collect();
+        assert_eq!(directives[0], "warn", "{function}: everything else at WARN");
+        let scoped: BTreeSet<&str> = directives[1..]
+            .iter()
+            .map(|d| {
+                let (target, level) = d.split_once('=').expect("target=level");
+                assert_eq!(level, "${LogLevel}", "{function}: {d}");
+                target
+            })
+            .collect();
+        assert_eq!(
+            scoped,
+            BTreeSet::from(["inbox", "receiver", "consumer"]),
+            "{function}: only the project's crates follow LogLevel"
+        );
+        let logging = &props["LoggingConfig"];
+        assert_eq!(logging["LogFormat"], "JSON", "{function}");
+        assert_eq!(
+            logging["ApplicationLogLevel"],
+            reference("LogLevel"),
+            "{function}"
+        );
+    }
+}
+
+#[test]
+fn forward_url_is_https_only() {
+    let t = translated();
+    let pattern = t.parameter("ForwardUrl").unwrap()["AllowedPattern"]
+        .as_str()
+        .expect("ForwardUrl has an AllowedPattern");
+    assert_eq!(pattern, "^https://.+");
+    let value = samconfig().get("ForwardUrl").map(str::to_owned);
+    assert!(
+        value.as_deref().is_some_and(|v| v.starts_with("https://")),
+        "samconfig's ForwardUrl {value:?}"
+    );
+}
+
+#[test]
+fn only_the_webhook_queue_may_dead_letter_into_the_dlq() {
+    let t = translated();
+    let policy = &t.properties("DeadLetterQueue")["RedriveAllowPolicy"];
+    assert_eq!(policy["redrivePermission"], "byQueue");
+    let sources = policy["sourceQueueArns"]
+        .as_array()
+        .expect("sourceQueueArns");
+    assert_eq!(sources.len(), 1);
+    let arn = sources[0]["Fn::Sub"]
+        .as_str()
+        .expect("an ARN from the name");
+    let name = t.properties("WebhookQueue")["QueueName"]["Fn::Sub"]
+        .as_str()
+        .expect("the webhook queue's name");
+    assert_eq!(
+        arn,
+        format!("arn:${{AWS::Partition}}:sqs:${{AWS::Region}}:${{AWS::AccountId}}:{name}"),
+        "the webhook queue's ARN"
+    );
+}
+
+/// (logical id, Properties) of every alarm.
+fn alarms() -> Vec<(String, Value)> {
+    translated()
+        .resources_of_type("AWS::CloudWatch::Alarm")
+        .into_iter()
+        .map(|(id, r)| (id.to_owned(), r["Properties"].clone()))
+        .collect()
+}
+
+fn alarm_on(namespace: &str, metric: &str, dimension: (&str, Value)) -> Value {
+    let found: Vec<_> = alarms()
+        .into_iter()
+        .filter(|(_, p)| {
+            p["Namespace"] == namespace
+                && p["MetricName"] == metric
+                && p["Dimensions"].as_array().is_some_and(|d| {
+                    d.contains(&json!({"Name": dimension.0, "Value": dimension.1}))
+                })
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one alarm on {namespace} {metric} {dimension:?}"
+    );
+    found[0].1.clone()
+}
+
+/// The alarm whose Metrics Insights query sums this EMF metric of this function.
+fn alarm_on_emf(metric: Metric, function: &str) -> Value {
+    let query = format!(
+        "SELECT SUM({}) FROM SCHEMA({NAMESPACE}, function, source) WHERE function = '{function}'",
+        metric.name()
+    );
+    let found: Vec<_> = alarms()
+        .into_iter()
+        .filter(|(_, p)| {
+            p["Metrics"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|q| q["Expression"] == query.as_str()))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one alarm on {query}");
+    found[0].1.clone()
+}
+
+#[test]
+fn alarms_cover_dead_letters_age_errors_5xx_failures_and_forged_signatures() {
+    let dlq = alarm_on(
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+        ("QueueName", get_att("DeadLetterQueue", "QueueName")),
+    );
+    assert_eq!(dlq["Threshold"], 0);
+    let age = alarm_on(
+        "AWS/SQS",
+        "ApproximateAgeOfOldestMessage",
+        ("QueueName", get_att("WebhookQueue", "QueueName")),
+    );
+    assert_eq!(age["Threshold"], reference("QueueAgeAlarmSeconds"));
+    let errors = alarm_on(
+        "AWS/Lambda",
+        "Errors",
+        ("FunctionName", reference("ReceiverFunction")),
+    );
+    assert_eq!(errors["Threshold"], 0);
+    let api = alarm_on("AWS/ApiGateway", "5xx", ("ApiId", reference("WebhookApi")));
+    assert!(api["Dimensions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"Name": "Stage", "Value": "$default"})));
+
+    let failed = alarm_on_emf(Metric::Failed, "consumer");
+    assert_eq!(failed["Threshold"], 0);
+    let forged = alarm_on_emf(Metric::SignatureRejected, "receiver");
+    assert_eq!(
+        forged["Threshold"],
+        reference("SignatureRejectedAlarmThreshold")
+    );
+}
+
+#[test]
+fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
+    let t = translated();
+    let expected = json!([
+        {"Fn::If": ["HasAlarmEmail", {"Ref": "AlarmTopic"}, {"Ref": "AWS::NoValue"}]},
+        {"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AWS::NoValue"}]},
+    ]);
+    let all = alarms();
+    assert_eq!(all.len(), 6);
+    for (id, props) in all {
+        assert_eq!(props["AlarmActions"], expected, "{id}");
+    }
+    let topic = t.resource("AlarmTopic").expect("the stack's alarm topic");
+    assert_eq!(topic["Type"], "AWS::SNS::Topic");
+    assert_eq!(topic["Condition"], "HasAlarmEmail");
+    assert_eq!(
+        topic["Properties"]["Subscription"],
+        json!([{"Protocol": "email", "Endpoint": {"Ref": "AlarmEmail"}}])
+    );
+    assert_eq!(
+        t.document()["Conditions"]["HasAlarmEmail"],
+        json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]})
+    );
+    assert_eq!(t.parameter("AlarmEmail").unwrap()["Default"], "");
+}
+
+#[test]
+fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
+    let t = translated();
+    let id = t.only_of_type("AWS::CloudWatch::Dashboard").unwrap();
+    let sub = t.properties(id)["DashboardBody"]["Fn::Sub"]
+        .as_array()
+        .expect("DashboardBody is Fn::Sub [body, variables]");
+    let mut body = sub[0].as_str().expect("body").to_owned();
+    let variables = sub[1].as_object().expect("variables");
+    assert_eq!(variables["ns"], NAMESPACE);
+    assert_eq!(variables["queue"], get_att("WebhookQueue", "QueueName"));
+    assert_eq!(variables["dlq"], get_att("DeadLetterQueue", "QueueName"));
+    for (name, value) in [
+        ("${ns}", NAMESPACE),
+        ("${queue}", "q.fifo"),
+        ("${dlq}", "d.fifo"),
+        ("${AWS::Region}", "eu-west-1"),
+    ] {
+        body = body.replace(name, value);
+    }
+    assert!(!body.contains("${"), "every variable substituted");
+    let dashboard: Value = serde_json::from_str(&body).expect("the dashboard body is JSON");
+
+    let mut shown = BTreeSet::new();
+    for widget in dashboard["widgets"].as_array().expect("widgets") {
+        for line in widget["properties"]["metrics"].as_array().expect("metrics") {
+            for item in line.as_array().unwrap() {
+                if let Some(query) = item["expression"].as_str() {
+                    assert!(
+                        query.contains(&format!("FROM SCHEMA({NAMESPACE}, function, source)")),
+                        "{query}: the EMF namespace and dimensions"
+                    );
+                    let metric = query
+                        .strip_prefix("SELECT SUM(")
+                        .and_then(|q| q.split_once(')'))
+                        .map(|(m, _)| m)
+                        .expect("SELECT SUM(<metric>)");
+                    shown.insert(metric.to_owned());
+                } else if let Some(name) = item.as_str() {
+                    shown.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    for metric in [
+        Metric::Accepted,
+        Metric::Replayed,
+        Metric::SignatureRejected,
+        Metric::PayloadMismatch,
+        Metric::Rejected,
+        Metric::Completed,
+        Metric::Failed,
+    ] {
+        assert!(
+            shown.contains(metric.name()),
+            "dashboard lacks {}",
+            metric.name()
+        );
+    }
+    for queue_metric in [
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
+    ] {
+        assert!(
+            shown.contains(queue_metric),
+            "dashboard lacks {queue_metric}"
+        );
+    }
+}
