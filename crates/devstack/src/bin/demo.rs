@@ -2,26 +2,84 @@
 //!
 //! ```text
 //! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
-//! demo serve [--address A] [--port P]   # the stack, waiting for `cargo lambda invoke`
-//! demo check-events                     # every events/*.json through the emulator
+//! demo serve [--address A] [--port P] [--instances N]   # the stack, waiting for `cargo lambda invoke`
+//! demo check-events                                     # every events/*.json through the emulator
 //! ```
 //! Ctrl-C (or SIGTERM) stops everything it started.
 
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand};
 use devstack::demo;
 
-const USAGE: &str = "usage: demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
-       demo serve [--address A] [--port P] [--instances N]
-       demo check-events";
+/// The inbox end to end on this machine: moto, both functions under `cargo lambda watch`, a
+/// system of record, and senders driving it over HTTP.
+#[derive(Parser, Debug)]
+#[command(name = "demo", args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// `demo` alone is `demo run`.
+    #[command(flatten)]
+    run: RunArgs,
+}
 
-fn number<T: std::str::FromStr>(
-    args: &mut impl Iterator<Item = String>,
-    flag: &str,
-) -> Result<T, String> {
-    args.next()
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("{flag} needs a number\n{USAGE}"))
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The demo: sample webhooks, a retry storm, crashes and late redeliveries, then the count
+    /// (the default).
+    Run(RunArgs),
+    /// The stack on a fixed address, waiting for `cargo lambda invoke --data-file events/…`.
+    Serve(ServeArgs),
+    /// Every file in `events/` invoked through the emulator and checked against its expected
+    /// answer.
+    CheckEvents,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Distinct events in the retry storm.
+    #[arg(long = "events", value_name = "N", default_value_t = demo::Options::default().storm_events)]
+    storm_events: usize,
+    /// Deliveries of each storm event.
+    #[arg(long = "copies", value_name = "N", default_value_t = demo::Options::default().storm_copies)]
+    storm_copies: usize,
+    /// Senders at once.
+    #[arg(long, value_name = "N", default_value_t = demo::Options::default().concurrency)]
+    concurrency: usize,
+    /// Instances per function (`cargo lambda watch --concurrency`).
+    #[arg(long, value_name = "N", default_value_t = demo::Options::default().instances)]
+    instances: u32,
+    /// Overrides the template's IN_PROGRESS_WAIT_MS (0: a concurrent duplicate gets 503 and
+    /// Retry-After at once).
+    #[arg(long, value_name = "MS")]
+    in_progress_wait_ms: Option<u64>,
+}
+
+impl RunArgs {
+    fn options(&self) -> demo::Options {
+        demo::Options {
+            storm_events: self.storm_events,
+            storm_copies: self.storm_copies,
+            concurrency: self.concurrency,
+            instances: self.instances,
+            in_progress_wait_ms: self.in_progress_wait_ms,
+            ..demo::Options::default()
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Where `cargo lambda watch` listens (`::`: every interface).
+    #[arg(long, value_name = "A", default_value = "::")]
+    address: String,
+    /// Its port (`cargo lambda invoke`'s default is 9000).
+    #[arg(long, value_name = "P", default_value_t = 9000)]
+    port: u16,
+    /// Instances per function.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    instances: u32,
 }
 
 enum Mode {
@@ -34,39 +92,19 @@ enum Mode {
     CheckEvents,
 }
 
-fn parse() -> Result<Mode, String> {
-    let mut args = std::env::args().skip(1).peekable();
-    let mode = match args.peek().map(String::as_str) {
-        Some("serve") | Some("check-events") | Some("run") => args.next(),
-        _ => None,
-    };
-    let mut opts = demo::Options::default();
-    let (mut address, mut port, mut instances) = ("::".to_owned(), 9000u16, 1u32);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--events" => opts.storm_events = number(&mut args, &arg)?,
-            "--copies" => opts.storm_copies = number(&mut args, &arg)?,
-            "--concurrency" => opts.concurrency = number(&mut args, &arg)?,
-            "--instances" => {
-                opts.instances = number(&mut args, &arg)?;
-                instances = opts.instances;
-            }
-            "--in-progress-wait-ms" => opts.in_progress_wait_ms = Some(number(&mut args, &arg)?),
-            "--address" => address = args.next().ok_or(USAGE)?,
-            "--port" => port = number(&mut args, &arg)?,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+impl Cli {
+    fn mode(self) -> Mode {
+        match self.command {
+            None => Mode::Run(self.run.options()),
+            Some(Command::Run(run)) => Mode::Run(run.options()),
+            Some(Command::Serve(s)) => Mode::Serve {
+                address: s.address,
+                port: s.port,
+                instances: s.instances,
+            },
+            Some(Command::CheckEvents) => Mode::CheckEvents,
         }
     }
-    Ok(match mode.as_deref() {
-        Some("serve") => Mode::Serve {
-            address,
-            port,
-            instances,
-        },
-        Some("check-events") => Mode::CheckEvents,
-        _ => Mode::Run(opts),
-    })
 }
 
 async fn main_mode(mode: Mode) -> ExitCode {
@@ -133,13 +171,7 @@ async fn main_mode(mode: Mode) -> ExitCode {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mode = match parse() {
-        Ok(m) => m,
-        Err(usage) => {
-            eprintln!("{usage}");
-            return ExitCode::from(2);
-        }
-    };
+    let mode = Cli::parse().mode();
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(s) => s,
         Err(e) => {

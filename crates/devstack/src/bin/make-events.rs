@@ -7,34 +7,33 @@
 //! Stripe and Standard Webhooks events carry a signed timestamp and are refused 300 s after
 //! they were generated: run it again before `cargo lambda invoke`-ing them.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::Parser;
 use devstack::demo::events;
 
+/// Writes the sample Lambda events (API Gateway requests for the receiver, SQS batches for the
+/// consumer), signed now.
+#[derive(Parser, Debug)]
+#[command(name = "make-events")]
+struct Cli {
+    /// Where to write them [default: events/ at the workspace root].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print the events table of docs/local-development.md instead of writing files.
+    #[arg(long)]
+    readme_table: bool,
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let mut dir = events::events_dir();
-    let now = devstack::testkit::now_ms() / 1000;
-    let samples = events::generate(now);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--dir" => match args.next() {
-                Some(d) => dir = d.into(),
-                None => {
-                    eprintln!("--dir needs a directory");
-                    return ExitCode::from(2);
-                }
-            },
-            "--readme-table" => {
-                print!("{}", events::readme_table(&samples));
-                return ExitCode::SUCCESS;
-            }
-            other => {
-                eprintln!("usage: make-events [--dir DIR] [--readme-table] (not {other})");
-                return ExitCode::from(2);
-            }
-        }
+    let cli = Cli::parse();
+    let samples = events::generate(devstack::testkit::now_ms() / 1000);
+    if cli.readme_table {
+        print!("{}", events::readme_table(&samples));
+        return ExitCode::SUCCESS;
     }
+    let dir = cli.dir.unwrap_or_else(events::events_dir);
     if let Err(e) = events::write_all(&dir, &samples) {
         eprintln!("make-events: {e:#}");
         return ExitCode::FAILURE;
