@@ -56,7 +56,7 @@ fn the_readme_shows_the_compiled_processor() {
     );
     let blocks = rust_blocks(&readme);
     assert!(
-        blocks.iter().any(|block| *block == expected),
+        blocks.contains(&expected),
         "README.md has no ```rust block equal to the anchored lines of examples/processor.rs; \
          paste exactly these lines:\n{}",
         expected.join("\n")
