@@ -30,18 +30,10 @@ pub struct Round {
 }
 
 impl Bridge {
+    /// The mapping of the queue at `queue_url` (its ARN goes into each record's
+    /// `eventSourceARN`).
     pub async fn new(sqs: aws_sdk_sqs::Client, queue_url: &str) -> anyhow::Result<Bridge> {
-        let attrs = sqs
-            .get_queue_attributes()
-            .queue_url(queue_url)
-            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
-            .send()
-            .await?;
-        let queue_arn = attrs
-            .attributes()
-            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn))
-            .cloned()
-            .unwrap_or_default();
+        let queue_arn = inbox_ops::aws::queue_arn(&sqs, queue_url).await?;
         Ok(Bridge {
             sqs,
             queue_url: queue_url.to_owned(),

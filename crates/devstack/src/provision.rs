@@ -51,7 +51,7 @@ pub async fn provision(
     let dlq_url = ensure_queue(sqs, &dlq_name, template.dlq_attributes())
         .await
         .with_context(|| format!("provisioning queue {dlq_name}"))?;
-    let dlq_arn = queue_arn(sqs, &dlq_url).await?;
+    let dlq_arn = inbox_ops::aws::queue_arn(sqs, &dlq_url).await?;
 
     let mut attributes = template.queue_attributes().clone();
     let redrive = serde_json::json!({
@@ -249,20 +249,6 @@ fn is_queue_exists(code: Option<&str>) -> bool {
         code,
         Some("QueueNameExists" | "QueueAlreadyExists" | "AWS.SimpleQueueService.QueueNameExists")
     )
-}
-
-async fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> anyhow::Result<String> {
-    let out = sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .context("GetQueueAttributes QueueArn")?;
-    out.attributes()
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn))
-        .cloned()
-        .ok_or_else(|| anyhow!("GetQueueAttributes returned no QueueArn for {url}"))
 }
 
 #[cfg(test)]

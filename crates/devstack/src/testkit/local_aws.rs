@@ -49,7 +49,7 @@ impl LocalAws {
         }
     }
 
-    /// The receiver over [`TEST_SOURCES`] on these clients, and the metric lines it writes.
+    /// The receiver over [`TEST_SOURCES`](super::TEST_SOURCES) on these clients, and the metric lines it writes.
     pub async fn receiver(&self, settings: ReceiverSettings) -> (TestReceiver, MetricLines) {
         let sources = test_sources()
             .resolve(&AwsSecretResolver::env_only())
@@ -67,7 +67,7 @@ impl LocalAws {
         (receiver, lines)
     }
 
-    /// The consumer over [`TEST_SOURCES`] on this ledger, running `processor`, and the metric
+    /// The consumer over [`TEST_SOURCES`](super::TEST_SOURCES) on this ledger, running `processor`, and the metric
     /// lines it writes.
     pub fn consumer<P: Processor>(&self, processor: P) -> (TestConsumer<P>, MetricLines) {
         consumer_on(self.ledger(), processor)

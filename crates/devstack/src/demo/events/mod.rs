@@ -10,9 +10,10 @@
 //! it was made, so the events that carry one depend on the time they were generated at;
 //! everything else is fixed, and regenerating changes only those files.
 //!
-//! One file per sender's samples ([`github`], [`stripe`], [`standard_webhooks`], [`shopify`],
-//! [`orders`]), the requests no source accepts ([`routing`]), the consumer's batches ([`sqs`]);
-//! [`Expected`] is what each must get back, [`readme_table`] the page that lists them.
+//! One file per sender's samples (`github`, `stripe`, `standard_webhooks`, `shopify`,
+//! `orders`), the requests refused before any signature is read (`routing`), the consumer's
+//! batches (`sqs`); [`Expected`] is what each must get back, [`readme_table`] the page that
+//! lists them.
 
 use std::path::{Path, PathBuf};
 
