@@ -94,4 +94,4 @@ bench: venv
 
 clean:
 	cargo clean
-	rm -rf $(VENV) .local
+	rm -rf $(VENV) .venv-checkov .venv-sam .local node_modules
