@@ -80,7 +80,7 @@ deploy: venv $(VENV_SAM)/.installed
 audit:
 	cargo run -q -p inbox-ops -- audit $(ARGS)
 
-# The deterministic simulation (crates/inbox/tests/simulation.rs), optimised, over SEEDS seeds;
+# The deterministic simulation (crates/inbox/tests/simulation/), optimised, over SEEDS seeds;
 # SIM_SEED=x replays one seed with its trace.
 SEEDS ?= 100000
 simulate:

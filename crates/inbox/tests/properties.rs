@@ -1,5 +1,5 @@
 //! Properties of key derivation and of the queue envelope, and a static check that MACs are
-//! compared in constant time. (Signature parsing properties live in `signature_schemes.rs`.)
+//! compared in constant time. (Signature parsing properties live in `signature_schemes/`.)
 
 use std::collections::BTreeMap;
 
