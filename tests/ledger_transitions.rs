@@ -1,6 +1,7 @@
-//! The ledger's transitions, written once and run against both adapters: the in-memory
-//! `MemoryLedger` and the `DynamoLedger` on a real AWS-API server (moto on loopback, the table
-//! made from template.yaml). Every scenario asserts its expected outcomes itself and records
+//! The ledger's transitions (claim, release, mark queued, take, complete, fail, defer),
+//! written once and run against both adapters: the in-memory `MemoryLedger` and the
+//! `DynamoLedger` on a real AWS-API server (moto on loopback, the table made from
+//! template.yaml). Every scenario asserts its expected outcomes itself and records
 //! each outcome and each `get()` in a trace; the two adapters' traces must be identical, so
 //! the DynamoDB condition expressions and the in-memory predicates cannot drift apart.
 //!
@@ -27,6 +28,8 @@ enum Obs {
     Claim(ClaimOutcome),
     Take(TakeOutcome),
     Done(bool),
+    /// A fail's answer: the key's real failures now, or `None` (refused).
+    Failed(Option<u32>),
     Get(Option<Record>),
 }
 
@@ -126,12 +129,27 @@ impl<'a, L: LedgerStore> Run<'a, L> {
     }
 
     async fn fail(&mut self, owner: &str, error: &str, now_ms: i64) -> bool {
+        self.failures(owner, error, now_ms).await.is_some()
+    }
+
+    /// A fail, and the key's real failures it answers with.
+    async fn failures(&mut self, owner: &str, error: &str, now_ms: i64) -> Option<u32> {
         let out = self
             .ledger
             .fail(K, owner, error, now_ms)
             .await
             .expect("fail answered");
-        self.note(format!("fail by {owner} at {now_ms}"), Obs::Done(out));
+        self.note(format!("fail by {owner} at {now_ms}"), Obs::Failed(out));
+        out
+    }
+
+    async fn defer(&mut self, owner: &str, reason: &str, now_ms: i64) -> bool {
+        let out = self
+            .ledger
+            .defer(K, owner, reason, now_ms)
+            .await
+            .expect("defer answered");
+        self.note(format!("defer by {owner} at {now_ms}"), Obs::Done(out));
         out
     }
 
@@ -209,6 +227,7 @@ fn claimed_record(c: &Claim) -> Record {
         response_status: Some(c.response_status),
         response_body: Some(c.response_body.clone()),
         attempts: 0,
+        failures: 0,
         last_error: None,
         received_at: c.now_ms,
         completed_at: None,
@@ -245,6 +264,7 @@ mod scenarios {
             response_status: Some(200),
             response_body: Some(accepted_response(K).1),
             attempts: 0,
+            failures: 0,
             last_error: None,
             received_at: T,
             completed_at: None,
@@ -443,6 +463,7 @@ mod scenarios {
                 response_status: Some(response_status),
                 response_body: Some(response_body),
                 attempts: 1,
+                failures: 0,
                 last_error: None,
                 received_at: T,
                 completed_at: None,
@@ -618,6 +639,7 @@ mod scenarios {
                 lease_until: None,
                 lease_owner: None,
                 last_error: Some("downstream 500".to_owned()),
+                failures: 1,
                 ..c2
             }
         );
@@ -643,6 +665,77 @@ mod scenarios {
         assert!(!r.complete("c3", T + 9001).await, "twice");
         assert!(!r.fail("c3", "after", T + 9001).await, "after complete");
         assert_eq!(r.get().await, Some(done));
+        r.trace
+    }
+
+    // --- defer: a throttled try ------------------------------------------------------------
+
+    pub async fn defer_puts_it_back_to_queued_only_with_the_lease<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
+        let mut r = Run::new(l);
+        assert!(!r.defer("c1", "throttled", T).await, "absent");
+        assert_eq!(r.get().await, None, "a refused defer creates nothing");
+        let received = r.received("rx").await;
+        assert!(!r.defer("rx", "throttled", T + 1).await, "RECEIVED");
+        assert_eq!(r.get().await, Some(received));
+        assert!(r.mark_queued("rx").await);
+        assert!(!r.defer("rx", "throttled", T + 2).await, "QUEUED");
+
+        r.taken("c1", T + 1000, 5000, 1).await;
+        assert!(!r.defer("c2", "throttled", T + 1500).await, "not the owner");
+        let p = r.get().await.expect("processing");
+        assert!(r.defer("c1", "throttled: retry after 5 s", T + 2000).await);
+        let deferred = r.get().await.expect("deferred");
+        assert_eq!(
+            deferred,
+            Record {
+                status: Status::Queued,
+                lease_until: None,
+                lease_owner: None,
+                last_error: Some("throttled: retry after 5 s".to_owned()),
+                ..p
+            },
+            "back to QUEUED, no failure counted"
+        );
+        assert!(!r.defer("c1", "again", T + 2001).await, "the lease ended");
+        assert!(!r.complete("c1", T + 2001).await, "the lease ended");
+        // A duplicate delivery still replays: QUEUED is not claimable.
+        r.refused_claim("rx2", T + 2002, &deferred, "deferred")
+            .await;
+        // The next take runs it again.
+        r.taken("c2", T + 7000, 60_000, 2).await;
+        assert!(r.complete("c2", T + 8000).await);
+        let done = r.get().await.expect("completed");
+        assert_eq!((done.attempts, done.failures), (2, 0));
+        assert!(!r.defer("c2", "late", T + 8001).await, "after complete");
+        r.trace
+    }
+
+    pub async fn fail_counts_real_failures_and_defer_does_not<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
+        let mut r = Run::new(l);
+        r.queued().await;
+        let mut now = T + 1000;
+        let mut attempts = 0;
+        for (n, throttle) in [(1, false), (1, true), (2, false), (2, true), (3, false)] {
+            attempts += 1;
+            r.taken("c1", now, 60_000, attempts).await;
+            if throttle {
+                assert!(r.defer("c1", "throttled", now + 1).await);
+            } else {
+                assert_eq!(r.failures("c1", "boom", now + 1).await, Some(n));
+            }
+            assert_eq!(r.get().await.expect("item").failures, n);
+            now += 1000;
+        }
+        assert_eq!(r.failures("c1", "no lease", now).await, None, "refused");
+        let item = r.get().await.expect("item");
+        assert_eq!(
+            (item.status, item.attempts, item.failures),
+            (Status::Failed, 5, 3)
+        );
         r.trace
     }
 
@@ -730,6 +823,7 @@ mod scenarios {
             response_status: Some(200),
             response_body: Some(c.response_body.clone()),
             attempts: 2,
+            failures: 1,
             last_error: Some("forward answered 503 Service Unavailable: \"quoted\"".to_owned()),
             received_at: T,
             completed_at: Some(T + 400),
@@ -787,6 +881,8 @@ on_both_adapters!(
     take_on_processing_live_is_busy_and_run_out_is_taken_over,
     take_on_completed_is_acknowledged_without_a_write,
     complete_and_fail_only_with_the_lease,
+    defer_puts_it_back_to_queued_only_with_the_lease,
+    fail_counts_real_failures_and_defer_does_not,
     expires_at_is_seconds_and_leases_are_milliseconds,
     a_record_round_trips_with_every_field,
 );

@@ -11,17 +11,20 @@ use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
 use crate::clock::SystemClock;
 use crate::config::env::{queue_retention_seconds, required, ConsumerEnv, ReceiverEnv};
-use crate::config::{AwsSecretResolver, ConfigError, SourceSpecs};
+use crate::config::{AwsSecretResolver, ConfigError, SecretRef, SecretResolver, SourceSpecs};
 use crate::consumer::{Consumer, ConsumerSettings, HttpForwarder};
+use crate::forward::ForwardSigner;
 use crate::ledger::dynamo::DynamoLedger;
 use crate::metrics::Metrics;
 use crate::queue::SqsQueue;
 use crate::receiver::{Receiver, ReceiverSettings};
+use crate::redelivery::SqsRedelivery;
 
 /// The deployed receiver.
 pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock>;
-/// The deployed consumer, with the shipped HTTP forwarder.
-pub type LambdaConsumer = Consumer<DynamoLedger, HttpForwarder, SystemClock>;
+/// The deployed consumer, with the shipped HTTP forwarder, delaying and dead-lettering on
+/// `QUEUE_URL` and `DLQ_URL` (where set).
+pub type LambdaConsumer = Consumer<DynamoLedger, HttpForwarder, SystemClock, Option<SqsRedelivery>>;
 
 /// `WEBHOOK_SOURCES`, checked, and checked against `QUEUE_RETENTION_SECONDS` where set.
 pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
@@ -102,6 +105,18 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         name: "FORWARD_URL",
         message: e.to_string(),
     })?;
+    let forwarder =
+        match forward_signer(&env.forward_signing_secrets, &AwsSecretResolver::new(&sdk)).await? {
+            Some(signer) => forwarder.signed(signer),
+            None => {
+                tracing::warn!("FORWARD_SIGNING_SECRET is not set: forwards are not signed");
+                forwarder
+            }
+        };
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let redelivery = env
+        .queue_url
+        .map(|queue_url| SqsRedelivery::new(sqs, queue_url, env.dlq_url));
     Ok(Consumer::new(
         specs,
         DynamoLedger::new(aws_sdk_dynamodb::Client::new(&sdk), env.ledger_table),
@@ -109,7 +124,30 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         SystemClock,
         ConsumerSettings {
             max_concurrent_groups: env.max_concurrent_groups,
+            max_failures: env.max_failures,
+            queue_retention_seconds: queue_retention_seconds()?,
         },
         Metrics::stdout("consumer"),
-    ))
+    )
+    .with_redelivery(redelivery))
+}
+
+/// The signer of `FORWARD_SIGNING_SECRET`'s secrets, each read once (`None` when there are
+/// none); a secret that cannot be read or is not a `whsec_` secret stops start-up.
+pub async fn forward_signer(
+    references: &[SecretRef],
+    resolver: &impl SecretResolver,
+) -> Result<Option<ForwardSigner>, ConfigError> {
+    if references.is_empty() {
+        return Ok(None);
+    }
+    let bad = |message: String| ConfigError::BadVar {
+        name: "FORWARD_SIGNING_SECRET",
+        message,
+    };
+    let mut values = Vec::with_capacity(references.len());
+    for reference in references {
+        values.push(resolver.resolve(reference).await.map_err(bad)?);
+    }
+    ForwardSigner::new(&values).map(Some).map_err(bad)
 }

@@ -3,12 +3,14 @@
 //! - [`config`]: `WEBHOOK_SOURCES` and the environment, parsed and checked once at start-up.
 //! - [`key`]: the idempotency key, derived from the sender's own identifier.
 //! - [`signature`]: the senders' signature schemes.
-//! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail)
-//!   and its DynamoDB and in-memory adapters.
+//! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail,
+//!   defer) and its DynamoDB and in-memory adapters.
 //! - [`queue`]: the queue envelope and the SQS FIFO adapter.
 //! - [`fifo`]: the FIFO group rule: an event's group, a batch run by group, SQS-safe ids.
 //! - [`lease`]: how long a claim or a take holds a key.
 //! - [`receiver`] and [`consumer`]: the two handlers.
+//! - [`forward`]: the shipped side effect, a signed POST to the system of record.
+//! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
 //! - [`metrics`]: the counters both handlers emit.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
@@ -18,10 +20,12 @@ pub mod clock;
 pub mod config;
 pub mod consumer;
 pub mod fifo;
+pub mod forward;
 pub mod key;
 pub mod lease;
 pub mod ledger;
 pub mod metrics;
 pub mod queue;
 pub mod receiver;
+pub mod redelivery;
 pub mod signature;

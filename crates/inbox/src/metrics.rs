@@ -23,6 +23,8 @@ pub enum Metric {
     Failed,
     DuplicateDelivery,
     LeaseLost,
+    Throttled,
+    DeadLettered,
 }
 
 impl Metric {
@@ -39,6 +41,8 @@ impl Metric {
             Metric::Failed => "Failed",
             Metric::DuplicateDelivery => "DuplicateDelivery",
             Metric::LeaseLost => "LeaseLost",
+            Metric::Throttled => "Throttled",
+            Metric::DeadLettered => "DeadLettered",
         }
     }
 }
@@ -143,6 +147,8 @@ mod tests {
             Metric::Failed,
             Metric::DuplicateDelivery,
             Metric::LeaseLost,
+            Metric::Throttled,
+            Metric::DeadLettered,
         ];
         for metric in all {
             for source in ["stripe", "(unknown)", "we\"ird\\"] {

@@ -1,11 +1,13 @@
 //! The functions' environment variables, read once at cold start, with their defaults.
 
+use super::secrets::SecretRef;
 use super::ConfigError;
 
 pub const DEFAULT_IN_PROGRESS_WAIT_MS: u64 = 1000;
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 262_144;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
+pub const DEFAULT_MAX_FAILURES: u64 = crate::consumer::DEFAULT_MAX_FAILURES as u64;
 /// The largest `MAX_BODY_BYTES`. The queue's `MaximumMessageSize` (1 MiB in the template)
 /// must hold the envelope: the body JSON-escaped or base64-encoded (4/3) plus headers.
 pub const SQS_MAX_MESSAGE_BYTES: u64 = 262_144;
@@ -66,13 +68,48 @@ impl ReceiverEnv {
     }
 }
 
-/// The consumer's settings: `LEDGER_TABLE`, `FORWARD_URL`, `FORWARD_TIMEOUT_MS`, `MAX_CONCURRENT_GROUPS`.
+/// An optional variable: `None` when unset or blank.
+pub fn optional(name: &'static str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The consumer's settings: `LEDGER_TABLE`, `FORWARD_URL`, `FORWARD_TIMEOUT_MS`,
+/// `MAX_CONCURRENT_GROUPS`, `FORWARD_SIGNING_SECRET`, `QUEUE_URL`, `DLQ_URL`, `MAX_FAILURES`.
 #[derive(Clone, Debug)]
 pub struct ConsumerEnv {
     pub ledger_table: String,
     pub forward_url: String,
     pub forward_timeout_ms: u64,
     pub max_concurrent_groups: usize,
+    /// `FORWARD_SIGNING_SECRET`: the references of the secrets forwards are signed with (each
+    /// a `whsec_` secret; several during a rotation). Empty: forwards are unsigned.
+    pub forward_signing_secrets: Vec<SecretRef>,
+    /// `QUEUE_URL`: the queue whose messages a throttle delays. Unset: a throttled message
+    /// comes back after the visibility timeout.
+    pub queue_url: Option<String>,
+    /// `DLQ_URL`: where the consumer moves a message after `MAX_FAILURES` real failures.
+    /// Unset: only the queue's `maxReceiveCount` dead-letters.
+    pub dlq_url: Option<String>,
+    /// `MAX_FAILURES`: real failures of a key before its message is dead-lettered (at least 1).
+    pub max_failures: u32,
+}
+
+/// `FORWARD_SIGNING_SECRET`: comma-separated secret references, or nothing.
+pub fn forward_signing_secrets() -> Result<Vec<SecretRef>, ConfigError> {
+    let Some(text) = optional("FORWARD_SIGNING_SECRET") else {
+        return Ok(Vec::new());
+    };
+    text.split(',')
+        .map(str::trim)
+        .map(|part| {
+            SecretRef::parse(part).ok_or_else(|| ConfigError::BadVar {
+                name: "FORWARD_SIGNING_SECRET",
+                message: format!(
+                    "`{part}` is not a secret reference (env:NAME or secretsmanager:NAME_OR_ARN, comma-separated)"
+                ),
+            })
+        })
+        .collect()
 }
 
 impl ConsumerEnv {
@@ -84,11 +121,22 @@ impl ConsumerEnv {
                 message: "must be at least 1".into(),
             });
         }
+        let max_failures = number_or("MAX_FAILURES", DEFAULT_MAX_FAILURES)?;
+        if max_failures == 0 || max_failures > 1000 {
+            return Err(ConfigError::BadVar {
+                name: "MAX_FAILURES",
+                message: "must be between 1 and 1000".into(),
+            });
+        }
         Ok(Self {
             ledger_table: required("LEDGER_TABLE")?,
             forward_url: required("FORWARD_URL")?,
             forward_timeout_ms: number_or("FORWARD_TIMEOUT_MS", DEFAULT_FORWARD_TIMEOUT_MS)?,
             max_concurrent_groups: usize::try_from(groups).unwrap_or(usize::MAX),
+            forward_signing_secrets: forward_signing_secrets()?,
+            queue_url: optional("QUEUE_URL"),
+            dlq_url: optional("DLQ_URL"),
+            max_failures: u32::try_from(max_failures).unwrap_or(u32::MAX),
         })
     }
 }

@@ -10,7 +10,8 @@ use aws_sdk_dynamodb::Client;
 
 use super::{
     refused_take, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
-    CLAIM_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION, TAKE_CONDITION,
+    CLAIM_CONDITION, DEFER_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION,
+    TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -79,6 +80,22 @@ impl DynamoLedger {
         condition: &str,
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<bool, StoreError> {
+        Ok(self
+            .update_if(key, update, condition, values, ReturnValue::None)
+            .await?
+            .is_some())
+    }
+
+    /// UpdateItem with a condition, returning the attributes `returning` asks for; `None`
+    /// when the condition failed.
+    async fn update_if(
+        &self,
+        key: &str,
+        update: &str,
+        condition: &str,
+        values: Vec<(&str, AttributeValue)>,
+        returning: ReturnValue,
+    ) -> Result<Option<Item>, StoreError> {
         let mut req = self
             .client
             .update_item()
@@ -86,14 +103,15 @@ impl DynamoLedger {
             .key("pk", Self::pk(key))
             .update_expression(update)
             .condition_expression(condition)
-            .expression_attribute_names("#status", "status");
+            .expression_attribute_names("#status", "status")
+            .return_values(returning);
         for (name, value) in values {
             req = req.expression_attribute_values(name, value);
         }
         match req.send().await {
-            Ok(_) => Ok(true),
+            Ok(out) => Ok(Some(out.attributes.unwrap_or_default())),
             Err(err) => match err.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(None),
                 _ => Err(unavailable(err)),
             },
         }
@@ -261,16 +279,49 @@ impl LedgerStore for DynamoLedger {
         owner: &str,
         error: &str,
         _now_ms: i64,
+    ) -> Result<Option<u32>, StoreError> {
+        let updated = self
+            .update_if(
+                key,
+                "SET #status = :failed, last_error = :err, \
+                 failures = if_not_exists(failures, :zero) + :one \
+                 REMOVE lease_until, lease_owner",
+                FINISH_CONDITION,
+                vec![
+                    (":failed", status(Status::Failed)),
+                    (":processing", status(Status::Processing)),
+                    (":me", s(owner)),
+                    (":err", s(error)),
+                    (":zero", n(0)),
+                    (":one", n(1)),
+                ],
+                ReturnValue::UpdatedNew,
+            )
+            .await?;
+        updated
+            .map(|item| {
+                let failures = item.get("failures").map(number).transpose()?.unwrap_or(1);
+                Ok(u32::try_from(failures).unwrap_or(u32::MAX))
+            })
+            .transpose()
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        owner: &str,
+        reason: &str,
+        _now_ms: i64,
     ) -> Result<bool, StoreError> {
         self.conditional_update(
             key,
-            "SET #status = :failed, last_error = :err REMOVE lease_until, lease_owner",
-            FINISH_CONDITION,
+            "SET #status = :queued, last_error = :err REMOVE lease_until, lease_owner",
+            DEFER_CONDITION,
             vec![
-                (":failed", status(Status::Failed)),
+                (":queued", status(Status::Queued)),
                 (":processing", status(Status::Processing)),
                 (":me", s(owner)),
-                (":err", s(error)),
+                (":err", s(reason)),
             ],
         )
         .await
@@ -328,6 +379,9 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
         response_status: num("response_status")?.and_then(|v| u16::try_from(v).ok()),
         response_body: text("response_body")?,
         attempts: num("attempts")?
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(0),
+        failures: num("failures")?
             .and_then(|v| u32::try_from(v).ok())
             .unwrap_or(0),
         last_error: text("last_error")?,

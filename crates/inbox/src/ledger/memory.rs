@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    claim_allowed, finish_allowed, mark_queued_allowed, refused_take, release_allowed,
-    take_allowed, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    claim_allowed, defer_allowed, finish_allowed, mark_queued_allowed, refused_take,
+    release_allowed, take_allowed, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
+    Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -64,6 +65,7 @@ impl LedgerStore for MemoryLedger {
                     response_status: Some(c.response_status),
                     response_body: Some(c.response_body.clone()),
                     attempts: 0,
+                    failures: 0,
                     last_error: None,
                     received_at: c.now_ms,
                     completed_at: None,
@@ -112,6 +114,7 @@ impl LedgerStore for MemoryLedger {
                 response_status: Some(t.response_status),
                 response_body: Some(t.response_body.clone()),
                 attempts: 0,
+                failures: 0,
                 last_error: None,
                 received_at: t.now_ms,
                 completed_at: None,
@@ -146,12 +149,31 @@ impl LedgerStore for MemoryLedger {
         owner: &str,
         error: &str,
         _now_ms: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<u32>, StoreError> {
         Ok(self.with(|items| {
             let ok = finish_allowed(items.get(key), owner);
+            let r = items.get_mut(key).filter(|_| ok)?;
+            r.status = Status::Failed;
+            r.last_error = Some(error.to_owned());
+            r.failures += 1;
+            r.lease_until = None;
+            r.lease_owner = None;
+            Some(r.failures)
+        }))
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        owner: &str,
+        reason: &str,
+        _now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = defer_allowed(items.get(key), owner);
             if let Some(r) = items.get_mut(key).filter(|_| ok) {
-                r.status = Status::Failed;
-                r.last_error = Some(error.to_owned());
+                r.status = Status::Queued;
+                r.last_error = Some(reason.to_owned());
                 r.lease_until = None;
                 r.lease_owner = None;
             }

@@ -2,9 +2,13 @@
 //!
 //! ```text
 //!  (absent/expired) --claim--> RECEIVED --mark queued--> QUEUED --take--> PROCESSING --complete--> COMPLETED
-//!                                 |  \--release--> (absent)                    \--fail--> FAILED --take--> ...
-//!                                 \--(lease ran out) claim again
+//!                                 |  \--release--> (absent)                   |  \--fail--> FAILED --take--> ...
+//!                                 \--(lease ran out) claim again               \--defer--> QUEUED --take--> ...
 //! ```
+//!
+//! `fail` is a real failure and counts in `failures`, on which the consumer's dead-letter
+//! decision rests; `defer` is a throttled try (the system of record asked to be called later):
+//! the item goes back to QUEUED and counts in no failure.
 //!
 //! Every transition is written here twice, side by side: as the DynamoDB condition
 //! expression the [`dynamo`] adapter sends, and as the predicate the in-memory adapter
@@ -70,6 +74,9 @@ pub struct Record {
     pub response_status: Option<u16>,
     pub response_body: Option<String>,
     pub attempts: u32,
+    /// Real failures so far (`fail`), not throttled tries (`defer`): what the dead-letter
+    /// decision counts. 0 on an item written without it.
+    pub failures: u32,
     pub last_error: Option<String>,
     /// Epoch milliseconds.
     pub received_at: i64,
@@ -212,11 +219,20 @@ pub fn take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
     }
 }
 
-/// Complete and fail (consumer, UpdateItem): only while we hold the lease.
+/// Complete, fail and defer (consumer, UpdateItem): only while we hold the lease. Fail adds
+/// one to `failures`; defer (a throttled try) puts the item back to QUEUED and adds nothing.
 pub const FINISH_CONDITION: &str = "#status = :processing AND lease_owner = :me";
 
 pub fn finish_allowed(existing: Option<&Record>, owner: &str) -> bool {
     existing.is_some_and(|r| r.status == Status::Processing && r.owned_by(owner))
+}
+
+/// Defer (consumer, UpdateItem: QUEUED, `last_error`, lease removed): a throttled try, only
+/// while we hold the lease, as complete and fail; the next take runs it again.
+pub const DEFER_CONDITION: &str = FINISH_CONDITION;
+
+pub fn defer_allowed(existing: Option<&Record>, owner: &str) -> bool {
+    finish_allowed(existing, owner)
 }
 
 /// What a refused take means for the message.
@@ -230,10 +246,11 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     }
 }
 
-/// The ledger's port: the six transitions and a read for operators.
+/// The ledger's port: the seven transitions and a read for operators.
 ///
-/// `Ok(false)` from release, mark queued, complete and fail means the condition failed (the
-/// lease was lost or the item moved on); `Err` means no answer from the store.
+/// `Ok(false)` from release, mark queued, complete and defer, and `Ok(None)` from fail, mean
+/// the condition failed (the lease was lost or the item moved on); `Err` means no answer from
+/// the store.
 pub trait LedgerStore: Send + Sync + 'static {
     fn claim(&self, claim: &Claim)
         -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
@@ -254,11 +271,21 @@ pub trait LedgerStore: Send + Sync + 'static {
         owner: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// A real failure: FAILED with `last_error`; `Some(failures)`, the item's real failures
+    /// now, this one included.
     fn fail(
         &self,
         key: &str,
         owner: &str,
         error: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
+    /// A throttled try: back to QUEUED with `last_error` saying why, no failure counted.
+    fn defer(
+        &self,
+        key: &str,
+        owner: &str,
+        reason: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// A plain read, for operators and tests; no transition depends on it.
@@ -303,8 +330,17 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         owner: &str,
         error: &str,
         now_ms: i64,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send {
         (**self).fail(key, owner, error, now_ms)
+    }
+    fn defer(
+        &self,
+        key: &str,
+        owner: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).defer(key, owner, reason, now_ms)
     }
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
         (**self).get(key)

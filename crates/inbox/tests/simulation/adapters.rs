@@ -4,10 +4,14 @@
 
 use std::sync::Arc;
 
-use inbox::consumer::{Job, ProcessError, Processor, LEASE_MARGIN_MS};
+use std::time::Duration;
+
+use aws_lambda_events::sqs::SqsMessage;
+use inbox::consumer::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 use inbox::ledger::memory::MemoryLedger;
 use inbox::ledger::{Claim, ClaimOutcome, LedgerStore, Record, StoreError, Take, TakeOutcome};
 use inbox::queue::{Outgoing, Queue, QueueError};
+use inbox::redelivery::Redelivery;
 use rand::Rng;
 
 use crate::faults::{Fault, Mutant};
@@ -142,7 +146,7 @@ impl LedgerStore for SimLedger {
         owner: &str,
         error: &str,
         now_ms: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<u32>, StoreError> {
         step().await;
         let f = self.fault("fail", key);
         if f == Fault::Before {
@@ -150,6 +154,22 @@ impl LedgerStore for SimLedger {
         }
         let out = self.inner.fail(key, owner, error, now_ms).await?;
         self.answer("fail", &format!("{key} by {owner}"), f, out)
+    }
+
+    async fn defer(
+        &self,
+        key: &str,
+        owner: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        step().await;
+        let f = self.fault("defer", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.defer(key, owner, reason, now_ms).await?;
+        self.answer("defer", &format!("{key} by {owner}"), f, out)
     }
 
     async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
@@ -196,14 +216,92 @@ impl Queue for SimQueue {
     }
 }
 
-/// The side effect: records every run per key; fails on demand, before or after applying;
-/// like the shipped forwarder, it does not start without time left in its lease.
+/// The queue model behind the consumer's `Redelivery` port: a delay changes a message's
+/// visibility, a dead letter copies it to the dead-letter queue; each with injected errors
+/// before and after, as the receiver's sends.
+#[derive(Clone)]
+pub(crate) struct SimRedelivery {
+    pub(crate) world: Shared,
+}
+
+impl SimRedelivery {
+    fn call(
+        &self,
+        op: &'static str,
+        msg: &SqsMessage,
+        apply: impl FnOnce(&mut crate::world::World, &str, u64) -> bool,
+    ) -> Result<(), QueueError> {
+        let mut w = lock(&self.world);
+        w.called(op);
+        let (before, after) = (w.rates.queue_before, w.rates.queue_after);
+        let f = w.roll(before, after);
+        let handle = msg.receipt_handle.clone().unwrap_or_default();
+        if f == Fault::Before {
+            w.log(format!("  queue {op} {handle}: error (nothing done)"));
+            return Err(QueueError("injected: queue unavailable".into()));
+        }
+        let (id, receipt) = handle.split_once('#').unwrap_or_default();
+        let receipt = receipt.parse().unwrap_or(0);
+        let done = apply(&mut w, id, receipt);
+        let lost = if f == Fault::After {
+            ", answer lost (error)"
+        } else {
+            ""
+        };
+        w.log(format!(
+            "  queue {op} {handle}: {}{lost}",
+            if done { "done" } else { "refused" }
+        ));
+        match (done, f) {
+            (_, Fault::After) => Err(QueueError("injected: answer lost".into())),
+            (true, _) => Ok(()),
+            (false, _) => Err(QueueError("stale receipt handle".into())),
+        }
+    }
+}
+
+impl Redelivery for SimRedelivery {
+    async fn delay(&self, msg: &SqsMessage, seconds: u32) -> Result<(), QueueError> {
+        step().await;
+        self.call("delay", msg, |w, id, receipt| {
+            let until = w.now() + i64::from(seconds) * 1000;
+            w.stats.delayed += 1;
+            w.queue.change_visibility(id, receipt, until)
+        })
+    }
+
+    async fn dead_letter(&self, msg: &SqsMessage) -> Result<(), QueueError> {
+        step().await;
+        self.call("dead_letter", msg, |w, id, _| {
+            let copied = w.queue.copy_to_dlq(id);
+            if copied {
+                w.stats.dead_lettered += 1;
+            }
+            copied
+        })
+    }
+
+    fn dead_letters(&self) -> bool {
+        true
+    }
+}
+
+/// The side effect: records every run per key; fails on demand, before or after applying,
+/// or is throttled (not applied); like the shipped forwarder, it does not start without time
+/// left in its lease.
 pub(crate) struct SimProcessor {
     pub(crate) world: Shared,
 }
 
 impl Processor for SimProcessor {
     async fn process(&self, job: &Job) -> Result<(), ProcessError> {
+        match self.run(job).await {
+            Outcome::Done => Ok(()),
+            Outcome::Failed(e) | Outcome::Throttled { reason: e, .. } => Err(e),
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Outcome {
         step().await;
         let f = {
             let mut w = lock(&self.world);
@@ -218,7 +316,21 @@ impl Processor for SimProcessor {
                     job.attempt
                 ));
                 w.stats.out_of_lease += 1;
-                return Err(ProcessError("no time left in the lease".into()));
+                return Outcome::Failed(ProcessError("no time left in the lease".into()));
+            }
+            let throttled = w.rates.effect_throttled;
+            if w.faults_on && w.frng.random_bool(throttled) {
+                let retry_after = Duration::from_secs(w.frng.random_range(1..=60));
+                w.log(format!(
+                    "  effect {key} attempt {}: throttled, retry after {} s (not applied)",
+                    job.attempt,
+                    retry_after.as_secs()
+                ));
+                w.stats.throttled += 1;
+                return Outcome::Throttled {
+                    retry_after,
+                    reason: ProcessError("injected: downstream throttling".into()),
+                };
             }
             if f == Fault::Before {
                 w.log(format!(
@@ -226,7 +338,7 @@ impl Processor for SimProcessor {
                     job.attempt
                 ));
                 w.runs.entry(key).or_default().push((job.attempt, false));
-                return Err(ProcessError("injected: downstream refused".into()));
+                return Outcome::Failed(ProcessError("injected: downstream refused".into()));
             }
             match w.events.get(&key) {
                 None => w.violation(format!("side effect for an unknown key {key}")),
@@ -281,8 +393,8 @@ impl Processor for SimProcessor {
                 "  effect {}: applied, but answered a timeout",
                 job.key
             ));
-            return Err(ProcessError("injected: timed out after applying".into()));
+            return Outcome::Failed(ProcessError("injected: timed out after applying".into()));
         }
-        Ok(())
+        Outcome::Done
     }
 }

@@ -22,6 +22,9 @@ pub(crate) struct Rates {
     /// The side effect happens but its caller sees a failure (a timeout after the downstream
     /// applied it): the re-run must carry the same key.
     pub(crate) effect_after: f64,
+    /// The downstream answers 429/503 (not applied): the consumer defers the key and holds
+    /// back the rest of its batch.
+    pub(crate) effect_throttled: f64,
     /// The sender never sees the receiver's answer.
     pub(crate) lost_response: f64,
     /// The bridge dies after a batch, before deleting anything.
@@ -37,6 +40,7 @@ pub(crate) const RATES: Rates = Rates {
     queue_after: 0.02,
     effect_before: 0.10,
     effect_after: 0.04,
+    effect_throttled: 0.05,
     lost_response: 0.06,
     bridge_crash: 0.03,
     kill_overdue: 0.6,

@@ -9,8 +9,16 @@ pub(crate) const RECEIVER_TIMEOUT_MS: i64 = 10_000;
 pub(crate) const CONSUMER_TIMEOUT_MS: i64 = 20_000;
 /// The queue's visibility timeout: six times the consumer's timeout, as in the template.
 pub(crate) const VISIBILITY_MS: i64 = 6 * CONSUMER_TIMEOUT_MS;
-/// The redrive policy's maxReceiveCount, as in the template.
-pub(crate) const MAX_RECEIVE: u32 = 5;
+/// The redrive policy's maxReceiveCount: a safety net, since the consumer dead-letters a key
+/// itself after MAX_FAILURES real failures. It must be reached by a message failing for other
+/// reasons (store errors, crashes, a busy key) well within the queue's retention: the
+/// template's 500 receives take 50 h at its 6-minute visibility against 96 h of retention.
+/// This scheduler receives far less often than a mapping polls (minutes apart), so its net
+/// is lower, just above MAX_FAILURES.
+pub(crate) const MAX_RECEIVE: u32 = MAX_FAILURES + 1;
+/// Real failures of a key before the consumer moves its message to the dead-letter queue
+/// (`MAX_FAILURES`, the template's default).
+pub(crate) const MAX_FAILURES: u32 = 5;
 /// SQS FIFO's deduplication window.
 pub(crate) const DEDUP_WINDOW_MS: i64 = 5 * 60_000;
 /// The ledger remembers a key this long (`retention_hours`, below)...

@@ -1,6 +1,6 @@
 //! The queue: the SQS FIFO semantics that matter here (deduplication window, one message in
-//! flight per group, visibility timeout, maxReceiveCount into a dead-letter queue, redrive,
-//! retention).
+//! flight per group, visibility timeout and its change by the consumer, maxReceiveCount into a
+//! dead-letter queue, the consumer's own dead-lettering, redrive, retention).
 
 use std::collections::{HashMap, HashSet};
 
@@ -109,6 +109,40 @@ impl QueueModel {
             }
             None => false,
         }
+    }
+
+    /// ChangeMessageVisibility: the message received with `receipt` stays invisible until
+    /// `until`; a stale receipt (received again since, or deleted) fails.
+    pub(crate) fn change_visibility(&mut self, id: &str, receipt: u64, until: i64) -> bool {
+        match self
+            .main
+            .iter_mut()
+            .find(|m| m.id == id && m.receipt == receipt)
+        {
+            Some(m) => {
+                m.invisible_until = until;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The consumer's SendMessage to the dead-letter queue: a copy of the message there (a
+    /// new message); the original stays until the batch answer deletes it.
+    pub(crate) fn copy_to_dlq(&mut self, id: &str) -> bool {
+        let Some(m) = self.main.iter().find(|m| m.id == id).cloned() else {
+            return false;
+        };
+        self.next_seq += 1;
+        self.dlq.push(Msg {
+            seq: self.next_seq,
+            id: format!("d{}", self.next_seq),
+            receives: 0,
+            invisible_until: 0,
+            receipt: 0,
+            ..m
+        });
+        true
     }
 
     /// An operator's redrive (a message move task): the dead-letter queue back to the main

@@ -15,9 +15,9 @@ use inbox::receiver::{Receiver, ReceiverSettings};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::adapters::{SimLedger, SimProcessor, SimQueue};
+use crate::adapters::{SimLedger, SimProcessor, SimQueue, SimRedelivery};
 use crate::faults::{Mutant, RATES};
-use crate::params::{sources_json, START_MS};
+use crate::params::{sources_json, MAX_FAILURES, START_MS};
 use crate::queue_model::QueueModel;
 use crate::senders::make_senders;
 use crate::sim::Sim;
@@ -104,9 +104,16 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         clock.clone(),
         ConsumerSettings {
             max_concurrent_groups: rng.random_range(1..=3),
+            max_failures: MAX_FAILURES,
+            // No retention guard: the delays here (at most a minute) never near the queue's
+            // retention.
+            queue_retention_seconds: None,
         },
         cx_metrics,
-    );
+    )
+    .with_redelivery(SimRedelivery {
+        world: world.clone(),
+    });
     let mut sim = Sim {
         seed,
         rng,

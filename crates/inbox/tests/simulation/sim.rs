@@ -16,7 +16,7 @@ use lambda_http::{Body, Response};
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::adapters::{SimLedger, SimProcessor, SimQueue};
+use crate::adapters::{SimLedger, SimProcessor, SimQueue, SimRedelivery};
 use crate::faults::Rates;
 use crate::params::VISIBILITY_MS;
 use crate::queue_model::Msg;
@@ -61,7 +61,7 @@ pub(crate) struct Task<'a> {
 }
 
 pub(crate) type Rx = Receiver<SimLedger, SimQueue, ManualClock>;
-pub(crate) type Cx = Consumer<SimLedger, SimProcessor, ManualClock>;
+pub(crate) type Cx = Consumer<SimLedger, SimProcessor, ManualClock, SimRedelivery>;
 
 pub(crate) struct Sim<'a> {
     pub(crate) seed: u64,

@@ -25,6 +25,9 @@ pub(crate) struct Stats {
     pub(crate) out_of_lease: u64,
     pub(crate) deduplicated_sends: u64,
     pub(crate) dead_lettered: u64,
+    /// Side effects throttled, and messages whose visibility the consumer changed after one.
+    pub(crate) throttled: u64,
+    pub(crate) delayed: u64,
     pub(crate) redriven: u64,
     pub(crate) swept: u64,
     pub(crate) completed: u64,
@@ -59,6 +62,8 @@ impl Stats {
             lease_lost,
             deduplicated_sends,
             dead_lettered,
+            throttled,
+            delayed,
             redriven,
             swept,
             completed,
@@ -90,7 +95,8 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
          {} zombies past their deadline\n\
          \x20 died: {{{}}}\n\
          \x20 consumer: {} batches, {} side effects ({} re-runs before completion, {} not started \
-         for want of lease, {} after the ledger forgot the key), {} lease losses\n\
+         for want of lease, {} after the ledger forgot the key), {} lease losses, {} throttled \
+         ({} messages delayed)\n\
          \x20 queue: {} sends deduplicated, {} dead-lettered, {} redriven; {} items swept by TTL",
         s.seeds,
         s.steps,
@@ -116,6 +122,8 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
         s.out_of_lease,
         s.reruns_after_retention,
         s.lease_lost,
+        s.throttled,
+        s.delayed,
         s.deduplicated_sends,
         s.dead_lettered,
         s.redriven,

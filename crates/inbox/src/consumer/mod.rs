@@ -1,0 +1,409 @@
+//! The consumer: for each message, take the key (re-checking its status), run the side
+//! effect, complete or fail it, and report what must come back as partial batch failures.
+//!
+//! The batch runs by FIFO group as [`crate::fifo`] states: groups concurrently (at most
+//! `MAX_CONCURRENT_GROUPS`), each group in order, the rest of a group held back after a
+//! failure. A standard queue's messages each stand alone.
+//!
+//! **Backpressure** (docs/design.md §6): when the side effect is throttled (the system of
+//! record answered 429 or 503), the key is deferred (back to QUEUED, no failure counted), the
+//! message made visible again after the `Retry-After`, and nothing else starts in this
+//! invocation: every message not yet run is reported failed and comes back after the same
+//! wait. A message received `n` times waits at least `n` seconds, so that throttling alone
+//! takes some 35 hours to reach the template's `maxReceiveCount` (500).
+//!
+//! **Dead letters**: a key whose side effect failed for real `MAX_FAILURES` times (the
+//! ledger's `failures`, which throttled tries do not count), or a message that cannot be read
+//! after as many receives, is copied to the dead-letter queue by the consumer and reported
+//! done ([`crate::redelivery`]); the queue's `maxReceiveCount` is only a safety net.
+
+use std::convert::Infallible;
+use std::sync::Mutex;
+
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures::StreamExt;
+use lambda_runtime::LambdaEvent;
+use tracing::{info, warn};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::{Delivery, SourceSpecs};
+use crate::ledger::{self, LedgerStore, Take, TakeOutcome};
+use crate::metrics::{Metric, Metrics};
+use crate::queue::Envelope;
+use crate::receiver::{accepted_response, UNKNOWN_SOURCE_DIMENSION};
+use crate::redelivery::{NoRedelivery, Redelivery};
+use crate::{fifo, lease};
+
+mod invocation;
+mod processor;
+mod requeue;
+
+use invocation::{Invocation, Verdict};
+pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
+pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
+
+/// The shipped processor lives in [`crate::forward`]; re-exported where it used to be.
+pub use crate::forward::HttpForwarder;
+
+/// Real failures of a key, and receives of an unreadable message, before the consumer
+/// dead-letters it (`MAX_FAILURES`).
+pub const DEFAULT_MAX_FAILURES: u32 = 5;
+
+/// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`).
+#[derive(Clone, Copy, Debug)]
+pub struct ConsumerSettings {
+    pub max_concurrent_groups: usize,
+    /// Real failures of a key (and receives of an unreadable message) before the consumer
+    /// dead-letters its message; only with a [`Redelivery`] that has a dead-letter queue.
+    pub max_failures: u32,
+    /// The queue's message retention (`QUEUE_RETENTION_SECONDS`): a throttled message whose
+    /// delay would take it within [`RETENTION_MARGIN_MS`] of it is also copied to the
+    /// dead-letter queue, so that it never expires unseen. `None`: not checked.
+    pub queue_retention_seconds: Option<u64>,
+}
+
+impl Default for ConsumerSettings {
+    fn default() -> Self {
+        Self {
+            max_concurrent_groups: 8,
+            max_failures: DEFAULT_MAX_FAILURES,
+            queue_retention_seconds: None,
+        }
+    }
+}
+
+/// The consumer, with its collaborators.
+pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery> {
+    sources: SourceSpecs,
+    ledger: L,
+    processor: P,
+    clock: C,
+    settings: ConsumerSettings,
+    metrics: Metrics,
+    redelivery: Q,
+}
+
+impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
+    /// A consumer without a queue of its own to change ([`NoRedelivery`]); see
+    /// [`Consumer::with_redelivery`].
+    pub fn new(
+        sources: SourceSpecs,
+        ledger: L,
+        processor: P,
+        clock: C,
+        settings: ConsumerSettings,
+        metrics: Metrics,
+    ) -> Self {
+        Self {
+            sources,
+            ledger,
+            processor,
+            clock,
+            settings,
+            metrics,
+            redelivery: NoRedelivery,
+        }
+    }
+}
+
+impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q> {
+    /// The same consumer delaying and dead-lettering messages through `redelivery`.
+    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R> {
+        Consumer {
+            sources: self.sources,
+            ledger: self.ledger,
+            processor: self.processor,
+            clock: self.clock,
+            settings: self.settings,
+            metrics: self.metrics,
+            redelivery,
+        }
+    }
+
+    /// Lambda's entry.
+    pub async fn handle_event(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+    ) -> Result<SqsBatchResponse, Infallible> {
+        let deadline = lease::deadline_ms(&event.context);
+        Ok(self
+            .handle_batch(&event.payload.records, &event.context.request_id, deadline)
+            .await)
+    }
+
+    /// Runs a batch; the answer lists the message ids SQS must deliver again.
+    pub async fn handle_batch(
+        &self,
+        messages: &[SqsMessage],
+        request_id: &str,
+        deadline_ms: Option<i64>,
+    ) -> SqsBatchResponse {
+        let inv = Invocation {
+            request_id,
+            lease_until_ms: lease::lease_until_ms(self.clock.now_ms(), deadline_ms),
+            throttled: Mutex::new(None),
+            verdicts: Mutex::new(vec![None; messages.len()]),
+        };
+        let groups = fifo::plan(messages);
+        let inv_ref = &inv;
+        let failed: Vec<Vec<usize>> = futures::stream::iter(groups)
+            .map(|group| {
+                fifo::run_in_order(group, move |i| async move {
+                    let verdict = self.run_one(&messages[i], inv_ref).await;
+                    inv_ref.record(i, verdict);
+                    verdict == Verdict::Done
+                })
+            })
+            .buffer_unordered(self.settings.max_concurrent_groups.max(1))
+            .collect()
+            .await;
+        let mut failed: Vec<usize> = failed.into_iter().flatten().collect();
+        failed.sort_unstable();
+        if let Some(wait) = inv.throttled() {
+            self.delay_after_throttle(messages, &failed, &inv, wait)
+                .await;
+        }
+        let mut response = SqsBatchResponse::default();
+        response.batch_item_failures = failed
+            .into_iter()
+            .map(|i| {
+                let mut f = BatchItemFailure::default();
+                f.item_identifier = messages[i].message_id.clone().unwrap_or_default();
+                f
+            })
+            .collect();
+        response
+    }
+
+    /// One message: read it, then run it at most once or through the ledger.
+    async fn run_one(&self, msg: &SqsMessage, inv: &Invocation<'_>) -> Verdict {
+        if inv.throttled().is_some() {
+            return Verdict::Held;
+        }
+        let message_id = msg.message_id.as_deref().unwrap_or_default();
+        let envelope = match msg.body.as_deref().map(Envelope::parse) {
+            Some(Ok(env)) => env,
+            Some(Err(e)) => {
+                warn!(message_id, error = %e, outcome = "failed", "unparseable message");
+                return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+            }
+            None => {
+                warn!(message_id, outcome = "failed", "message without a body");
+                return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+            }
+        };
+        let key = envelope.key.as_str();
+        let source = envelope.source.as_str();
+        let Some(spec) = self.sources.get(source) else {
+            warn!(
+                message_id,
+                source,
+                key,
+                outcome = "failed",
+                "message of an unknown source"
+            );
+            return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+        };
+        let body = match envelope.body_bytes() {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(message_id, key, error = %e, outcome = "failed", "unreadable body");
+                return self.unreadable(msg, source).await;
+            }
+        };
+        let job = Job {
+            key: key.to_owned(),
+            source: source.to_owned(),
+            body: body.into(),
+            headers: envelope.headers.clone(),
+            attempt: 1,
+            lease_until_ms: inv.lease_until_ms,
+        };
+        if spec.delivery == Delivery::AtMostOnce {
+            return self.at_most_once(&job, inv).await;
+        }
+        let now = self.clock.now_ms();
+        let (response_status, response_body) = accepted_response(key);
+        let take = Take {
+            key: key.to_owned(),
+            source: source.to_owned(),
+            payload_sha256: envelope.payload_sha256.clone(),
+            owner: format!("{}:{message_id}", inv.request_id),
+            now_ms: now,
+            lease_until_ms: inv.lease_until_ms,
+            expires_at: ledger::expires_at(now, spec.retention_hours),
+            response_status,
+            response_body,
+        };
+        self.effectively_once(msg, job, take, inv).await
+    }
+
+    /// Declared at-most-once: run once, never retried, no ledger; acknowledged whatever
+    /// happened.
+    async fn at_most_once(&self, job: &Job, inv: &Invocation<'_>) -> Verdict {
+        let (key, source) = (job.key.as_str(), job.source.as_str());
+        match self.processor.run(job).await {
+            Outcome::Done => {
+                self.metrics.count(source, Metric::Completed);
+                info!(
+                    key,
+                    source,
+                    outcome = "completed",
+                    delivery = "at_most_once"
+                );
+            }
+            Outcome::Failed(e) => {
+                self.metrics.count(source, Metric::Failed);
+                warn!(key, source, error = %e, outcome = "dropped", "at-most-once side effect failed");
+            }
+            Outcome::Throttled {
+                retry_after,
+                reason,
+            } => {
+                self.metrics.count(source, Metric::Throttled);
+                inv.throttle(retry_after);
+                warn!(key, source, error = %reason, outcome = "dropped", "at-most-once side effect throttled");
+            }
+        }
+        Verdict::Done
+    }
+
+    /// Take the key, run the side effect, and settle the key by what it came to.
+    async fn effectively_once(
+        &self,
+        msg: &SqsMessage,
+        mut job: Job,
+        take: Take,
+        inv: &Invocation<'_>,
+    ) -> Verdict {
+        let (key, source, owner) = (take.key.as_str(), take.source.as_str(), take.owner.as_str());
+        match self.ledger.take(&take).await {
+            Err(e) => {
+                warn!(key, source, error = %e, outcome = "failed", "take failed");
+                return Verdict::Failed;
+            }
+            Ok(TakeOutcome::Completed) => {
+                self.metrics.count(source, Metric::DuplicateDelivery);
+                info!(
+                    key,
+                    source,
+                    outcome = "duplicate",
+                    "already completed: acknowledged without side effect"
+                );
+                return Verdict::Done;
+            }
+            Ok(TakeOutcome::Busy { lease_until }) => {
+                info!(
+                    key,
+                    source,
+                    lease_until,
+                    outcome = "busy",
+                    "another consumer holds the lease"
+                );
+                return Verdict::Failed;
+            }
+            Ok(TakeOutcome::Taken { attempts }) => job.attempt = attempts,
+        }
+        // Another group was throttled while this take ran: start nothing, give the key back.
+        let outcome = match inv.throttled() {
+            Some(wait) => Outcome::Throttled {
+                retry_after: wait,
+                reason: ProcessError("held back: the downstream is throttling".into()),
+            },
+            None => self.processor.run(&job).await,
+        };
+        match outcome {
+            Outcome::Done => self.complete(key, source, owner, job.attempt).await,
+            Outcome::Failed(e) => self.fail(msg, &job, owner, &e).await,
+            Outcome::Throttled {
+                retry_after,
+                reason,
+            } => {
+                let held = inv.throttled().is_some();
+                if !held {
+                    self.metrics.count(source, Metric::Throttled);
+                }
+                inv.throttle(retry_after);
+                match self
+                    .ledger
+                    .defer(key, owner, &reason.0, self.clock.now_ms())
+                    .await
+                {
+                    Ok(true) => {
+                        info!(key, source, attempts = job.attempt, retry_after_s = retry_after.as_secs(), error = %reason, outcome = if held { "held" } else { "throttled" })
+                    }
+                    Ok(false) => {
+                        self.metrics.count(source, Metric::LeaseLost);
+                        warn!(key, source, error = %reason, outcome = "lease_lost");
+                    }
+                    Err(se) => {
+                        warn!(key, source, error = %reason, store_error = %se, outcome = "throttled")
+                    }
+                }
+                if held {
+                    Verdict::Held
+                } else {
+                    Verdict::Throttled(retry_after)
+                }
+            }
+        }
+    }
+
+    /// The side effect ran: COMPLETED.
+    async fn complete(&self, key: &str, source: &str, owner: &str, attempts: u32) -> Verdict {
+        match self.ledger.complete(key, owner, self.clock.now_ms()).await {
+            Ok(true) => {
+                self.metrics.count(source, Metric::Completed);
+                info!(key, source, attempts, outcome = "completed");
+                Verdict::Done
+            }
+            Ok(false) => {
+                // Someone else holds the key now, and may have died. The message comes
+                // back: its next take finds COMPLETED (acknowledged) or an abandoned
+                // lease (run again with the same Idempotency-Key), never a key stuck
+                // in PROCESSING with its message gone.
+                self.metrics.count(source, Metric::LeaseLost);
+                warn!(
+                    key,
+                    source,
+                    outcome = "lease_lost",
+                    "side effect ran but the lease was lost before complete"
+                );
+                Verdict::Failed
+            }
+            Err(e) => {
+                // Redelivery re-runs the side effect with the same Idempotency-Key.
+                warn!(key, source, error = %e, outcome = "failed", "complete failed after the side effect");
+                Verdict::Failed
+            }
+        }
+    }
+
+    /// A real failure: FAILED with `last_error`; every `MAX_FAILURES`-th failure of the key
+    /// moves the message to the dead-letter queue (so a redriven key gets as many tries again).
+    async fn fail(&self, msg: &SqsMessage, job: &Job, owner: &str, e: &ProcessError) -> Verdict {
+        let (key, source) = (job.key.as_str(), job.source.as_str());
+        self.metrics.count(source, Metric::Failed);
+        match self
+            .ledger
+            .fail(key, owner, &e.0, self.clock.now_ms())
+            .await
+        {
+            Ok(Some(failures)) => {
+                warn!(key, source, attempts = job.attempt, failures, error = %e, outcome = "failed");
+                let max = self.settings.max_failures.max(1);
+                if self.redelivery.dead_letters() && failures % max == 0 {
+                    return self.dead_letter(msg, source, Some(key)).await;
+                }
+            }
+            Ok(None) => {
+                self.metrics.count(source, Metric::LeaseLost);
+                warn!(key, source, error = %e, outcome = "lease_lost");
+            }
+            Err(se) => {
+                warn!(key, source, error = %e, store_error = %se, outcome = "failed")
+            }
+        }
+        Verdict::Failed
+    }
+}
