@@ -166,8 +166,17 @@ fn the_consumer_role_is_scoped_to_its_queue() {
     assert_eq!(role["Type"], "AWS::IAM::Role");
 
     let statements = role_statements(role);
+    let dead_letter = (
+        vec!["sqs:SendMessage".to_owned()],
+        get_att("DeadLetterQueue", "Arn"),
+    );
+    assert!(
+        statements.contains(&dead_letter),
+        "the consumer may send to its dead-letter queue (MaxFailures)"
+    );
     let sqs: Vec<_> = statements
         .iter()
+        .filter(|s| **s != dead_letter)
         .filter(|(actions, _)| actions.iter().any(|a| a.starts_with("sqs:")))
         .collect();
     assert!(!sqs.is_empty(), "the consumer may poll its queue");
@@ -175,7 +184,7 @@ fn the_consumer_role_is_scoped_to_its_queue() {
         assert_eq!(
             resource,
             &get_att("WebhookQueue", "Arn"),
-            "{actions:?} on this queue only"
+            "{actions:?} on this queue only (and SendMessage on its dead-letter queue)"
         );
     }
     let all: BTreeSet<&str> = sqs
@@ -440,6 +449,8 @@ fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
         Metric::Rejected,
         Metric::Completed,
         Metric::Failed,
+        Metric::Throttled,
+        Metric::DeadLettered,
     ] {
         assert!(
             shown.contains(metric.name()),
@@ -456,4 +467,94 @@ fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
             "dashboard lacks {queue_metric}"
         );
     }
+}
+
+#[test]
+fn forwards_are_signed_with_a_generated_whsec_key_the_consumer_alone_reads() {
+    let t = translated();
+    let secret = t
+        .resource("ForwardSigningSecret")
+        .expect("ForwardSigningSecret");
+    assert_eq!(secret["Type"], "AWS::SecretsManager::Secret");
+    let generate = &secret["Properties"]["GenerateSecretString"];
+    assert_eq!(
+        generate["ExcludePunctuation"], true,
+        "letters and digits only"
+    );
+    let length = generate["PasswordLength"].as_u64().expect("PasswordLength");
+    assert!(
+        length % 4 == 0 && length >= 32,
+        "{length}: base64 of 24 bytes or more"
+    );
+    // Letters and digits of that length are the base64 of a whsec_ key, as the consumer
+    // checks it at start-up.
+    let generated: String = "aB3".chars().cycle().take(length as usize).collect();
+    assert!(inbox::forward::ForwardSigner::new(&[generated]).is_ok());
+
+    let env = &t.properties("ConsumerFunction")["Environment"]["Variables"];
+    assert_eq!(
+        env["FORWARD_SIGNING_SECRET"],
+        json!({ "Fn::Sub": "secretsmanager:${ForwardSigningSecret}" })
+    );
+    let role_id = t.properties("ConsumerFunction")["Role"]["Fn::GetAtt"][0]
+        .as_str()
+        .expect("consumer role");
+    let read = (
+        vec!["secretsmanager:GetSecretValue".to_owned()],
+        reference("ForwardSigningSecret"),
+    );
+    assert!(
+        role_statements(t.resource(role_id).expect("consumer role")).contains(&read),
+        "the consumer reads the signing key"
+    );
+    for (id, resource) in t.resources_of_type("AWS::IAM::Role") {
+        if id != role_id {
+            assert!(
+                !resource.to_string().contains("ForwardSigningSecret"),
+                "{id}: only the consumer reads the signing key"
+            );
+        }
+    }
+    assert!(
+        !t.properties("ReceiverFunction")
+            .to_string()
+            .contains("ForwardSigningSecret"),
+        "the receiver never sees it"
+    );
+}
+
+#[test]
+fn the_consumer_dead_letters_after_max_failures_and_max_receive_count_is_a_safety_net() {
+    let t = translated();
+    let env = &t.properties("ConsumerFunction")["Environment"]["Variables"];
+    assert_eq!(env["QUEUE_URL"], reference("WebhookQueue"));
+    assert_eq!(env["DLQ_URL"], reference("DeadLetterQueue"));
+    assert_eq!(env["MAX_FAILURES"], json!({ "Fn::Sub": "${MaxFailures}" }));
+    let max_failures = number_parameter("MaxFailures");
+    assert!(max_failures >= 1);
+
+    let queue = t.properties("WebhookQueue");
+    let max_receive = queue["RedrivePolicy"]["maxReceiveCount"]
+        .as_i64()
+        .expect("maxReceiveCount");
+    let visibility = queue["VisibilityTimeout"]
+        .as_i64()
+        .expect("VisibilityTimeout");
+    let retention = queue["MessageRetentionPeriod"]
+        .as_i64()
+        .expect("MessageRetentionPeriod");
+    assert!(
+        max_receive > 10 * max_failures,
+        "{max_receive}: a safety net, not the rule"
+    );
+    // A message failing for other reasons (a store error, a busy key) comes back every
+    // visibility timeout: it reaches the safety net before the queue's retention deletes it.
+    assert!(
+        max_receive * visibility < retention,
+        "{max_receive} x {visibility} s outlasts the retention of {retention} s"
+    );
+    // Throttled on every receive (delayed at least its receive count in seconds), a message
+    // needs more than a day to reach it.
+    let throttled_s: i64 = (1..=max_receive).sum();
+    assert!(throttled_s > 24 * 3600, "{throttled_s} s");
 }
