@@ -289,6 +289,10 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(utc(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(utc(1_796_220_000_123), "2026-12-02T14:00:00Z");
-        assert_eq!(utc(-1), "1969-12-31T23:59:59Z", "the second before, not after");
+        assert_eq!(
+            utc(-1),
+            "1969-12-31T23:59:59Z",
+            "the second before, not after"
+        );
     }
 }
