@@ -151,3 +151,48 @@ pub async fn forward_signer(
     }
     ForwardSigner::new(&values).map(Some).map_err(bad)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::env::parse_forward_signing_secrets;
+
+    #[tokio::test]
+    async fn the_forward_signer_reads_each_reference_and_checks_whsec() {
+        std::env::set_var("INBOX_TEST_FWD_A", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+        std::env::set_var("INBOX_TEST_FWD_B", "Ab3dEf5hIj7lMn9pQr1tUv3xYz5bCd7f");
+        std::env::set_var("INBOX_TEST_FWD_BAD", "hunter2");
+        let resolver = AwsSecretResolver::env_only();
+        let refs = |text: &str| parse_forward_signing_secrets(text).unwrap();
+        assert!(forward_signer(&[], &resolver).await.unwrap().is_none());
+        let signer = forward_signer(
+            &refs("env:INBOX_TEST_FWD_A,env:INBOX_TEST_FWD_B"),
+            &resolver,
+        )
+        .await
+        .unwrap()
+        .expect("signed");
+        assert_eq!(signer.sign("k", 1, b"x").signature.split(' ').count(), 2);
+        for (text, says) in [
+            (
+                "env:INBOX_TEST_FWD_A,env:INBOX_TEST_FWD_BAD",
+                "secret #2 is not a whsec_ secret",
+            ),
+            (
+                "env:INBOX_TEST_FWD_ABSENT",
+                "INBOX_TEST_FWD_ABSENT is not set",
+            ),
+        ] {
+            let e = forward_signer(&refs(text), &resolver)
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("environment variable FORWARD_SIGNING_SECRET: "),
+                "{e}"
+            );
+            assert!(e.contains(says), "{e}");
+            assert!(!e.contains("hunter2"), "never the value: {e}");
+        }
+    }
+}

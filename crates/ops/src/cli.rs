@@ -1,5 +1,5 @@
 //! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `audit`,
-//! `why`, `lookup`, `redrive`. The queue and table flags fall back to the environment variable
+//! `why`, `lookup`, `redrive`, `pause`, `resume`, `status`. The queue and table flags fall back to the environment variable
 //! names the functions get in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`), and `--dlq` to
 //! `DLQ_URL`. A flag or variable given but empty counts as missing.
 
@@ -11,7 +11,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, lookup, redrive, why};
+use crate::{audit, esm, lookup, redrive, status, why};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -44,6 +44,51 @@ pub enum Command {
     /// Moves the dead-letter queue's messages back (StartMessageMoveTask, else
     /// receive/send/delete).
     Redrive(RedriveArgs),
+    /// Holds delivery: disables the consumer's event source mapping. The receiver keeps
+    /// accepting; events wait on the queue.
+    Pause(PauseArgs),
+    /// Resumes delivery: enables the consumer's event source mapping.
+    Resume(PauseArgs),
+    /// Whether delivery is paused, and what waits on the queue and the dead-letter queue.
+    Status(StatusArgs),
+}
+
+/// Which event source mapping: exactly one of these.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+#[group(required = true, multiple = false)]
+pub struct MappingArgs {
+    /// The mapping's UUID (the stack's output ConsumerEventSourceMapping).
+    #[arg(long, value_name = "UUID", value_parser = NonEmptyStringValueParser::new())]
+    pub uuid: Option<String>,
+    /// The consumer function's name or ARN: its one SQS event source mapping.
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub function: Option<String>,
+    /// The stack's name: its one event source mapping.
+    #[arg(long, value_name = "STACK", value_parser = NonEmptyStringValueParser::new())]
+    pub stack: Option<String>,
+}
+
+/// `pause`'s and `resume`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub mapping: MappingArgs,
+    /// Seconds to wait for the mapping to settle (Disabled, Enabled).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub wait: u64,
+}
+
+/// `status`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub mapping: MappingArgs,
+    /// The webhook queue's URL [default: the mapping's event source].
+    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub queue: Option<String>,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `audit`'s arguments.
@@ -58,6 +103,10 @@ pub struct AuditArgs {
     /// JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// The consumer's signing secret references, as it would read them [default: as the
+    /// template sets them]; blank: unsigned, which is flagged.
+    #[arg(long, env = "FORWARD_SIGNING_SECRET", value_name = "REFERENCES")]
+    pub forward_signing_secret: Option<String>,
 }
 
 /// `why`'s arguments.
@@ -129,6 +178,9 @@ impl Cli {
             Command::Why(args) => ("inbox-ops", why::run(args).await),
             Command::Lookup(args) => ("inbox-ops", lookup::run(args).await),
             Command::Redrive(args) => ("inbox-ops", redrive::run(args).await),
+            Command::Pause(args) => ("inbox-ops", esm::run(args, false).await),
+            Command::Resume(args) => ("inbox-ops", esm::run(args, true).await),
+            Command::Status(args) => ("inbox-ops", status::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             eprintln!("{name}: {e:#}");
@@ -145,7 +197,12 @@ mod tests {
 
     /// The variables the flags fall back to. Only this module's tests touch them, one test at a
     /// time; nothing else in this test binary reads the environment but through `std::env`.
-    const VARS: [&str; 3] = ["LEDGER_TABLE", "QUEUE_URL", "DLQ_URL"];
+    const VARS: [&str; 4] = [
+        "LEDGER_TABLE",
+        "QUEUE_URL",
+        "DLQ_URL",
+        "FORWARD_SIGNING_SECRET",
+    ];
     static ENV: Mutex<()> = Mutex::new(());
 
     fn clear_vars() {
@@ -215,7 +272,8 @@ mod tests {
             Some(Command::Audit(AuditArgs {
                 sources_file: Some("s.json".into()),
                 template: Some("t.yaml".into()),
-                json: true
+                json: true,
+                forward_signing_secret: None
             }))
         );
     }
@@ -246,13 +304,61 @@ mod tests {
             );
         }
         assert!(parse(&["audit", "--sources"], &[]).is_err());
+        assert!(parse(&["pause"], &[]).is_err(), "which mapping");
+        assert!(
+            parse(&["resume", "--uuid", "u", "--stack", "s"], &[]).is_err(),
+            "one way to find it"
+        );
+        assert!(parse(&["status", "--function", ""], &[]).is_err());
+    }
+
+    #[test]
+    fn pause_resume_and_status_find_the_mapping_one_way() {
+        let stack = MappingArgs {
+            stack: Some("webhook-inbox".into()),
+            ..MappingArgs::default()
+        };
+        assert_eq!(
+            parse(&["pause", "--stack", "webhook-inbox"], &[]).unwrap(),
+            Some(Command::Pause(PauseArgs {
+                mapping: stack.clone(),
+                wait: 60
+            }))
+        );
+        assert_eq!(
+            parse(&["resume", "--uuid", "u-1", "--wait", "5"], &[]).unwrap(),
+            Some(Command::Resume(PauseArgs {
+                mapping: MappingArgs {
+                    uuid: Some("u-1".into()),
+                    ..MappingArgs::default()
+                },
+                wait: 5
+            }))
+        );
+        assert_eq!(
+            parse(
+                &["status", "--function", "consumer", "--json"],
+                &[("QUEUE_URL", "q")]
+            )
+            .unwrap(),
+            Some(Command::Status(StatusArgs {
+                mapping: MappingArgs {
+                    function: Some("consumer".into()),
+                    ..MappingArgs::default()
+                },
+                queue: Some("q".into()),
+                json: true
+            }))
+        );
     }
 
     #[test]
     fn the_help_lists_every_command_and_its_variables() {
         Cli::command().debug_assert();
         let help = Cli::command().render_long_help().to_string();
-        for command in ["audit", "why", "lookup", "redrive"] {
+        for command in [
+            "audit", "why", "lookup", "redrive", "pause", "resume", "status",
+        ] {
             assert!(help.contains(command), "{help}");
         }
         let why = Cli::command()

@@ -1,11 +1,14 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
-//! ([`audit`], [`why`], [`lookup`], [`redrive`]), their command line ([`cli`]), the AWS clients
+//! ([`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`]),
+//! their command line ([`cli`]), the AWS clients
 //! ([`aws`]) and the template.yaml reader ([`template`], shared with the dev stack). Depends on
 //! the library and the AWS SDK only, never on the dev stack.
 pub mod audit;
 pub mod aws;
 pub mod cli;
+pub mod esm;
 pub mod lookup;
 pub mod redrive;
+pub mod status;
 pub mod template;
 pub mod why;

@@ -96,9 +96,17 @@ pub struct ConsumerEnv {
 
 /// `FORWARD_SIGNING_SECRET`: comma-separated secret references, or nothing.
 pub fn forward_signing_secrets() -> Result<Vec<SecretRef>, ConfigError> {
-    let Some(text) = optional("FORWARD_SIGNING_SECRET") else {
+    match optional("FORWARD_SIGNING_SECRET") {
+        Some(text) => parse_forward_signing_secrets(&text),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The references in a `FORWARD_SIGNING_SECRET` value (blank: none).
+pub fn parse_forward_signing_secrets(text: &str) -> Result<Vec<SecretRef>, ConfigError> {
+    if text.trim().is_empty() {
         return Ok(Vec::new());
-    };
+    }
     text.split(',')
         .map(str::trim)
         .map(|part| {
@@ -138,5 +146,32 @@ impl ConsumerEnv {
             dlq_url: optional("DLQ_URL"),
             max_failures: u32::try_from(max_failures).unwrap_or(u32::MAX),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forward_signing_secrets_are_comma_separated_references() {
+        assert_eq!(parse_forward_signing_secrets("  "), Ok(Vec::new()));
+        assert_eq!(
+            parse_forward_signing_secrets(
+                "env:A, secretsmanager:arn:aws:secretsmanager:x:1:secret:s"
+            ),
+            Ok(vec![
+                SecretRef::Env("A".into()),
+                SecretRef::SecretsManager("arn:aws:secretsmanager:x:1:secret:s".into())
+            ])
+        );
+        let e = parse_forward_signing_secrets("env:A,whsec_abc")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("FORWARD_SIGNING_SECRET") && e.contains("not a secret reference"),
+            "{e}"
+        );
+        assert!(parse_forward_signing_secrets("env:A,").is_err());
     }
 }

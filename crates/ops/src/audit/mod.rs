@@ -1,7 +1,8 @@
 //! The audit: every source in `WEBHOOK_SOURCES`, asked three questions (what happens when it
 //! arrives twice, what identifies a repeat, what the sender is told when we fail), with the
 //! answers derived from the configuration and template.yaml rather than written by hand, and
-//! the decisions worth a second look flagged.
+//! the decisions worth a second look flagged; and the forward to the system of record, which
+//! every source shares (signed or not: [`Forwarding`]).
 //!
 //! `make audit` (or `inbox-ops audit [--sources FILE] [--template FILE] [--json]`).
 //! The sources come from `--sources FILE`, else the `WEBHOOK_SOURCES` environment variable,
@@ -10,12 +11,14 @@
 //! This module derives the answers and the flags; [`Report`] (report.rs) renders them as a
 //! table or JSON.
 
+mod forwarding;
 mod report;
 
 use anyhow::{anyhow, Context as _};
 use inbox::config::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec, SourceSpecs};
 use inbox::signature::Scheme;
 
+pub use self::forwarding::{Forwarding, FORWARD_UNSIGNED, MAX_FAILURES_PARAMETER};
 pub use self::report::Report;
 use crate::cli::AuditArgs;
 use crate::template::{template_path, Template};
@@ -113,8 +116,10 @@ pub struct QueueFacts {
     pub retention_seconds: u32,
     /// The dead-letter queue's `MessageRetentionPeriod`, seconds.
     pub dlq_retention_seconds: u32,
-    /// `RedrivePolicy.maxReceiveCount`.
+    /// `RedrivePolicy.maxReceiveCount`: a safety net.
     pub max_receive_count: u32,
+    /// Real failures before the consumer dead-letters an event (`MaxFailures`).
+    pub max_failures: u32,
     /// The webhook queue's `VisibilityTimeout`, seconds.
     pub visibility_timeout: u32,
 }
@@ -125,6 +130,11 @@ impl QueueFacts {
             retention_seconds: template.queue_retention_seconds(),
             dlq_retention_seconds: template.dlq_retention_seconds(),
             max_receive_count: template.max_receive_count(),
+            max_failures: template
+                .parameter_default(MAX_FAILURES_PARAMETER)
+                .and_then(serde_yaml::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(inbox::consumer::DEFAULT_MAX_FAILURES),
             visibility_timeout: template.queue_visibility_timeout(),
         }
     }
@@ -216,10 +226,12 @@ pub fn audit_source(spec: &SourceSpec, queue: &QueueFacts) -> SourceAudit {
             format!(
                 "receiver: 500 after releasing the claim (the sender retries and finds the key free), 503 + Retry-After while a first delivery is in flight, \
                  401 bad signature, 400 missing key; consumer: FAILED with last_error, redelivered after the visibility timeout ({} s), \
-                 to the dead-letter queue after {} receives (kept {})",
+                 to the dead-letter queue after {} real failures, kept {} (a 429 or 503 waits for its Retry-After and counts as no failure, \
+                 and the queue's maxReceiveCount of {} is only a safety net)",
                 queue.visibility_timeout,
-                queue.max_receive_count,
-                hours(queue.dlq_retention_seconds)
+                queue.max_failures,
+                hours(queue.dlq_retention_seconds),
+                queue.max_receive_count
             ),
         ),
         Delivery::AtMostOnce => (
@@ -275,7 +287,9 @@ pub fn run(opts: &AuditArgs, env_sources: Option<String>) -> anyhow::Result<Stri
         }
     };
     let specs = SourceSpecs::parse(&text).map_err(|e| anyhow!("{e} (sources from {origin})"))?;
-    let report = Report::new(&specs, QueueFacts::from_template(&template), origin);
+    let forwarding = Forwarding::new(opts.forward_signing_secret.as_deref(), &template)?;
+    let report = Report::new(&specs, QueueFacts::from_template(&template), origin)
+        .with_forwarding(forwarding);
     Ok(if opts.json {
         format!("{:#}\n", report.to_json())
     } else {
@@ -293,7 +307,8 @@ mod tests {
     pub(super) const QUEUE: QueueFacts = QueueFacts {
         retention_seconds: 345_600,
         dlq_retention_seconds: 1_209_600,
-        max_receive_count: 5,
+        max_receive_count: 500,
+        max_failures: 5,
         visibility_timeout: 360,
     };
 
@@ -419,7 +434,7 @@ mod tests {
         );
         assert!(a.arrives_twice.contains("168 h"), "{}", a.arrives_twice);
         assert!(
-            a.on_failure.contains("500") && a.on_failure.contains("after 5 receives"),
+            a.on_failure.contains("500") && a.on_failure.contains("after 5 real failures"),
             "{}",
             a.on_failure
         );
@@ -442,6 +457,33 @@ mod tests {
         for s in sources {
             assert_eq!(s["flags"], json!([]), "{s}");
         }
+        assert_eq!(
+            v["forwarding"]["signed"], true,
+            "the template signs forwards"
+        );
+        assert_eq!(v["forwarding"]["flags"], json!([]));
+    }
+
+    #[test]
+    fn unsigned_forwards_are_flagged() {
+        let unsigned = AuditArgs {
+            forward_signing_secret: Some(String::new()),
+            ..AuditArgs::default()
+        };
+        let out = run(&unsigned, None).expect("audit");
+        assert!(out.contains("Forwards: UNSIGNED"), "{out}");
+        assert!(out.contains(&format!("FLAG {FORWARD_UNSIGNED}:")), "{out}");
+        let json = run(
+            &AuditArgs {
+                json: true,
+                ..unsigned
+            },
+            None,
+        )
+        .expect("audit");
+        let v: Value = serde_json::from_str(&json).expect("JSON");
+        assert_eq!(v["forwarding"]["signed"], false);
+        assert_eq!(v["forwarding"]["flags"][0]["code"], FORWARD_UNSIGNED);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use inbox::config::SourceSpecs;
 use serde_json::{json, Value};
 
-use super::{audit_source, hours, Flag, QueueFacts, SourceAudit};
+use super::{audit_source, hours, Flag, Forwarding, QueueFacts, SourceAudit};
 
 /// Retention against the queue's, or why it does not apply.
 fn retention_text(s: &SourceAudit, queue: &QueueFacts) -> String {
@@ -26,6 +26,8 @@ pub struct Report {
     pub origin: String,
     pub queue: QueueFacts,
     pub sources: Vec<SourceAudit>,
+    /// The forward every source shares, when audited.
+    pub forwarding: Option<Forwarding>,
 }
 
 impl Report {
@@ -34,11 +36,23 @@ impl Report {
             origin: origin.into(),
             queue,
             sources: specs.iter().map(|s| audit_source(s, &queue)).collect(),
+            forwarding: None,
         }
     }
 
+    /// With the forward's audit (signed or not).
+    pub fn with_forwarding(mut self, forwarding: Forwarding) -> Report {
+        self.forwarding = Some(forwarding);
+        self
+    }
+
+    fn forwarding_flag(&self) -> Option<(&'static str, &'static str)> {
+        self.forwarding.as_ref().and_then(Forwarding::flag)
+    }
+
     pub fn flag_count(&self) -> usize {
-        self.sources.iter().map(|s| s.flags.len()).sum()
+        self.sources.iter().map(|s| s.flags.len()).sum::<usize>()
+            + usize::from(self.forwarding_flag().is_some())
     }
 
     pub fn to_json(&self) -> Value {
@@ -48,8 +62,16 @@ impl Report {
                 "message_retention_seconds": self.queue.retention_seconds,
                 "dead_letter_retention_seconds": self.queue.dlq_retention_seconds,
                 "max_receive_count": self.queue.max_receive_count,
+                "max_failures": self.queue.max_failures,
                 "visibility_timeout_seconds": self.queue.visibility_timeout,
             },
+            "forwarding": self.forwarding.as_ref().map(|f| json!({
+                "signed": f.secrets > 0,
+                "secrets": f.secrets,
+                "origin": f.origin,
+                "max_failures": f.max_failures,
+                "flags": f.flag().iter().map(|(code, why)| json!({"code": code, "why": why})).collect::<Vec<_>>(),
+            })),
             "sources": self.sources.iter().map(|s| json!({
                 "source": s.source,
                 "signature": s.signature,
@@ -70,12 +92,18 @@ impl Report {
         let mut out = String::new();
         out.push_str(&format!("Sources from {}\n", self.origin));
         out.push_str(&format!(
-            "Queue: messages kept {}, visibility timeout {} s, dead-lettered after {} receives, dead-letter queue keeps {}\n\n",
+            "Queue: messages kept {}, visibility timeout {} s, dead-lettered after {} real failures \
+             (maxReceiveCount {} a safety net), dead-letter queue keeps {}\n",
             hours(self.queue.retention_seconds),
             self.queue.visibility_timeout,
+            self.queue.max_failures,
             self.queue.max_receive_count,
             hours(self.queue.dlq_retention_seconds)
         ));
+        if let Some(f) = &self.forwarding {
+            out.push_str(&format!("Forwards: {}\n", f.describe()));
+        }
+        out.push('\n');
         let header = [
             "source",
             "signature",
@@ -139,6 +167,9 @@ impl Report {
             for f in &s.flags {
                 out.push_str(&format!("  FLAG {}: {}\n", f.code(), f.explain()));
             }
+        }
+        if let Some((code, why)) = self.forwarding_flag() {
+            out.push_str(&format!("\nFLAG {code}: {why}\n"));
         }
         out.push_str(&format!(
             "\n{} source(s), {} flag(s)\n",
