@@ -1,12 +1,70 @@
-//! Dev only: a stand-in for the SQS event source mapping. Receives up to 10 messages, hands
-//! them to the consumer as an `SqsEvent`, deletes what was not reported failed, and leaves
-//! the rest to the visibility timeout, as Lambda's mapping does with ReportBatchItemFailures.
+//! Dev only: a stand-in for the SQS event source mapping. Receives up to a batch of messages,
+//! hands them to the consumer as an `SqsEvent`, deletes what was not reported failed, and leaves
+//! the rest to their visibility, as Lambda's mapping does with ReportBatchItemFailures.
+//!
+//! As SQS and the mapping do:
+//! - **receive counts**: every record carries the queue's own `ApproximateReceiveCount` (and
+//!   the other system attributes), and the queue's redrive policy moves a message received
+//!   `maxReceiveCount` times;
+//! - **changed visibility**: a message whose visibility the consumer changed (a throttle's
+//!   delay) comes back when the consumer said, even with [`Bridge::retry_failed_now`], which
+//!   only shortens the queue's own visibility timeout for the other failed messages;
+//! - **the mapping's state**: given one ([`Bridge::with_mapping`], an event source mapping
+//!   moto holds), nothing is received while it is not `Enabled` (paused), and a batch is at
+//!   most its `BatchSize`.
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::{Mutex, PoisonError};
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use inbox::queue::QueueError;
+use inbox::redelivery::Redelivery;
+
+/// The most messages one ReceiveMessage returns (SQS's limit).
+const SQS_MAX_BATCH: i32 = 10;
+
+/// Receipt handles whose visibility a consumer changed ([`Watched`]), for the bridges of this
+/// process to leave alone.
+static DELAYED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+fn delayed(handle: &str) -> bool {
+    DELAYED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_mut()
+        .is_some_and(|set| set.remove(handle))
+}
+
+fn note_delayed(handle: &str) {
+    DELAYED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_with(HashSet::new)
+        .insert(handle.to_owned());
+}
+
+/// A consumer's [`Redelivery`] that tells the bridges which messages it delayed, so that
+/// [`Bridge::retry_failed_now`] does not undo the delay (SQS would not).
+#[derive(Clone, Debug)]
+pub struct Watched<R>(pub R);
+
+impl<R: Redelivery> Redelivery for Watched<R> {
+    async fn delay(&self, message: &SqsMessage, seconds: u32) -> Result<(), QueueError> {
+        self.0.delay(message, seconds).await?;
+        if let Some(handle) = message.receipt_handle.as_deref() {
+            note_delayed(handle);
+        }
+        Ok(())
+    }
+    async fn dead_letter(&self, message: &SqsMessage) -> Result<(), QueueError> {
+        self.0.dead_letter(message).await
+    }
+    fn dead_letters(&self) -> bool {
+        self.0.dead_letters()
+    }
+}
 
 /// One queue, as the mapping sees it.
 #[derive(Clone, Debug)]
@@ -14,10 +72,13 @@ pub struct Bridge {
     sqs: aws_sdk_sqs::Client,
     queue_url: String,
     queue_arn: String,
+    /// The event source mapping whose state and batch size this bridge follows.
+    mapping: Option<(aws_sdk_lambda::Client, String)>,
     /// Seconds a received message stays invisible (the queue's own timeout when `None`).
     pub visibility_timeout: Option<i32>,
     /// Make failed messages visible again at once instead of after the visibility timeout
-    /// (tests and the demo, so redelivery does not wait).
+    /// (tests and the demo, so redelivery does not wait); a message the consumer delayed
+    /// keeps its delay.
     pub retry_failed_now: bool,
 }
 
@@ -29,6 +90,20 @@ pub struct Round {
     pub failed: usize,
 }
 
+/// The mapping's settings the bridge follows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MappingState {
+    /// `Enabled`, `Disabled`, ...
+    pub state: String,
+    pub batch_size: i32,
+}
+
+impl MappingState {
+    pub fn enabled(&self) -> bool {
+        self.state == "Enabled"
+    }
+}
+
 impl Bridge {
     /// The mapping of the queue at `queue_url` (its ARN goes into each record's
     /// `eventSourceARN`).
@@ -38,18 +113,43 @@ impl Bridge {
             sqs,
             queue_url: queue_url.to_owned(),
             queue_arn,
+            mapping: None,
             visibility_timeout: None,
             retry_failed_now: false,
         })
     }
 
-    /// Up to 10 visible messages.
+    /// Follows the event source mapping `uuid` (in the Lambda service `lambda` reaches): its
+    /// state (nothing is received unless `Enabled`) and its batch size.
+    pub fn with_mapping(mut self, lambda: aws_sdk_lambda::Client, uuid: &str) -> Bridge {
+        self.mapping = Some((lambda, uuid.to_owned()));
+        self
+    }
+
+    /// The mapping's state and batch size now; `None` without a mapping.
+    pub async fn mapping_state(&self) -> anyhow::Result<Option<MappingState>> {
+        let Some((lambda, uuid)) = &self.mapping else {
+            return Ok(None);
+        };
+        let out = lambda.get_event_source_mapping().uuid(uuid).send().await?;
+        Ok(Some(MappingState {
+            state: out.state().unwrap_or("Unknown").to_owned(),
+            batch_size: out.batch_size().unwrap_or(SQS_MAX_BATCH),
+        }))
+    }
+
+    /// Up to a batch of visible messages; none while the mapping is not enabled.
     pub async fn receive(&self) -> anyhow::Result<Vec<Message>> {
+        let batch = match self.mapping_state().await? {
+            Some(m) if !m.enabled() => return Ok(Vec::new()),
+            Some(m) => m.batch_size.clamp(1, SQS_MAX_BATCH),
+            None => SQS_MAX_BATCH,
+        };
         let out = self
             .sqs
             .receive_message()
             .queue_url(&self.queue_url)
-            .max_number_of_messages(10)
+            .max_number_of_messages(batch)
             .set_visibility_timeout(self.visibility_timeout)
             .message_system_attribute_names(MessageSystemAttributeName::All)
             .send()
@@ -91,7 +191,8 @@ impl Bridge {
         event
     }
 
-    /// Deletes what the consumer did not report failed.
+    /// Deletes what the consumer did not report failed; with [`Bridge::retry_failed_now`],
+    /// makes the other failed ones visible again, except those the consumer delayed.
     pub async fn settle(
         &self,
         messages: &[Message],
@@ -109,9 +210,11 @@ impl Bridge {
         for m in messages {
             let id = m.message_id().unwrap_or_default();
             let handle = m.receipt_handle().unwrap_or_default();
+            // Taken from the registry either way: a receipt handle is good for one receive.
+            let consumer_delayed = delayed(handle);
             if failed.contains(id) {
                 round.failed += 1;
-                if self.retry_failed_now {
+                if self.retry_failed_now && !consumer_delayed {
                     self.sqs
                         .change_message_visibility()
                         .queue_url(&self.queue_url)
@@ -133,7 +236,8 @@ impl Bridge {
         Ok(round)
     }
 
-    /// One round: receive, invoke, settle. `None` when the queue had nothing visible.
+    /// One round: receive, invoke, settle. `None` when the queue had nothing visible (or the
+    /// mapping is paused).
     pub async fn pump_once<F, Fut>(&self, invoke: F) -> anyhow::Result<Option<Round>>
     where
         F: FnOnce(SqsEvent) -> Fut,

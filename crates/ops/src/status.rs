@@ -1,7 +1,8 @@
 //! `inbox-ops status`: whether delivery is paused (the event source mapping's state), and what
 //! waits: the queue's messages visible, in flight and delayed, the age of the oldest (SQS reports
 //! it to CloudWatch only: `ApproximateAgeOfOldestMessage`, the last five minutes' maximum), and
-//! the dead-letter queue's depth. Nothing is received or changed.
+//! the dead-letter queue's depth. Nothing is received or changed. Where CloudWatch does not
+//! answer (no permission; a local server without it), the age says so and the rest stands.
 
 use std::process::ExitCode;
 
@@ -27,8 +28,9 @@ pub struct Status {
     pub mapping: Mapping,
     pub queue_url: String,
     pub queue: Depth,
-    /// Seconds, from CloudWatch; `None` without a datapoint in the last five minutes.
-    pub oldest_age_seconds: Option<i64>,
+    /// Seconds, from CloudWatch: `Ok(None)` without a datapoint in the last five minutes,
+    /// `Err` with why CloudWatch did not answer (the rest of the status stands).
+    pub oldest_age_seconds: Result<Option<i64>, String>,
     pub dlq_url: Option<String>,
     pub dlq: Option<Depth>,
 }
@@ -45,7 +47,8 @@ impl Status {
             "maximum_concurrency": self.mapping.maximum_concurrency,
             "queue": {
                 "url": self.queue_url,
-                "oldest_age_seconds": self.oldest_age_seconds,
+                "oldest_age_seconds": self.oldest_age_seconds.as_ref().ok().copied().flatten(),
+                "oldest_age_error": self.oldest_age_seconds.as_ref().err(),
                 "messages": depth(&self.queue),
             },
             "dead_letter_queue": self.dlq_url.as_ref().map(|url| json!({
@@ -62,9 +65,10 @@ impl Status {
         } else {
             "running"
         };
-        let oldest = match self.oldest_age_seconds {
-            Some(s) => format!("oldest {s} s"),
-            None => "oldest: no CloudWatch datapoint in the last five minutes".to_owned(),
+        let oldest = match &self.oldest_age_seconds {
+            Ok(Some(s)) => format!("oldest {s} s"),
+            Ok(None) => "oldest: no CloudWatch datapoint in the last five minutes".to_owned(),
+            Err(e) => format!("oldest: unknown ({e})"),
         };
         let mut out = format!(
             "delivery: {delivery}\n  mapping {} is {}, batch size {}, maximum concurrency {}\n  function {}\n",
@@ -169,7 +173,9 @@ pub async fn status(
     };
     let (queue, dlq_arn) = depth(&sqs, &queue_url).await?;
     let name = queue_url.rsplit('/').next().unwrap_or_default();
-    let oldest_age_seconds = oldest_age(&aws_sdk_cloudwatch::Client::new(config), name).await?;
+    let oldest_age_seconds = oldest_age(&aws_sdk_cloudwatch::Client::new(config), name)
+        .await
+        .map_err(|e| format!("{e:#}"));
     let (dlq_url, dlq) = match dlq_arn {
         Some(arn) => {
             let url = esm::queue_url_of(&sqs, &arn).await?;
@@ -220,7 +226,7 @@ mod tests {
                 in_flight: 1,
                 delayed: 0,
             },
-            oldest_age_seconds: None,
+            oldest_age_seconds: Ok(None),
             dlq_url: Some("https://sqs/1/d.fifo".into()),
             dlq: Some(Depth::default()),
         }
@@ -236,7 +242,7 @@ mod tests {
         );
         assert!(text.contains("dead-letter queue: 0 waiting\n"), "{text}");
         let mut running = sample("Enabled");
-        running.oldest_age_seconds = Some(42);
+        running.oldest_age_seconds = Ok(Some(42));
         let text = running.to_text();
         assert!(text.starts_with("delivery: running"), "{text}");
         assert!(text.contains("oldest 42 s"), "{text}");
@@ -245,5 +251,10 @@ mod tests {
         assert_eq!(json["queue"]["messages"]["waiting"], 3);
         assert_eq!(json["queue"]["oldest_age_seconds"], 42);
         assert_eq!(json["dead_letter_queue"]["messages"]["waiting"], 0);
+        running.oldest_age_seconds = Err("GetMetricStatistics: access denied".into());
+        assert!(running
+            .to_text()
+            .contains("oldest: unknown (GetMetricStatistics: access denied)"));
+        assert_eq!(running.to_json()["oldest_age_seconds"], Value::Null);
     }
 }
