@@ -1,0 +1,97 @@
+//! `inbox-ops pause`, `status` and `resume` as an operator runs them, against a local stack's
+//! event source mapping (moto's Lambda): the mapping found by `--stack`, `--function` and
+//! `--uuid`; paused while the receiver keeps accepting, the waiting events counted; resumed.
+//! Delivery itself (nothing while paused, each event once after) is `tests/forwarding.rs`.
+
+use devstack::testkit::{self, github_headers, post, LocalAws};
+use serde_json::Value;
+
+/// Runs the `inbox-ops` binary (it finds the local server through the inherited
+/// `AWS_ENDPOINT_URL`): exit code, stdout, stderr.
+async fn inbox_ops(args: &[&str]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"))
+        .args(args)
+        .env_remove("QUEUE_URL")
+        .output()
+        .await
+        .expect("run inbox-ops");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn status_json(args: &[&str]) -> Value {
+    let mut all = vec!["status", "--json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = inbox_ops(&all).await;
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("status --json ({e}): {out}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_and_resume_the_stacks_mapping_while_the_receiver_accepts() {
+    let aws = LocalAws::new("ops-pause").await;
+    let stack = aws.stack.name.clone();
+    let uuid = aws.stack.event_source_mapping.uuid.clone();
+    let function = aws.stack.consumer.name.clone();
+
+    let (code, out, err) = inbox_ops(&["pause", "--stack", &stack, "--wait", "10"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("paused: event source mapping {uuid} (")),
+        "{out}"
+    );
+    assert!(out.contains(" is Disabled\n"), "{out}");
+    assert!(out.contains("the receiver keeps accepting"), "{out}");
+
+    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    for id in ["pause-1", "pause-2"] {
+        let body = format!(r#"{{"action":"opened","number":"{id}"}}"#).into_bytes();
+        let resp = rx
+            .handle(post("github", &github_headers(id, &body), &body))
+            .await;
+        assert_eq!(resp.status(), 200, "accepted while paused");
+    }
+    let status = status_json(&["--stack", &stack]).await;
+    assert_eq!(status["paused"], true, "{status}");
+    assert_eq!(status["state"], "Disabled");
+    assert_eq!(status["event_source_mapping"], uuid);
+    // The same queue (moto spells its URL after the endpoint, the stack after the region).
+    let name = |url: &str| url.rsplit('/').next().unwrap_or_default().to_owned();
+    let named = |v: &Value| name(v.as_str().unwrap_or_default());
+    assert_eq!(
+        named(&status["queue"]["url"]),
+        name(&aws.resources.queue_url)
+    );
+    assert_eq!(status["queue"]["messages"]["waiting"], 2, "{status}");
+    assert_eq!(
+        named(&status["dead_letter_queue"]["url"]),
+        name(&aws.resources.dlq_url)
+    );
+    let (code, text, err) = inbox_ops(&["status", "--function", &function]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("delivery: PAUSED"), "{text}");
+    assert!(text.contains("queue: 2 waiting, 0 in flight"), "{text}");
+
+    let (code, out, err) = inbox_ops(&["resume", "--function", &function, "--wait", "10"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("resumed: event source mapping {uuid}")),
+        "{out}"
+    );
+    assert!(out.contains(" is Enabled\n"), "{out}");
+    let status = status_json(&["--uuid", &uuid]).await;
+    assert_eq!(status["paused"], false, "{status}");
+    assert_eq!(status["state"], "Enabled");
+
+    let (code, _, err) = inbox_ops(&["pause", "--stack", "no-such-stack-here"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("ListStackResources no-such-stack-here"),
+        "{err}"
+    );
+    let status = status_json(&["--uuid", &uuid]).await;
+    assert_eq!(status["paused"], false, "a failed pause changed nothing");
+}
