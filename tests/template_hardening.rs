@@ -483,7 +483,7 @@ fn forwards_are_signed_with_a_generated_whsec_key_the_consumer_alone_reads() {
     );
     let length = generate["PasswordLength"].as_u64().expect("PasswordLength");
     assert!(
-        length % 4 == 0 && length >= 32,
+        length.is_multiple_of(4) && length >= 32,
         "{length}: base64 of 24 bytes or more"
     );
     // Letters and digits of that length are the base64 of a whsec_ key, as the consumer
