@@ -1,8 +1,53 @@
 # Runs a moto server on loopback (port 0: the OS picks a free one), prints "ready <port>",
 # and stops it when standard input closes, that is when the process that started it ends.
+import json
 import sys
+import threading
 
+import moto.sqs.models as sqs_models
 from moto.server import ThreadedMotoServer
+
+
+# The local stack's functions run outside moto (in-process in the tests, under `cargo lambda
+# watch` in the demo), and devstack's bridge plays the SQS event source mapping. Moto's own
+# mapping would receive a queue's messages on every SendMessage and invoke the function through
+# Docker. The mapping itself stays (ListEventSourceMappings, Update, its state and batch size);
+# only the queue's link to it is left empty, so moto never polls.
+class _NotPolled(dict):
+    def __setitem__(self, key, value):
+        pass
+
+
+_queue_init = sqs_models.Queue.__init__
+
+
+def _queue_without_polling(self, *args, **kwargs):
+    _queue_init(self, *args, **kwargs)
+    self.lambda_event_source_mappings = _NotPolled()
+
+
+sqs_models.Queue.__init__ = _queue_without_polling
+
+
+# Moto reads every template body as YAML with the pure-Python loader (JSON is YAML), about a
+# quarter of a second for the translated template; the local stacks send JSON, read here by the
+# json module first (what moto falls back to). Moto's CloudFormation (every service's models,
+# about two seconds to import) is loaded in the background meanwhile, not on the first call.
+def _json_templates_first():
+    import moto.cloudformation.models as cfn_models
+
+    parse_yaml_or_json = cfn_models.Stack.parse_template
+
+    def parse_template(template):
+        try:
+            return json.loads(template)
+        except ValueError:
+            return parse_yaml_or_json(template)
+
+    cfn_models.Stack.parse_template = staticmethod(parse_template)
+
+
+threading.Thread(target=_json_templates_first, daemon=True).start()
 
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()

@@ -81,7 +81,7 @@ pub async fn deploy_local(sdk: &aws_config::SdkConfig, stack_name: &str) -> anyh
     deploy_local_with(sdk, stack_name, &parameters).await
 }
 
-/// Translates template.yaml, creates it as `stack_name` on the CloudFormation `sdk` points at
+/// Translates template.yaml ([`Translated::cached`]), creates it as `stack_name` on the CloudFormation `sdk` points at
 /// (moto: `AWS_ENDPOINT_URL`), waits for CREATE_COMPLETE, applies what moto ignores, and reads
 /// the stack back.
 pub async fn deploy_local_with(
@@ -89,7 +89,10 @@ pub async fn deploy_local_with(
     stack_name: &str,
     parameters: &Parameters,
 ) -> anyhow::Result<Stack> {
-    let translated = Translated::translate(&template_path(), parameters)?;
+    let (template, values) = (template_path(), parameters.clone());
+    let translated = tokio::task::spawn_blocking(move || Translated::cached(&template, &values))
+        .await
+        .context("the SAM transform's thread")??;
     check_parameters_declared(&translated, parameters)?;
     let mut body = translated.clone();
     inline_placeholder_code(&mut body);

@@ -14,6 +14,7 @@
 
 use std::path::PathBuf;
 
+mod cache;
 pub mod deploy;
 pub mod samconfig;
 pub mod translate;

@@ -12,7 +12,7 @@ pub fn samconfig_path() -> PathBuf {
 }
 
 /// Stack parameter values by name, as CloudFormation takes them (strings).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Parameters(BTreeMap<String, String>);
 
 impl Parameters {

@@ -1,5 +1,6 @@
 //! `template.yaml` through the real SAM transform (`sam_translate.py`, run by the project's
 //! Python): the plain CloudFormation template that `sam deploy` has CloudFormation create.
+//! (Kept for reuse by [`super::cache`].)
 
 use std::io::Write as _;
 use std::path::Path;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use super::samconfig::{samconfig_path, Parameters};
 use super::template_path;
 
-const HELPER: &str = include_str!("sam_translate.py");
+pub(super) const HELPER: &str = include_str!("sam_translate.py");
 
 /// Where the translated template says the functions' code is: what `sam package` would write
 /// after uploading the build. Nothing is uploaded there; [`super::deploy`] swaps in a placeholder.
@@ -55,6 +56,11 @@ impl Translated {
         }
         let doc: Value = serde_json::from_slice(&out.stdout)
             .context("the SAM transform's output is not JSON")?;
+        Translated::from_document(doc)
+    }
+
+    /// A translated template read back (from [`super::cache`]).
+    pub(super) fn from_document(doc: Value) -> anyhow::Result<Translated> {
         if !doc.get("Resources").is_some_and(Value::is_object) {
             bail!("the translated template has no Resources");
         }
