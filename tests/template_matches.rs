@@ -1,16 +1,10 @@
-//! template.yaml says what the code and docs/design.md expect, and `provision` builds the same
-//! resources on a local AWS server (moto).
+//! template.yaml says what the code and docs/design.md expect, and the local stack the
+//! end-to-end tests run on (the template created on moto's CloudFormation) holds the same.
 
-use std::fs::File;
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use aws_config::{BehaviorVersion, Region};
 use aws_sdk_dynamodb::types::{KeyType, ScalarAttributeType, TimeToLiveStatus};
 use aws_sdk_sqs::types::QueueAttributeName;
-use devstack::provision::{provision, template_path, Template};
+use devstack::testkit::LocalAws;
+use inbox_ops::template::{template_path, Template};
 use serde_yaml::Value;
 
 const RECEIVER: &str = "ReceiverFunction";
@@ -342,90 +336,34 @@ fn the_largest_body_fits_in_a_queue_message() {
     );
 }
 
-// --- against a local AWS server ---------------------------------------------------------------
-
-/// A moto server on a free loopback port, killed when dropped (also when a test panics).
-struct Moto {
-    child: Child,
-    endpoint: String,
-    log: PathBuf,
+/// `Environment.Variables.<name>` of a function's properties (or of `Globals.Function`).
+fn variable<'a>(properties: &'a Value, name: &str) -> Option<&'a Value> {
+    properties.get("Environment")?.get("Variables")?.get(name)
 }
 
-impl Moto {
-    async fn start() -> Moto {
-        let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/moto_server");
-        assert!(
-            bin.exists(),
-            "{} is missing: create the venv (pip install -r requirements-dev.txt)",
-            bin.display()
-        );
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("moto-{port}.log"));
-        let child = Command::new(&bin)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).expect("moto log file"))
-            .spawn()
-            .expect("start moto_server");
-        let mut moto = Moto {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = moto.child.try_wait().expect("moto_server status") {
-                panic!(
-                    "moto_server exited ({status}): {}",
-                    std::fs::read_to_string(&moto.log).unwrap_or_default()
-                );
-            }
-            if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_ok() {
-                return moto;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "moto_server not listening after 60 s; log: {}",
-                moto.log.display()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
+// --- against the local stack ------------------------------------------------------------------
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// The stack every end-to-end test runs on (template.yaml created on moto's CloudFormation,
+/// [`LocalAws`]) holds what the template declares, as the reader above sees it.
 #[tokio::test]
-async fn provision_creates_what_the_template_declares() {
+async fn the_local_stack_holds_what_the_template_declares() {
     let t = template();
-    let moto = Moto::start().await;
-    let config = aws_config::defaults(BehaviorVersion::latest())
-        .endpoint_url(&moto.endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "static",
-        ))
-        .load()
-        .await;
-    let dynamo = aws_sdk_dynamodb::Client::new(&config);
-    let sqs = aws_sdk_sqs::Client::new(&config);
-
-    let made = provision(&t, &dynamo, &sqs, "it").await.expect("provision");
-    assert_eq!(made.table, "it-ledger");
+    let aws = LocalAws::new("it").await;
+    let (dynamo, sqs) = (aws.dynamo.clone(), aws.sqs.clone());
+    let made = &aws.resources;
+    let stack = &aws.stack;
+    assert_eq!(stack.outputs["LedgerTableName"], made.table);
     assert!(
-        made.queue_url.ends_with("/it-webhooks.fifo"),
+        made.queue_url
+            .ends_with(&format!("/{}-webhooks.fifo", stack.name)),
         "{}",
         made.queue_url
     );
-    assert!(made.dlq_url.ends_with("/it-dlq.fifo"), "{}", made.dlq_url);
+    assert!(
+        made.dlq_url.ends_with(&format!("/{}-dlq.fifo", stack.name)),
+        "{}",
+        made.dlq_url
+    );
 
     // The table.
     let described = dynamo
@@ -519,62 +457,35 @@ async fn provision_creates_what_the_template_declares() {
         .await;
     assert!(refused.is_err(), "sent without a MessageDeduplicationId");
 
-    // Idempotent: a second run reuses everything.
-    let again = provision(&t, &dynamo, &sqs, "it")
-        .await
-        .expect("provision again");
-    assert_eq!(again, made);
-
-    // Resources left by an older template converge: a queue with other attributes gets the
-    // template's, a table without TTL gets it.
-    sqs.create_queue()
-        .queue_name("old-webhooks.fifo")
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .attributes(QueueAttributeName::VisibilityTimeout, "30")
-        .send()
-        .await
-        .expect("CreateQueue old");
-    dynamo
-        .create_table()
-        .table_name("old-ledger")
-        .billing_mode(aws_sdk_dynamodb::types::BillingMode::PayPerRequest)
-        .attribute_definitions(
-            aws_sdk_dynamodb::types::AttributeDefinition::builder()
-                .attribute_name("pk")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            aws_sdk_dynamodb::types::KeySchemaElement::builder()
-                .attribute_name("pk")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .expect("CreateTable old");
-    let old = provision(&t, &dynamo, &sqs, "old")
-        .await
-        .expect("provision over old resources");
-    let queue = all(old.queue_url.clone()).await;
-    assert_eq!(
-        queue.get(&QueueAttributeName::VisibilityTimeout),
-        t.queue_attributes().get("VisibilityTimeout")
-    );
-    assert!(queue.contains_key(&QueueAttributeName::RedrivePolicy));
-    let ttl = dynamo
-        .describe_time_to_live()
-        .table_name(&old.table)
-        .send()
-        .await
-        .expect("DescribeTimeToLive old");
-    assert_eq!(
-        ttl.time_to_live_description()
-            .and_then(|d| d.attribute_name()),
-        Some(t.ttl_attribute())
-    );
-
-    drop(moto);
+    // The functions: every variable the template sets to a literal has that value, its
+    // references name the stack's table and queue.
+    for (logical, function) in [(RECEIVER, &stack.receiver), (CONSUMER, &stack.consumer)] {
+        for name in t.function_env_names(logical) {
+            let own = t
+                .resource(logical)
+                .and_then(|r| r.get("Properties"))
+                .and_then(|p| variable(p, &name));
+            let global = t
+                .document()
+                .get("Globals")
+                .and_then(|g| g.get("Function"))
+                .and_then(|f| variable(f, &name));
+            let declared = own.or(global).expect("declared where the reader found it");
+            let literal = match declared {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            };
+            let got = function.environment.get(&name);
+            assert!(got.is_some(), "{logical} has no {name} in the stack");
+            if let Some(literal) = literal {
+                assert_eq!(got, Some(&literal), "{logical} {name}");
+            }
+        }
+        assert_eq!(
+            function.environment["LEDGER_TABLE"], made.table,
+            "{logical}"
+        );
+    }
+    assert_eq!(stack.receiver.environment["QUEUE_URL"], made.queue_url);
 }

@@ -1,7 +1,9 @@
-//! AWS as the driver sees it, directly on moto (not through the counting proxy): counting
-//! what a run left in its table and queue, and creating the Powertools peer's resources.
+//! AWS as the driver sees it, directly on moto (not through the counting proxy): the stack the
+//! inbox's functions run on, counting what a run left in its table and queue, and creating the
+//! Powertools peer's resources.
 
 use anyhow::{Context, Result};
+use devstack::cloudformation::Stack;
 
 /// The driver's own clients.
 pub struct Aws {
@@ -10,6 +12,15 @@ pub struct Aws {
 }
 
 impl Aws {
+    /// template.yaml created as the stack `bench` on moto's CloudFormation with the bench's
+    /// sources (their secrets in the environment, as the peer's) and forward URL: the receiver's
+    /// and the consumer's table, queue and environment are the stack's.
+    /// (On the standard SDK configuration, as the driver's clients.)
+    pub async fn stack(sources: &str, forward_url: &str) -> Result<Stack> {
+        let sdk = inbox::app::sdk_config().await;
+        devstack::local_stack::deploy(&sdk, "bench", sources, forward_url).await
+    }
+
     /// Items in `table` (a full scan).
     pub async fn count_items(&self, table: &str) -> Result<usize> {
         let mut n = 0;

@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use devstack::moto;
-use devstack::provision::{self, Template};
 
 use crate::aws::Aws;
-use crate::function::Function;
+use crate::function::{Function, FORWARD_URL, SOURCES};
 use crate::init::init_durations_of;
 use crate::options::Options;
 use crate::phases::{run_function, Run, Store};
@@ -35,12 +34,11 @@ pub async fn run(o: &Options) -> Result<String> {
         dynamo: aws_sdk_dynamodb::Client::new(&sdk),
         sqs: aws_sdk_sqs::Client::new(&sdk),
     };
-    let template = Template::load(&provision::template_path())?;
-    let ours = provision::provision(&template, &aws.dynamo, &aws.sqs, "bench").await?;
+    let ours = Aws::stack(SOURCES, FORWARD_URL).await?;
     let (peer_table, peer_queue) = aws.peer_resources("bench").await?;
 
-    let receiver = Function::receiver(&o.receiver, &ours.table, &ours.queue_url);
-    let consumer = Function::consumer(&o.consumer, &ours.table, &endpoint);
+    let receiver = Function::receiver(&o.receiver, &ours.receiver.environment);
+    let consumer = Function::consumer(&o.consumer, &ours.consumer.environment, &endpoint);
     let peer = Function::powertools_peer(&python, &root, &peer_table, &peer_queue);
 
     let mut runs: Vec<Run> = Vec::new();

@@ -1,6 +1,7 @@
 //! The functions under test as processes: how each is started (program, arguments,
 //! environment) and the Lambda environment every process gets.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -8,10 +9,13 @@ use anyhow::{Context, Result};
 use devstack::testkit::TEST_WHSEC;
 
 /// The one source both receivers serve: Standard Webhooks, keyed on `webhook-id`, FIFO
-/// groups per customer.
-const SOURCES: &str = r#"{"acme": {"signature": {"scheme": "standard-webhooks", "secrets": ["env:INBOX_TEST_WHSEC"]},
+/// groups per customer (the bench stack's `WebhookSources`).
+pub const SOURCES: &str = r#"{"acme": {"signature": {"scheme": "standard-webhooks", "secrets": ["env:INBOX_TEST_WHSEC"]},
   "key": {"from": "header", "name": "webhook-id"},
   "group": {"from": "json", "pointers": ["/customer_id"]}}}"#;
+
+/// The bench stack's `ForwardUrl`: the consumer is measured for its init only, nothing listens.
+pub const FORWARD_URL: &str = "http://127.0.0.1:9/events";
 
 /// A function: its name, how to start one of its processes, its own environment.
 #[derive(Clone)]
@@ -23,37 +27,33 @@ pub struct Function {
 }
 
 impl Function {
-    /// The receiver binary on the bench's ledger table and queue.
-    pub fn receiver(program: &Path, table: &str, queue_url: &str) -> Function {
+    /// The receiver binary with its environment from the bench stack (`stack_env`: its
+    /// function configuration) and the source's secret.
+    pub fn receiver(program: &Path, stack_env: &BTreeMap<String, String>) -> Function {
+        let mut env = lambda_env(stack_env);
+        env.push(("INBOX_TEST_WHSEC".into(), TEST_WHSEC.into()));
         Function {
             name: "receiver",
             program: program.to_owned(),
             args: Vec::new(),
-            env: vec![
-                ("LEDGER_TABLE".into(), table.to_owned()),
-                ("QUEUE_URL".into(), queue_url.to_owned()),
-                ("WEBHOOK_SOURCES".into(), SOURCES.into()),
-                ("INBOX_TEST_WHSEC".into(), TEST_WHSEC.into()),
-                ("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into()),
-                ("AWS_LAMBDA_LOG_LEVEL".into(), "INFO".into()),
-            ],
+            env,
         }
     }
 
-    /// The consumer binary (measured for its init only), on `endpoint` directly.
-    pub fn consumer(program: &Path, table: &str, endpoint: &str) -> Function {
+    /// The consumer binary (measured for its init only) with its environment from the bench
+    /// stack, on `endpoint` directly.
+    pub fn consumer(
+        program: &Path,
+        stack_env: &BTreeMap<String, String>,
+        endpoint: &str,
+    ) -> Function {
+        let mut env = lambda_env(stack_env);
+        env.push(("AWS_ENDPOINT_URL".into(), endpoint.to_owned()));
         Function {
             name: "consumer",
             program: program.to_owned(),
             args: Vec::new(),
-            env: vec![
-                ("LEDGER_TABLE".into(), table.to_owned()),
-                ("WEBHOOK_SOURCES".into(), SOURCES.into()),
-                ("FORWARD_URL".into(), "http://127.0.0.1:9/events".into()),
-                ("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into()),
-                ("AWS_LAMBDA_LOG_LEVEL".into(), "INFO".into()),
-                ("AWS_ENDPOINT_URL".into(), endpoint.to_owned()),
-            ],
+            env,
         }
     }
 
@@ -112,4 +112,16 @@ impl Function {
         cmd.spawn()
             .with_context(|| format!("starting {}", self.program.display()))
     }
+}
+
+/// A function's environment from its stack configuration, with the log settings Lambda adds
+/// from its `LoggingConfig` (JSON, INFO).
+fn lambda_env(stack_env: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = stack_env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.push(("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into()));
+    env.push(("AWS_LAMBDA_LOG_LEVEL".into(), "INFO".into()));
+    env
 }

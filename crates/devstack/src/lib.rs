@@ -1,7 +1,8 @@
 //! Dev only: the inbox on one machine, for the tests, the demo and the bench.
 //!
-//! - [`moto`]: local AWS (a moto server), [`provision`]: the table and queues made from
-//!   template.yaml's own definitions, [`cloudformation`]: the whole template rehearsed as a stack;
+//! - [`moto`]: local AWS (a moto server), [`cloudformation`]: template.yaml translated and
+//!   created as a stack on it and read back, [`local_stack`]: that stack with the local
+//!   parameters and secrets, which the tests, the demo and the bench run on;
 //! - [`bridge`]: a stand-in for the SQS event source mapping;
 //! - [`faults`]: failures and call counts injected at the SDK layer;
 //! - [`senders`]: how each webhook sender signs a delivery;
@@ -13,7 +14,7 @@ pub mod bridge;
 pub mod cloudformation;
 pub mod demo;
 pub mod faults;
+pub mod local_stack;
 pub mod moto;
-pub mod provision;
 pub mod senders;
 pub mod testkit;

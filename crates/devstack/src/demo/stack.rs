@@ -1,6 +1,8 @@
-//! The demo's stack: moto with the template's resources, a loopback system of record, the env
-//! file, and both functions under `cargo lambda watch`; started for `demo run`, `demo serve`
-//! and `demo check-events` alike, and stopped (in reverse order) when dropped.
+//! The demo's stack: moto, template.yaml created on its CloudFormation as the stack `demo`
+//! ([`crate::local_stack`]: the demo sources' secrets in its Secrets Manager, the forward URL a
+//! loopback system of record), the env file from the functions' configurations, and both
+//! functions under `cargo lambda watch`; started for `demo run`, `demo serve` and
+//! `demo check-events` alike, and stopped (in reverse order) when dropped.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,9 +12,13 @@ use aws_sdk_sqs::types::QueueAttributeName;
 
 use super::env_file;
 use super::watch::{self, Watch, WatchOptions};
+use crate::cloudformation;
+use crate::local_stack::{self, Resources};
 use crate::moto::{self, MotoServer};
-use crate::provision::{self, Provisioned, Template};
-use crate::testkit::SystemOfRecord;
+use crate::testkit::{self, SystemOfRecord};
+
+/// The demo's stack name (its queue is `demo-webhooks.fifo`).
+pub const STACK_NAME: &str = "demo";
 
 /// The workspace root, without `..` in it (for messages).
 pub fn root() -> PathBuf {
@@ -35,7 +41,10 @@ pub struct Stack {
     // Field order is drop order: the functions first, then the system of record, then AWS.
     pub watch: Watch,
     pub sor: SystemOfRecord,
-    pub resources: Provisioned,
+    /// The stack's table and queues.
+    pub resources: Resources,
+    /// The stack as moto's CloudFormation holds it (functions, event source mapping, outputs).
+    pub deployed: cloudformation::Stack,
     pub sqs: aws_sdk_sqs::Client,
     pub dynamo: aws_sdk_dynamodb::Client,
     pub env_file: PathBuf,
@@ -51,7 +60,7 @@ pub struct StackOptions {
     pub env_file: PathBuf,
     pub log: PathBuf,
     pub echo: bool,
-    /// Variables set in the env file over the template's values.
+    /// Variables set in the env file over the stack's values.
     pub overrides: Vec<(String, String)>,
 }
 
@@ -100,14 +109,14 @@ impl Stack {
         Stack::start(opts, start).await
     }
 
-    /// moto, the template's resources, a system of record, the env file, and both functions
-    /// under `cargo lambda watch`, warmed up.
+    /// moto, a system of record, the stack, the env file, and both functions under
+    /// `cargo lambda watch`, warmed up.
     pub async fn start(opts: &StackOptions, start: Instant) -> anyhow::Result<Stack> {
         let root = root();
         moto::python()?;
         step(start, "starting moto (local AWS)");
         let moto = MotoServer::start()?;
-        // This process's own SDK clients (provisioning, the bridge) use the standard variables.
+        // This process's own SDK clients (the stack, the bridge) use the standard variables.
         std::env::set_var("AWS_ENDPOINT_URL", moto.endpoint());
         std::env::set_var("AWS_REGION", "us-east-1");
         std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
@@ -116,18 +125,29 @@ impl Stack {
         let sdk = inbox::app::sdk_config().await;
         let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
         let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let template = Template::load(&provision::template_path())?;
-        let resources = provision::provision(&template, &dynamo, &sqs, "demo").await?;
+        let sor = SystemOfRecord::start();
+        let (sources, secrets) = testkit::stack_sources();
+        local_stack::put_secrets(&sdk, &secrets).await?;
         step(
             start,
             &format!(
-                "provisioned from template.yaml: table {}, queue {}",
+                "{} secrets in Secrets Manager ({}/<source>); translating template.yaml",
+                secrets.len(),
+                testkit::SECRETS_PREFIX
+            ),
+        );
+        let deployed = local_stack::deploy(&sdk, STACK_NAME, &sources, sor.url()).await?;
+        let resources = Resources::from(&deployed);
+        step(
+            start,
+            &format!(
+                "stack {} CREATE_COMPLETE on moto's CloudFormation: table {}, queue {}",
+                deployed.name,
                 resources.table,
                 resources.queue_url.rsplit('/').next().unwrap_or_default()
             ),
         );
-        let sor = SystemOfRecord::start();
-        let mut vars = env_file::local_env(&template, &resources, moto.endpoint(), sor.url())?;
+        let mut vars = env_file::local_env(&deployed, moto.endpoint())?;
         for (name, value) in &opts.overrides {
             match vars.iter_mut().find(|(n, _)| n == name) {
                 Some(var) => var.1 = value.clone(),
@@ -171,6 +191,7 @@ impl Stack {
             watch,
             sor,
             resources,
+            deployed,
             sqs,
             dynamo,
             env_file: opts.env_file.clone(),

@@ -1,60 +1,133 @@
-//! Local AWS for one test: the shared moto server, fresh resources made from template.yaml,
-//! SDK clients with a fault plan, the function under test built on them, and what the test
-//! reads back (queue messages and counts, ledger items).
+//! Local AWS for one test: the shared moto server, a stack of its own created from
+//! template.yaml on moto's CloudFormation (its sources' secrets in moto's Secrets Manager), SDK
+//! clients with a fault plan, the functions under test built from the stack's function
+//! configurations, and what the test reads back (queue messages and counts, ledger items).
+
+use std::sync::Arc;
 
 use inbox::clock::SystemClock;
-use inbox::config::AwsSecretResolver;
+use inbox::config::{AwsSecretResolver, SourceSpecs};
 use inbox::consumer::Processor;
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
+use tokio::sync::OnceCell;
 
 use super::{
-    consumer_on, set_test_secrets, test_sources, unique, MetricLines, TestConsumer, TestReceiver,
+    consumer_with, set_test_secrets, stack_sources, unique, MetricLines, TestConsumer, TestReceiver,
 };
+use crate::cloudformation::{Function, Stack};
 use crate::faults::{self, Faults};
+use crate::local_stack::{self, Resources, Secret};
 use crate::moto;
-use crate::provision::{self, Provisioned, Template};
 
-/// Local AWS for one test: its own table and queues, made from template.yaml.
+/// The consumer's `FORWARD_URL` in the tests' stacks: the tests give the consumer its
+/// processor (a [`super::SystemOfRecord`]'s forwarder, say), so nothing listens here.
+pub const UNUSED_FORWARD_URL: &str = "http://127.0.0.1:9/unused";
+
+/// Local AWS for one test: its own stack, made from template.yaml.
 pub struct LocalAws {
     pub sdk: aws_config::SdkConfig,
     pub faults: Faults,
     pub dynamo: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
-    pub resources: Provisioned,
+    /// The stack's table and queues.
+    pub resources: Resources,
+    /// The stack as moto's CloudFormation holds it: the functions' configurations, the event
+    /// source mapping, the outputs.
+    pub stack: Arc<Stack>,
 }
 
 impl LocalAws {
-    /// Shared moto server, standard environment, fresh resources named after `label`.
+    /// Shared moto server, standard environment, a fresh stack named after `label` over the
+    /// test sources with their secrets in Secrets Manager ([`stack_sources`]; put there and
+    /// looked up once per process).
     pub async fn new(label: &str) -> LocalAws {
+        static SECRET_ARNS: OnceCell<Vec<String>> = OnceCell::const_new();
+        let (sources, secrets) = stack_sources();
+        let sdk = Self::shared_sdk().await;
+        let arns = SECRET_ARNS
+            .get_or_init(|| async {
+                let specs = SourceSpecs::parse(&sources).expect("the stack sources parse");
+                let arns = async {
+                    local_stack::put_secrets(&sdk, &secrets).await?;
+                    local_stack::secret_arns(&sdk, &specs).await
+                };
+                arns.await
+                    .unwrap_or_else(|e| panic!("the test secrets in Secrets Manager: {e:#}"))
+            })
+            .await;
+        let stack =
+            local_stack::deploy_with(&sdk, &unique(label), &sources, UNUSED_FORWARD_URL, arns)
+                .await
+                .unwrap_or_else(|e| panic!("the local stack from template.yaml: {e:#}"));
+        Self::on(sdk, stack)
+    }
+
+    /// Shared moto server, standard environment, these secrets put in Secrets Manager, and a
+    /// fresh stack named after `label` with these sources (JSON, as `WebhookSources` takes it).
+    pub async fn with_sources(label: &str, sources: &str, secrets: &[Secret]) -> LocalAws {
+        let sdk = Self::shared_sdk().await;
+        local_stack::put_secrets(&sdk, secrets)
+            .await
+            .unwrap_or_else(|e| panic!("secrets in Secrets Manager: {e:#}"));
+        let stack = local_stack::deploy(&sdk, &unique(label), sources, UNUSED_FORWARD_URL)
+            .await
+            .unwrap_or_else(|e| panic!("the local stack from template.yaml: {e:#}"));
+        Self::on(sdk, stack)
+    }
+
+    /// The shared moto server's SDK configuration; the test secrets in the environment too,
+    /// for [`super::test_sources`].
+    async fn shared_sdk() -> aws_config::SdkConfig {
         moto::shared();
         set_test_secrets();
-        let sdk = inbox::app::sdk_config().await;
+        inbox::app::sdk_config().await
+    }
+
+    /// Clients with a fault plan of their own on `stack`.
+    fn on(sdk: aws_config::SdkConfig, stack: Stack) -> LocalAws {
         let faults = Faults::new();
         let dynamo = faults::dynamo_client(&sdk, &faults);
         let sqs = faults::sqs_client(&sdk, &faults);
-        let template = Template::load(&provision::template_path()).expect("template.yaml loads");
-        let resources = provision::provision(&template, &dynamo, &sqs, &unique(label))
-            .await
-            .expect("provisioning local AWS from template.yaml");
-        faults.reset_calls();
         LocalAws {
             sdk,
             faults,
             dynamo,
             sqs,
-            resources,
+            resources: Resources::from(&stack),
+            stack: Arc::new(stack),
         }
     }
 
-    /// The receiver over [`TEST_SOURCES`](super::TEST_SOURCES) on these clients, and the metric lines it writes.
+    /// `WEBHOOK_SOURCES` of a function of the stack, checked against its
+    /// `QUEUE_RETENTION_SECONDS` as at a cold start.
+    fn sources_of(function: &Function) -> SourceSpecs {
+        let env = &function.environment;
+        let text = env
+            .get("WEBHOOK_SOURCES")
+            .unwrap_or_else(|| panic!("{} has no WEBHOOK_SOURCES", function.name));
+        let specs = SourceSpecs::parse(text).expect("the stack's WEBHOOK_SOURCES parses");
+        if let Some(retention) = env.get("QUEUE_RETENTION_SECONDS") {
+            let seconds = retention
+                .parse()
+                .expect("QUEUE_RETENTION_SECONDS is a number");
+            specs
+                .check_retention(seconds)
+                .expect("the sources outlast the queue's retention");
+        }
+        specs
+    }
+
+    /// The receiver over the stack's `WEBHOOK_SOURCES` (the receiver function's
+    /// configuration), its secrets read from Secrets Manager as at a cold start, on these
+    /// clients; and the metric lines it writes.
     pub async fn receiver(&self, settings: ReceiverSettings) -> (TestReceiver, MetricLines) {
-        let sources = test_sources()
-            .resolve(&AwsSecretResolver::env_only())
+        let sources = Self::sources_of(&self.stack.receiver)
+            .resolve(&AwsSecretResolver::new(&self.sdk))
             .await
-            .expect("the test secrets resolve from the environment");
+            .unwrap_or_else(|e| panic!("the stack's sources resolve from Secrets Manager: {e}"));
         let (metrics, lines) = Metrics::memory("receiver");
         let receiver = Receiver::new(
             sources,
@@ -67,10 +140,14 @@ impl LocalAws {
         (receiver, lines)
     }
 
-    /// The consumer over [`TEST_SOURCES`](super::TEST_SOURCES) on this ledger, running `processor`, and the metric
-    /// lines it writes.
+    /// The consumer over the stack's `WEBHOOK_SOURCES` (the consumer function's configuration)
+    /// on this ledger, running `processor`, and the metric lines it writes.
     pub fn consumer<P: Processor>(&self, processor: P) -> (TestConsumer<P>, MetricLines) {
-        consumer_on(self.ledger(), processor)
+        consumer_with(
+            Self::sources_of(&self.stack.consumer),
+            self.ledger(),
+            processor,
+        )
     }
 
     pub fn ledger(&self) -> DynamoLedger {
@@ -129,7 +206,7 @@ impl LocalAws {
 }
 
 impl LocalAws {
-    /// The same table and queues through clients of their own, with their own fault plan
+    /// The same stack through clients of their own, with their own fault plan
     /// and SDK settings: another process (one that may die on its own, or retry faster).
     pub fn sibling(&self, sdk: aws_config::SdkConfig, faults: Faults) -> LocalAws {
         let dynamo = faults::dynamo_client(&sdk, &faults);
@@ -140,6 +217,7 @@ impl LocalAws {
             dynamo,
             sqs,
             resources: self.resources.clone(),
+            stack: self.stack.clone(),
         }
     }
 

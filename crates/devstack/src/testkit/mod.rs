@@ -1,5 +1,5 @@
 //! Shared by the end-to-end tests, the demo and the bench: the demo sources and their secrets,
-//! local AWS provisioned from the template ([`LocalAws`]), the functions built on it, signed
+//! local AWS on a stack created from the template ([`LocalAws`]), the functions built on it, signed
 //! requests ([`requests`], [`apigw`]), and a system of record that counts calls per
 //! `Idempotency-Key` ([`SystemOfRecord`]).
 
@@ -14,12 +14,16 @@ use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
 
+use crate::local_stack::{env_secrets_to_secrets_manager, Secret};
+
 pub mod apigw;
+mod front_door;
 mod local_aws;
 pub mod requests;
 mod system_of_record;
 
-pub use local_aws::LocalAws;
+pub use front_door::FrontDoor;
+pub use local_aws::{LocalAws, UNUSED_FORWARD_URL};
 pub use requests::{
     context, github_headers, github_signature, hmac_hex, now_ms, post, post_with_deadline,
     shopify_signature, standard_webhooks, standard_webhooks_headers, stripe_signature,
@@ -54,6 +58,22 @@ pub fn set_test_secrets() {
     std::env::set_var("INBOX_TEST_WHSEC", TEST_WHSEC);
 }
 
+/// Where the local stacks' sources keep their secrets in Secrets Manager: `webhook-inbox/<source>`,
+/// the names the template's default `WebhookSources` references.
+pub const SECRETS_PREFIX: &str = "webhook-inbox";
+
+/// [`TEST_SOURCES`] as the local stacks declare them: each source's secret read from Secrets
+/// Manager (`secretsmanager:webhook-inbox/<source>`) instead of the environment, and those
+/// secrets, holding [`TEST_SECRET`] or [`TEST_WHSEC`].
+pub fn stack_sources() -> (String, Vec<Secret>) {
+    env_secrets_to_secrets_manager(TEST_SOURCES, SECRETS_PREFIX, |var| match var {
+        "INBOX_TEST_SECRET" => Some(TEST_SECRET.to_owned()),
+        "INBOX_TEST_WHSEC" => Some(TEST_WHSEC.to_owned()),
+        _ => None,
+    })
+    .expect("TEST_SOURCES reads only the test secrets")
+}
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A name no other test in this run uses.
@@ -82,9 +102,18 @@ pub fn consumer_on<P: Processor>(
     ledger: DynamoLedger,
     processor: P,
 ) -> (TestConsumer<P>, MetricLines) {
+    consumer_with(test_sources(), ledger, processor)
+}
+
+/// The consumer over these sources on any ledger.
+pub fn consumer_with<P: Processor>(
+    sources: SourceSpecs,
+    ledger: DynamoLedger,
+    processor: P,
+) -> (TestConsumer<P>, MetricLines) {
     let (metrics, lines) = Metrics::memory("consumer");
     let consumer = Consumer::new(
-        test_sources(),
+        sources,
         ledger,
         processor,
         SystemClock,
