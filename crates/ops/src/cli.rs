@@ -10,8 +10,9 @@ use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
+pub use crate::smoke::SmokeArgs;
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, esm, lookup, redrive, status, why};
+use crate::{audit, esm, lookup, redrive, smoke, status, why};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -51,6 +52,12 @@ pub enum Command {
     Resume(PauseArgs),
     /// Whether delivery is paused, and what waits on the queue and the dead-letter queue.
     Status(StatusArgs),
+    /// Sends a signed test event and its duplicate to the receiver (the stack's WebhookUrl) and
+    /// checks the answers: 200, then the same answer replayed. Exits 1 otherwise.
+    ///
+    /// Sources: --sources FILE, else $WEBHOOK_SOURCES, else the WebhookSources default in
+    /// template.yaml; the source's first secret is read as the receiver reads it.
+    Smoke(SmokeArgs),
 }
 
 /// Which event source mapping: exactly one of these.
@@ -181,6 +188,10 @@ impl Cli {
             Command::Pause(args) => ("inbox-ops", esm::run(args, false).await),
             Command::Resume(args) => ("inbox-ops", esm::run(args, true).await),
             Command::Status(args) => ("inbox-ops", status::run(args).await),
+            Command::Smoke(args) => (
+                "smoke",
+                smoke::run(args, std::env::var("WEBHOOK_SOURCES").ok()).await,
+            ),
         };
         outcome.unwrap_or_else(|e| {
             eprintln!("{name}: {e:#}");

@@ -1,0 +1,411 @@
+//! `inbox-ops smoke --url <WebhookUrl> --source <name>`: one signed test event and its
+//! duplicate sent to a receiver, deployed or local, and the answers checked: the first `200`
+//! (accepted), the second the same answer replayed (`Idempotent-Replayed: true`). Exit code 0
+//! only then.
+//!
+//! The source's configuration comes from `--sources FILE`, else `WEBHOOK_SOURCES`, else the
+//! template's `WebhookSources` default (as for the audit). Its first secret is read as the
+//! receiver reads it, with the library's resolver (`env:` from the environment,
+//! `secretsmanager:` from Secrets Manager). The event is made to fit the source ([`event`]):
+//! its key a fresh `smoke-…` id (in the key header, or at each key pointer of a JSON body),
+//! its FIFO group pointers filled, and signed per the source's scheme ([`sign`]).
+
+pub mod sign;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use inbox::config::{AwsSecretResolver, Delivery, GroupSpec, KeySpec, SecretResolver as _};
+use inbox::config::{SourceSpec, SourceSpecs};
+use inbox::receiver::REPLAYED_HEADER;
+use serde_json::{json, Map, Value};
+
+use crate::audit::SOURCES_PARAMETER;
+use crate::template::{template_path, Template};
+
+/// `smoke`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+pub struct SmokeArgs {
+    /// The receiver's URL: the stack's WebhookUrl output (its `{source}` becomes --source), or
+    /// the source's own URL.
+    #[arg(long, env = "WEBHOOK_URL", value_name = "URL", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub url: String,
+    /// The source to send as: a key of the sources configuration.
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub source: String,
+    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it).
+    #[arg(long = "sources", value_name = "FILE")]
+    pub sources_file: Option<std::path::PathBuf>,
+    /// Seconds to wait for each answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub timeout: u64,
+}
+
+/// A test event, ready to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The delivery id: the key's value (or part of it).
+    pub id: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// What the receiver answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub status: u16,
+    pub replayed: bool,
+    pub body: String,
+}
+
+/// `url` for `source`: the stack's `WebhookUrl` output holds a literal `{source}`.
+pub fn endpoint(url: &str, source: &str) -> String {
+    url.replace("{source}", source)
+}
+
+/// The sources configuration: `--sources FILE`, else `WEBHOOK_SOURCES`, else the template's
+/// `WebhookSources` default. Returns (where it came from, the JSON text).
+fn sources_text(file: Option<&Path>, env: Option<String>) -> anyhow::Result<(String, String)> {
+    if let Some(file) = file {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        return Ok((file.display().to_string(), text));
+    }
+    if let Some(text) = env.filter(|t| !t.trim().is_empty()) {
+        return Ok(("$WEBHOOK_SOURCES".to_owned(), text));
+    }
+    let path = template_path();
+    let template = Template::load(&path)?;
+    let default = template
+        .parameter_default(SOURCES_PARAMETER)
+        .and_then(serde_yaml::Value::as_str)
+        .ok_or_else(|| {
+            anyhow!(
+                "no --sources, no WEBHOOK_SOURCES, and {} has no {SOURCES_PARAMETER} default",
+                path.display()
+            )
+        })?;
+    Ok((
+        format!("the {SOURCES_PARAMETER} default in {}", path.display()),
+        default.to_owned(),
+    ))
+}
+
+/// Sets the value at a JSON pointer, making the objects on the way (a pointer's tokens are
+/// object keys here, `~1` and `~0` unescaped).
+fn set_pointer(doc: &mut Value, pointer: &str, value: Value) -> anyhow::Result<()> {
+    let tokens: Vec<String> = pointer
+        .strip_prefix('/')
+        .ok_or_else(|| anyhow!("JSON pointer {pointer:?} does not start with '/'"))?
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut at = doc;
+    for (i, token) in tokens.iter().enumerate() {
+        if !at.is_object() {
+            *at = Value::Object(Map::new());
+        }
+        let Value::Object(map) = at else {
+            unreachable!("made an object above")
+        };
+        if i + 1 == tokens.len() {
+            map.insert(token.clone(), value);
+            return Ok(());
+        }
+        at = map.entry(token.clone()).or_insert(Value::Null);
+    }
+    Ok(())
+}
+
+/// The test event for `spec`, delivery `id`, sent at `now_ms`, signed with `secret`.
+pub fn event(spec: &SourceSpec, secret: &str, id: &str, now_ms: i64) -> anyhow::Result<Event> {
+    let mut doc = json!({
+        "type": "inbox.smoke",
+        "id": id,
+        "smoke": true,
+        "sent_at_ms": now_ms,
+    });
+    if let KeySpec::Json(pointers) = &spec.key {
+        for pointer in pointers {
+            set_pointer(&mut doc, pointer, Value::String(id.to_owned()))?;
+        }
+    }
+    if let GroupSpec::Json(pointers) = &spec.group {
+        for pointer in pointers {
+            if doc.pointer(pointer).is_none() {
+                set_pointer(&mut doc, pointer, Value::String("smoke".to_owned()))?;
+            }
+        }
+    }
+    let body = serde_json::to_vec(&doc)?;
+    let mut headers = sign::signature_headers(&spec.scheme, secret, id, now_ms / 1000, &body)
+        .with_context(|| format!("signing for source {}", spec.name))?;
+    if let KeySpec::Header(name) = &spec.key {
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name.as_str()))
+        {
+            headers.push((name.as_str().to_owned(), id.to_owned()));
+        }
+    }
+    headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+    Ok(Event {
+        id: id.to_owned(),
+        headers,
+        body,
+    })
+}
+
+/// Whether the two answers are an accepted event and its replay (for an `at_most_once`
+/// source, which keeps no ledger: two acceptances). `Err` says what is wrong.
+pub fn check(delivery: Delivery, first: &Answer, second: &Answer) -> Result<(), String> {
+    if first.status != 200 {
+        return Err(format!(
+            "the event was answered {}, not 200: {}",
+            first.status, first.body
+        ));
+    }
+    if first.replayed {
+        return Err("the first delivery was already a replay (a key sent before?)".to_owned());
+    }
+    if second.status != 200 {
+        return Err(format!(
+            "the duplicate was answered {}, not 200: {}",
+            second.status, second.body
+        ));
+    }
+    match delivery {
+        Delivery::EffectivelyOnce if !second.replayed => {
+            Err("the duplicate was not replayed (no Idempotent-Replayed: true)".to_owned())
+        }
+        Delivery::EffectivelyOnce if second.body != first.body => Err(format!(
+            "the duplicate's answer {} differs from the first's {}",
+            second.body, first.body
+        )),
+        _ => Ok(()),
+    }
+}
+
+async fn send(client: &reqwest::Client, url: &str, event: &Event) -> anyhow::Result<Answer> {
+    let mut request = client.post(url).body(event.body.clone());
+    for (name, value) in &event.headers {
+        request = request.header(name, value);
+    }
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
+    let status = response.status().as_u16();
+    let replayed = response
+        .headers()
+        .get(REPLAYED_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let body = response.text().await.unwrap_or_default();
+    Ok(Answer {
+        status,
+        replayed,
+        body,
+    })
+}
+
+/// The spec of `name`, read as the receiver reads it.
+fn source_spec(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<SourceSpec> {
+    let (origin, text) = sources_text(args.sources_file.as_deref(), env_sources)?;
+    let specs = SourceSpecs::parse(&text).map_err(|e| anyhow!("{e} (sources from {origin})"))?;
+    specs.get(&args.source).cloned().ok_or_else(|| {
+        let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
+        anyhow!(
+            "no source {:?} in {origin} (it has {})",
+            args.source,
+            names.join(", ")
+        )
+    })
+}
+
+/// Sends the event and its duplicate and checks the answers; prints what happened.
+pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<ExitCode> {
+    let spec = source_spec(args, env_sources)?;
+    let secret = match spec.secrets.first() {
+        None => String::new(),
+        Some(reference) => {
+            let sdk = crate::aws::config().await;
+            AwsSecretResolver::new(&sdk)
+                .resolve(reference)
+                .await
+                .map_err(|e| anyhow!("source {}: {e}", spec.name))?
+        }
+    };
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let id = format!("smoke-{now_ms}-{}", std::process::id());
+    let event = event(&spec, &secret, &id, now_ms)?;
+    let url = endpoint(&args.url, &spec.name);
+    if !url.starts_with("https://") && !url.starts_with("http://") {
+        bail!("--url {url} is not an http(s) URL");
+    }
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(args.timeout))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("inbox-ops-smoke/", env!("CARGO_PKG_VERSION")))
+        .build()?;
+    println!(
+        "smoke: POST {url} as source {} ({}, key {}), delivery {id}",
+        spec.name,
+        spec.scheme.name(),
+        spec.key.describe()
+    );
+    let first = send(&client, &url, &event).await?;
+    println!("  first:     {} {}", first.status, first.body);
+    let second = send(&client, &url, &event).await?;
+    println!(
+        "  duplicate: {}{} {}",
+        second.status,
+        if second.replayed {
+            " (Idempotent-Replayed: true)"
+        } else {
+            ""
+        },
+        second.body
+    );
+    match check(spec.delivery, &first, &second) {
+        Ok(()) => {
+            println!("ok: accepted once, the duplicate answered from the ledger");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(problem) => {
+            println!("FAILED: {problem}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOURCES: &str = r#"{
+      "orders": {"signature": {"scheme": "hmac-sha256", "secrets": ["env:X"], "header": "X-Signature", "encoding": "hex"},
+                 "key": {"from": "json", "pointers": ["/type", "/order/id"]},
+                 "group": {"from": "json", "pointers": ["/customer/id"]}},
+      "acme":   {"signature": {"scheme": "standard-webhooks", "secrets": ["env:Y"]},
+                 "key": {"from": "header", "name": "webhook-id"}},
+      "github": {"signature": {"scheme": "github", "secrets": ["env:X"]},
+                 "key": {"from": "header", "name": "X-GitHub-Delivery"}}
+    }"#;
+
+    fn spec(name: &str) -> SourceSpec {
+        SourceSpecs::parse(SOURCES)
+            .unwrap()
+            .get(name)
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn the_event_fits_the_sources_key_and_group() {
+        let e = event(&spec("orders"), "s", "smoke-1", 1_700_000_000_000).unwrap();
+        let body: Value = serde_json::from_slice(&e.body).unwrap();
+        assert_eq!(body["type"], "smoke-1");
+        assert_eq!(body["order"]["id"], "smoke-1");
+        assert_eq!(body["customer"]["id"], "smoke");
+        assert!(e
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("X-Signature")));
+
+        let e = event(&spec("github"), "s", "smoke-2", 0).unwrap();
+        assert!(e
+            .headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("X-GitHub-Delivery") && v == "smoke-2"));
+
+        let e = event(&spec("acme"), "whsec_c2VjcmV0", "smoke-3", 0).unwrap();
+        let ids: Vec<_> = e
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("webhook-id"))
+            .collect();
+        assert_eq!(ids.len(), 1, "the key header is the signed webhook-id");
+    }
+
+    #[test]
+    fn pointers_make_their_objects_and_unescape() {
+        let mut doc = json!({"a": "scalar"});
+        set_pointer(&mut doc, "/a/b~1c/d~0e", json!(1)).unwrap();
+        assert_eq!(doc, json!({"a": {"b/c": {"d~e": 1}}}));
+        assert!(set_pointer(&mut doc, "a", json!(1)).is_err());
+    }
+
+    #[test]
+    fn the_answers_must_be_an_acceptance_and_its_replay() {
+        let accepted = Answer {
+            status: 200,
+            replayed: false,
+            body: r#"{"key":"k","status":"accepted"}"#.into(),
+        };
+        let replayed = Answer {
+            replayed: true,
+            ..accepted.clone()
+        };
+        let once = Delivery::EffectivelyOnce;
+        assert_eq!(check(once, &accepted, &replayed), Ok(()));
+        assert!(check(once, &accepted, &accepted).is_err(), "not replayed");
+        assert!(check(once, &replayed, &replayed).is_err(), "first a replay");
+        let refused = Answer {
+            status: 401,
+            replayed: false,
+            body: "{}".into(),
+        };
+        assert!(check(once, &refused, &replayed).is_err());
+        assert!(check(once, &accepted, &refused).is_err());
+        let other = Answer {
+            body: "{}".into(),
+            ..replayed.clone()
+        };
+        assert!(check(once, &accepted, &other).is_err(), "another answer");
+        assert_eq!(check(Delivery::AtMostOnce, &accepted, &accepted), Ok(()));
+    }
+
+    #[test]
+    fn the_command_line_takes_a_url_and_a_source() {
+        use clap::Parser as _;
+
+        use crate::cli::{Cli, Command};
+
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("inbox-ops").chain(args.iter().copied()))
+                .map(|cli| cli.command)
+        };
+        assert_eq!(
+            parse(&[
+                "smoke",
+                "--url",
+                "https://x/webhooks/{source}",
+                "--source",
+                "github",
+                "--sources",
+                "s.json"
+            ])
+            .unwrap(),
+            Some(Command::Smoke(SmokeArgs {
+                url: "https://x/webhooks/{source}".into(),
+                source: "github".into(),
+                sources_file: Some("s.json".into()),
+                timeout: 30,
+            }))
+        );
+        assert!(parse(&["smoke", "--url", "https://x", "--source", ""]).is_err());
+        assert!(parse(&["smoke", "--source", "github", "--url"]).is_err());
+    }
+
+    #[test]
+    fn the_url_takes_the_source() {
+        assert_eq!(
+            endpoint("https://a.example/webhooks/{source}", "github"),
+            "https://a.example/webhooks/github"
+        );
+        assert_eq!(endpoint("http://h/webhooks/x", "y"), "http://h/webhooks/x");
+    }
+}

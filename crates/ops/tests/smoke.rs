@@ -1,0 +1,92 @@
+//! `inbox-ops smoke` against the local stack: the binary, run as an operator runs it after a
+//! deploy, sends a signed event and its duplicate to the receiver served over HTTP the way API
+//! Gateway serves it (devstack's front door in front of the receiver built from the stack's
+//! function configuration, its secrets read from moto's Secrets Manager), and exits 0 only for
+//! an acceptance and its replay.
+
+use std::process::Output;
+
+use devstack::testkit::{FrontDoor, LocalAws};
+use inbox::receiver::ReceiverSettings;
+
+/// `inbox-ops smoke --url <url> --source <source>` with `env` set, on the moto server the test
+/// process points at (its `AWS_*` variables are inherited).
+async fn smoke(url: &str, source: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"));
+    cmd.args(["smoke", "--url", url, "--source", source]);
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    cmd.output().await.expect("inbox-ops runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_passes_for_every_scheme_through_secrets_manager() {
+    let aws = LocalAws::new("smoke").await;
+    let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
+    let door = FrontDoor::start(receiver).await.expect("the front door");
+    let sources = &aws.stack.receiver.environment["WEBHOOK_SOURCES"];
+    assert!(
+        sources.contains("secretsmanager:") && !sources.contains("env:"),
+        "the stack's sources read Secrets Manager: {sources}"
+    );
+
+    let schemes = ["github", "stripe", "acme", "shop", "orders"];
+    for source in schemes {
+        let out = smoke(&door.webhook_url(), source, &[("WEBHOOK_SOURCES", sources)]).await;
+        let said = text(&out);
+        assert!(out.status.success(), "smoke {source}: {said}");
+        assert!(said.contains("(Idempotent-Replayed: true)"), "{said}");
+        assert!(said.contains("ok: accepted once"), "{said}");
+    }
+
+    // Each event once: one ledger item and one message per smoke run.
+    let items = aws.ledger_items().await;
+    assert_eq!(items.len(), schemes.len(), "{items:?}");
+    assert!(items.iter().all(|r| r.key.contains("smoke-")), "{items:?}");
+    assert_eq!(
+        aws.queue_counts(&aws.resources.queue_url).await,
+        (schemes.len() as u64, 0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_fails_when_the_receiver_refuses_the_event() {
+    let aws = LocalAws::new("smoke-refused").await;
+    let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
+    let door = FrontDoor::start(receiver).await.expect("the front door");
+
+    // Signed with another secret than the receiver's: 401, and the smoke test says so.
+    let wrong = r#"{"github": {"signature": {"scheme": "github", "secrets": ["env:SMOKE_WRONG_SECRET"]},
+                    "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#;
+    let out = smoke(
+        &door.webhook_url(),
+        "github",
+        &[
+            ("WEBHOOK_SOURCES", wrong),
+            ("SMOKE_WRONG_SECRET", "not-the-receivers-secret"),
+        ],
+    )
+    .await;
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("401") && said.contains("FAILED"), "{said}");
+
+    // A source the configuration does not have: an error, exit 1.
+    let sources = &aws.stack.receiver.environment["WEBHOOK_SOURCES"];
+    let out = smoke(&door.webhook_url(), "nope", &[("WEBHOOK_SOURCES", sources)]).await;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("no source \"nope\""), "{}", text(&out));
+
+    // Nothing reached the ledger or the queue.
+    assert!(aws.ledger_items().await.is_empty());
+    assert_eq!(aws.queue_counts(&aws.resources.queue_url).await, (0, 0));
+}
