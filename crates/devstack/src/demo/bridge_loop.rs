@@ -1,5 +1,6 @@
-//! The SQS event source mapping of the demo: [`crate::bridge::Bridge`] in a loop, invoking the
-//! consumer through the emulator as Lambda's mapping would, and noting what passed through.
+//! The SQS event source mapping of the demo: [`crate::bridge::Bridge`] in a loop, following the
+//! mapping moto holds, invoking the consumer through the emulator as Lambda's mapping would, and
+//! noting what passed through.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,10 +38,16 @@ pub struct BridgeLoop {
 }
 
 impl BridgeLoop {
-    /// Starts the bridge on the stack's queue: failed messages are made visible again at once
+    /// Starts the bridge on the stack's queue, following the stack's event source mapping as
+    /// moto holds it (its state and batch size): failed messages are made visible again at once
     /// (no waiting out the visibility timeout), received ones stay hidden 60 s.
     pub async fn start(stack: &Stack) -> anyhow::Result<BridgeLoop> {
-        let mut bridge = Bridge::new(stack.sqs.clone(), &stack.resources.queue_url).await?;
+        let mut bridge = Bridge::new(stack.sqs.clone(), &stack.resources.queue_url)
+            .await?
+            .with_mapping(
+                stack.lambda.clone(),
+                &stack.deployed.event_source_mapping.uuid,
+            );
         bridge.retry_failed_now = true;
         bridge.visibility_timeout = Some(60);
         let seen = Arc::new(Mutex::new(BridgeSeen::default()));

@@ -47,6 +47,8 @@ pub struct Stack {
     pub deployed: cloudformation::Stack,
     pub sqs: aws_sdk_sqs::Client,
     pub dynamo: aws_sdk_dynamodb::Client,
+    /// Moto's Lambda, where the stack's event source mapping is.
+    pub lambda: aws_sdk_lambda::Client,
     pub env_file: PathBuf,
     _moto: MotoServer,
 }
@@ -192,6 +194,7 @@ impl Stack {
             sor,
             resources,
             deployed,
+            lambda: aws_sdk_lambda::Client::new(&sdk),
             sqs,
             dynamo,
             env_file: opts.env_file.clone(),
