@@ -1,6 +1,7 @@
 //! Reading `template.yaml`: the parts the code depends on (the ledger table, the queues, the
-//! functions' environment), checked when loaded. The audit reads the queue facts from it and the
-//! dev stack provisions its local resources from it, so that local and deployed cannot drift.
+//! functions' environment), checked when loaded. The audit reads the queue facts from it, and
+//! `tests/template_matches.rs` checks it against the code and against the local stack (which is
+//! the template itself created on moto's CloudFormation, devstack::local_stack).
 //!
 //! Only the literal properties that matter to the code are read: the ledger table's key schema,
 //! billing mode and TTL attribute, the FIFO queue's and dead-letter queue's attributes and the
@@ -362,7 +363,7 @@ fn literal_scalar(value: &Value) -> anyhow::Result<String> {
         Value::Bool(b) => Ok(b.to_string()),
         Value::Number(n) => Ok(n.to_string()),
         v if is_intrinsic(v) => {
-            bail!("is an intrinsic function; local provisioning needs a literal")
+            bail!("is an intrinsic function; the reader needs a literal")
         }
         other => bail!("is not a scalar: {other:?}"),
     }
