@@ -195,7 +195,37 @@ pub async fn deploy_with(
     secret_arns: &[String],
 ) -> anyhow::Result<Stack> {
     let parameters = parameters(sources, forward_url, secret_arns)?;
-    deploy_local_with(sdk, &stack_name(label), &parameters).await
+    let mut stack = deploy_local_with(sdk, &stack_name(label), &parameters).await?;
+    put_secrets_moto_skips(sdk, &mut stack).await?;
+    Ok(stack)
+}
+
+/// moto's CloudFormation does not create `AWS::SecretsManager::Secret`, so a function variable
+/// that references a secret the template generates (the consumer's `FORWARD_SIGNING_SECRET`,
+/// `secretsmanager:${ForwardSigningSecret}`) is left unresolved. Such a secret is put in
+/// Secrets Manager here, as `<stack>/<logical id>`, with a value of the template's form (32
+/// letters and digits: base64 of 24 bytes, derived from the stack's name), and the variable
+/// names it. The one place where the local stack stands in for a resource moto skips.
+async fn put_secrets_moto_skips(
+    sdk: &aws_config::SdkConfig,
+    stack: &mut Stack,
+) -> anyhow::Result<()> {
+    let mut secrets = Vec::new();
+    for function in [&mut stack.receiver, &mut stack.consumer] {
+        for value in function.environment.values_mut() {
+            let Some(logical_id) = value
+                .strip_prefix("secretsmanager:${")
+                .and_then(|rest| rest.strip_suffix('}'))
+            else {
+                continue;
+            };
+            let name = format!("{}/{logical_id}", stack.name);
+            let digest = inbox::key::sha256_hex(name.as_bytes());
+            secrets.push(Secret::new(&name, &digest[..32]));
+            *value = format!("secretsmanager:{name}");
+        }
+    }
+    put_secrets(sdk, &secrets).await
 }
 
 /// Both functions' environment as one set of variables, as one `--env-file` gives it to both
