@@ -5,13 +5,15 @@
 //! - on disk, `target/sam-translate/<key>.json`, where `key` is the SHA-256 of everything the
 //!   output depends on: the template's text, `sam_translate.py`, the code URI, the parameter
 //!   values, the Python that runs it and its aws-sam-translator (the package's `__init__.py`,
-//!   which holds its version). Where that package is not found, nothing is kept on disk.
+//!   which holds its version). Where that package is not found, nothing is kept on disk; a
+//!   kept translation is removed after a week.
 //!
 //! `Translated::translate` itself (the template tests' translations) always runs the transform.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
@@ -55,6 +57,7 @@ fn from_disk_or_translate(template: &Path, parameters: &Parameters) -> anyhow::R
         return Ok(kept);
     }
     let translated = Translated::translate(template, parameters)?;
+    prune(&cache_dir());
     // Written aside and renamed: a process reading at the same time sees all of it or nothing.
     let partial = file.with_extension(format!("json.{}", std::process::id()));
     let written = std::fs::create_dir_all(cache_dir())
@@ -64,6 +67,28 @@ fn from_disk_or_translate(template: &Path, parameters: &Parameters) -> anyhow::R
         let _ = std::fs::remove_file(&partial);
     }
     Ok(translated)
+}
+
+/// How long a kept translation stays: the demo's parameters (a loopback port in `ForwardUrl`)
+/// differ from run to run, so its translations are not reused and should not pile up.
+const KEEP: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Removes the kept translations older than [`KEEP`].
+fn prune(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age > KEEP);
+        if old {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// `target/sam-translate/` at the workspace root.
