@@ -1,6 +1,8 @@
 //! Scenarios of the receiver's transitions: claim, release, mark queued.
 
-use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, TakeOutcome};
+use inbox::ledger::{
+    guard_key, BodyGuard, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, TakeOutcome,
+};
 use inbox::receiver::accepted_response;
 
 use crate::run::{claim_at, claimed_record, first_expired_ms, take_at, Obs, Run};
@@ -197,5 +199,41 @@ pub async fn mark_queued_after_the_consumer_took_it_is_refused<L: LedgerStore>(
     let done = r.get().await.expect("completed");
     assert!(!r.mark_queued("rx").await);
     assert_eq!(r.get().await, Some(done));
+    r.trace
+}
+
+// --- guard body ------------------------------------------------------------------
+
+/// The body guard: new, or again under the same event key, passes (and writes); under
+/// another key within the window it is a replay (and writes nothing); past the window
+/// it is new again. The guard item leaves the event item alone.
+pub async fn guard_body_refuses_another_key_within_the_window<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    let g = |event_key: &str, now_ms: i64| BodyGuard {
+        key: guard_key("github", "abc"),
+        event_key: event_key.to_owned(),
+        expires_at: now_ms.div_euclid(1000) + 60,
+    };
+    for (who, now, expect) in [
+        ("github:d-1", T, GuardOutcome::Fresh),
+        ("github:d-1", T + 1_000, GuardOutcome::Fresh),
+        ("github:d-2", T + 2_000, GuardOutcome::Replayed),
+        // The first write at T+1s holds until T+61s, inclusive.
+        ("github:d-3", T + 61_999, GuardOutcome::Replayed),
+        ("github:d-4", T + 62_000, GuardOutcome::Fresh),
+        ("github:d-1", T + 63_000, GuardOutcome::Replayed),
+        ("github:d-4", T + 64_000, GuardOutcome::Fresh),
+    ] {
+        let out = l
+            .guard_body(&g(who, now), now)
+            .await
+            .expect("guard answered");
+        assert_eq!(out, expect, "{who} at {now}");
+        r.note(format!("guard by {who} at {now}"), Obs::Guard(out));
+    }
+    assert_eq!(guard_key("github", "abc"), "#guard:github:abc");
+    assert_eq!(r.get().await, None, "no event item written");
     r.trace
 }

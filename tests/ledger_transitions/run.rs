@@ -1,6 +1,8 @@
 //! Runs transitions on one adapter and records what each answered and each read saw.
 
-use inbox::ledger::{Claim, ClaimOutcome, LedgerStore, Record, Status, Take, TakeOutcome};
+use inbox::ledger::{
+    Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, Take, TakeOutcome,
+};
 use inbox::receiver::accepted_response;
 
 use super::{HOUR_S, K, LEASE_MS, T};
@@ -14,6 +16,7 @@ pub enum Obs {
     /// A fail's answer: the key's real failures now, or `None` (refused).
     Failed(Option<u32>),
     Get(Option<Record>),
+    Guard(GuardOutcome),
 }
 
 /// Runs transitions on one adapter and keeps everything it saw.

@@ -158,7 +158,8 @@ fn key_derivation(c: &mut Criterion) {
                     let body = black_box(body.as_slice());
                     let sha = key::sha256_hex(body);
                     let needs_json = spec.needs_json() || matches!(group_spec, GroupSpec::Json(_));
-                    let json = needs_json.then(|| key::parse_json(body).expect("JSON"));
+                    let json =
+                        needs_json.then(|| key::fields(body, &spec, &group_spec).expect("JSON"));
                     let k = key::derive("src", &spec, &headers, json.as_ref(), &sha).expect("key");
                     let g = fifo::group(&k, &group_spec, "src", json.as_ref());
                     (k, g)

@@ -65,7 +65,7 @@ impl MyDb {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let specs = SourceSpecs::parse(
-        r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": ["/id"]}}}"#,
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "json", "pointers": ["/id"]}}}"#,
     )?;
     let (metrics, _lines) = Metrics::memory("consumer");
     let db = MyDb::default();

@@ -8,8 +8,9 @@
 //! values joined as a composite key's are), so the events of one customer, say, run one after
 //! the other in the order they were accepted. Where such a pointer is absent from a body, or
 //! the body is not JSON, the event's key serves: an event with no customer has no order to
-//! keep with any other. The body is parsed for the group only when the event is sent, so a
-//! duplicate never pays for it.
+//! keep with any other. The group's pointers are read in the same one pass over the body as
+//! the key's ([`crate::key::fields`]), before the claim: a member appearing twice on a group
+//! path is refused (`malformed_body`) like one on a key path.
 //!
 //! **How a batch runs.** The consumer splits a batch into its groups (`MessageGroupId`), each
 //! in arrival order; a message without a group id (a standard queue) is a group of its own.
@@ -28,18 +29,18 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use aws_lambda_events::sqs::SqsMessage;
-use serde_json::Value;
 use tracing::info;
 
 use crate::config::GroupSpec;
-use crate::key::{join_parts, parse_json, pointer_value, sha256_hex};
+use crate::json_fields::Fields;
+use crate::key::{join_parts, pointer_value, sha256_hex};
 
 /// SQS's limit on `MessageDeduplicationId` and `MessageGroupId`.
 pub const SQS_ID_MAX: usize = 128;
 
 /// The group of an event: its key, or `<source>:<values>` where the source groups by values
-/// from the body and the (parsed) body holds them all.
-pub fn group(key: &str, spec: &GroupSpec, source: &str, json: Option<&Value>) -> String {
+/// from the body and the body (its [`crate::key::fields`]) holds them all.
+pub fn group(key: &str, spec: &GroupSpec, source: &str, json: Option<&Fields>) -> String {
     match (spec, json) {
         (GroupSpec::Json(pointers), Some(json)) => {
             let parts: Result<Vec<_>, _> =
@@ -50,21 +51,6 @@ pub fn group(key: &str, spec: &GroupSpec, source: &str, json: Option<&Value>) ->
             }
         }
         _ => key.to_owned(),
-    }
-}
-
-/// [`group`] for the receiver, which parsed the body only where the key needed it
-/// (`parsed`): the body is parsed here when the group needs it and the key did not.
-pub fn group_of_body(
-    key: &str,
-    spec: &GroupSpec,
-    source: &str,
-    parsed: Option<&Value>,
-    body: &[u8],
-) -> String {
-    match (parsed, spec) {
-        (None, GroupSpec::Json(_)) => group(key, spec, source, parse_json(body).ok().as_ref()),
-        _ => group(key, spec, source, parsed),
     }
 }
 
@@ -128,7 +114,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::config::KeySpec;
+    use crate::key::fields;
 
     fn msg(id: &str, group: Option<&str>) -> SqsMessage {
         let mut m = SqsMessage::default();
@@ -142,36 +129,14 @@ mod tests {
 
     #[test]
     fn group_from_pointer_or_key() {
-        let body = json!({"customer_id": "cus_1"});
         let spec = GroupSpec::Json(vec!["/customer_id".into()]);
+        let read = |body: &[u8]| fields(body, &KeySpec::PayloadSha256, &spec).unwrap();
+        let body = read(br#"{"customer_id": "cus_1"}"#);
         assert_eq!(group("acme:k", &spec, "acme", Some(&body)), "acme:cus_1");
-        assert_eq!(group("acme:k", &spec, "acme", Some(&json!({}))), "acme:k");
+        assert_eq!(group("acme:k", &spec, "acme", Some(&read(b"{}"))), "acme:k");
+        assert_eq!(group("acme:k", &spec, "acme", None), "acme:k");
         assert_eq!(
             group("acme:k", &GroupSpec::Key, "acme", Some(&body)),
-            "acme:k"
-        );
-    }
-
-    #[test]
-    fn group_of_body_parses_only_where_the_key_did_not() {
-        let spec = GroupSpec::Json(vec!["/customer_id".into()]);
-        let body = br#"{"customer_id": "cus_1"}"#;
-        assert_eq!(
-            group_of_body("acme:k", &spec, "acme", None, body),
-            "acme:cus_1"
-        );
-        // Parsed for the key already: that parse serves, not the bytes.
-        let parsed = json!({"customer_id": "cus_2"});
-        assert_eq!(
-            group_of_body("acme:k", &spec, "acme", Some(&parsed), body),
-            "acme:cus_2"
-        );
-        assert_eq!(
-            group_of_body("acme:k", &spec, "acme", None, b"not json"),
-            "acme:k"
-        );
-        assert_eq!(
-            group_of_body("acme:k", &GroupSpec::Key, "acme", None, body),
             "acme:k"
         );
     }

@@ -2,6 +2,7 @@
 //!
 //! - [`config`]: `WEBHOOK_SOURCES` and the environment, parsed and checked once at start-up.
 //! - [`key`]: the idempotency key, derived from the sender's own identifier.
+//! - [`json_fields`]: the values at key and group pointers, read from the body in one pass.
 //! - [`signature`]: the senders' signature schemes.
 //! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail,
 //!   defer) and its DynamoDB and in-memory adapters.
@@ -21,6 +22,7 @@ pub mod config;
 pub mod consumer;
 pub mod fifo;
 pub mod forward;
+pub mod json_fields;
 pub mod key;
 pub mod lease;
 pub mod ledger;

@@ -25,7 +25,8 @@ pub struct Envelope {
     pub payload_sha256: String,
     /// The source's signature, id and content-type headers, lowercase names.
     pub headers: BTreeMap<String, String>,
-    /// The raw body: as is where it is UTF-8, else base64 with `body_encoding: "base64"`.
+    /// The raw body: as is where it is text SQS carries ([`sqs_can_carry`]), else base64 with
+    /// `body_encoding: "base64"`.
     pub body: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_encoding: Option<String>,
@@ -130,12 +131,20 @@ impl Envelope {
     }
 }
 
-/// The body as the envelope carries it: the text where it is UTF-8, else base64 (and the
-/// encoding's name).
+/// A character SQS accepts in a message body: `#x9 | #xA | #xD | #x20-#xD7FF |
+/// #xE000-#xFFFD | #x10000-#x10FFFF` (its documented set). It refuses a message holding any
+/// other, such as U+FFFE, U+FFFF or U+0001, on every retry.
+pub fn sqs_can_carry(c: char) -> bool {
+    matches!(u32::from(c), 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+}
+
+/// The body as the envelope carries it: the text where it is UTF-8 of characters SQS carries,
+/// else base64 (and the encoding's name). (JSON escapes the controls below U+0020 but not
+/// U+FFFE or U+FFFF: only base64 carries those.)
 fn encode_body(body: &[u8]) -> (Cow<'_, str>, Option<&'static str>) {
     match std::str::from_utf8(body) {
-        Ok(text) => (Cow::Borrowed(text), None),
-        Err(_) => (
+        Ok(text) if text.chars().all(sqs_can_carry) => (Cow::Borrowed(text), None),
+        _ => (
             Cow::Owned(base64::engine::general_purpose::STANDARD.encode(body)),
             Some("base64"),
         ),
@@ -345,5 +354,55 @@ mod tests {
             Envelope::parse(&e.to_json()).unwrap().body_bytes(),
             Err(EnvelopeError::Base64)
         );
+    }
+
+    #[test]
+    fn bodies_sqs_cannot_carry_as_text_travel_base64() {
+        let headers = BTreeMap::from([("webhook-id".to_owned(), "msg_1".to_owned())]);
+        for body in [
+            "{\"a\":\"\u{FFFE}\"}",
+            "{\"a\":\"\u{FFFF}\"}",
+            "x\u{1}y",
+            "x\u{1F}",
+            "\u{10FFFF}\u{FFFF}",
+        ] {
+            let text = Envelope::json_of("a:1", "a", 5, "h", &headers, body.as_bytes());
+            assert!(text.chars().all(sqs_can_carry), "{body:?}: {text}");
+            let back = Envelope::parse(&text).unwrap();
+            assert_eq!(back.body_encoding.as_deref(), Some("base64"));
+            assert_eq!(back.body_bytes().unwrap(), body.as_bytes());
+        }
+        // What SQS carries stays text, the envelope as it was.
+        for body in [
+            "caf\u{e9} \u{FFFD} \u{10000}\t\r\n",
+            "{\"a\":\"\u{D7FF}\u{E000}\"}",
+        ] {
+            let env = Envelope::new("a:1", "a", 5, "h", headers.clone(), body.as_bytes());
+            assert_eq!(env.body_encoding, None, "{body:?}");
+            assert!(env.to_json().chars().all(sqs_can_carry));
+        }
+    }
+
+    #[test]
+    fn sqs_set_is_the_documented_one() {
+        for c in [
+            '\u{0}', '\u{1}', '\u{8}', '\u{B}', '\u{1F}', '\u{FFFE}', '\u{FFFF}',
+        ] {
+            assert!(!sqs_can_carry(c), "{c:?}");
+        }
+        for c in [
+            '\t',
+            '\n',
+            '\r',
+            ' ',
+            '\u{7F}',
+            '\u{D7FF}',
+            '\u{E000}',
+            '\u{FFFD}',
+            '\u{10000}',
+            '\u{10FFFF}',
+        ] {
+            assert!(sqs_can_carry(c), "{c:?}");
+        }
     }
 }

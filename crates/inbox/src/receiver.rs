@@ -17,9 +17,11 @@ use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Delivery, OnPayloadMismatch, Source, Sources};
+use crate::config::{Delivery, GroupSpec, OnPayloadMismatch, Source, Sources};
 use crate::key::{self, KeyError};
-use crate::ledger::{self, Claim, ClaimOutcome, LedgerStore, Record, Status};
+use crate::ledger::{
+    self, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
+};
 use crate::metrics::{Metric, Metrics};
 use crate::queue::{Envelope, Outgoing, Queue};
 use crate::signature::SignatureError;
@@ -50,6 +52,8 @@ pub enum Rejection {
     InvalidKey(KeyError),
     #[error("same key, different payload")]
     PayloadMismatch,
+    #[error("this body came within the replay guard's window under another key")]
+    ReplayedBody,
     #[error("the first delivery is still in progress")]
     InProgress,
     #[error("internal: {0}")]
@@ -63,6 +67,9 @@ impl From<KeyError> for Rejection {
             KeyError::Invalid(..) => Rejection::InvalidKey(e),
             KeyError::NotJson => {
                 Rejection::MalformedBody("not JSON where a key pointer needs JSON")
+            }
+            KeyError::Duplicate(_) => {
+                Rejection::MalformedBody("a member on a key or group path appears twice")
             }
         }
     }
@@ -80,6 +87,7 @@ impl Rejection {
             Rejection::MissingKey(_) => (StatusCode::BAD_REQUEST, "missing_idempotency_key"),
             Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
             Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
+            Rejection::ReplayedBody => (StatusCode::CONFLICT, "replayed_body"),
             Rejection::InProgress => (StatusCode::SERVICE_UNAVAILABLE, "in_progress"),
             Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -307,10 +315,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
 
         let spec = &source.spec;
         let body_sha256 = key::sha256_hex(body);
-        // The body is parsed here only where the key needs it; where only the FIFO group
-        // does, it is parsed when the message is built, so a duplicate never parses it.
-        let json = if spec.key.needs_json() {
-            Some(key::parse_json(body)?)
+        // The body is read once, where a key or group pointer needs it: the values at those
+        // pointers, numbers as sent, a member twice on their paths refused. Where only the
+        // group needs it and the body is not JSON, the key is the group (crate::fifo).
+        let json = if spec.key.needs_json() || matches!(spec.group, GroupSpec::Json(_)) {
+            match key::fields(body, &spec.key, &spec.group) {
+                Ok(fields) => Some(fields),
+                Err(KeyError::NotJson) if !spec.key.needs_json() => None,
+                Err(e) => return Err(e.into()),
+            }
         } else {
             None
         };
@@ -323,11 +336,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         )?;
         tracing::Span::current().record("key", key.as_str());
         let now = self.clock.now_ms();
-        // Built only once the message is to be sent: a duplicate never pays for the group's
-        // parse or the copy of the body into the envelope.
+        // Built only once the message is to be sent: a duplicate never pays for the copy of
+        // the body into the envelope.
         let outgoing = || {
             Outgoing::new(
-                &fifo::group_of_body(&key, &spec.group, source_name, json.as_ref(), body),
+                &fifo::group(&key, &spec.group, source_name, json.as_ref()),
                 &key,
                 Envelope::json_of(
                     &key,
@@ -350,6 +363,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             self.metrics.count(source_name, Metric::Accepted);
             info!(source = source_name, key = %key, outcome = "accepted", delivery = "at_most_once");
             return Ok(json_response(StatusCode::OK, accepted));
+        }
+
+        if let Some(window) = spec.replay_guard_seconds {
+            self.guard_body(source_name, &key, &body_sha256, window)
+                .await?;
         }
 
         let inv = invocation(req);
@@ -387,6 +405,30 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         self.metrics.count(source_name, Metric::Accepted);
         info!(source = source_name, key = %key, outcome = "accepted");
         Ok(json_response(StatusCode::OK, accepted))
+    }
+
+    /// The replay guard of a body-only source: the body must be new within the window, or
+    /// have come under this same key (the sender's retry). Before the claim, so a replay
+    /// claims nothing; a failed call is a 500 with nothing claimed.
+    async fn guard_body(
+        &self,
+        source: &str,
+        key: &str,
+        body_sha256: &str,
+        window_seconds: u64,
+    ) -> Result<(), Rejection> {
+        let now = self.clock.now_ms();
+        let window = i64::try_from(window_seconds).unwrap_or(i64::MAX / 2);
+        let guard = BodyGuard {
+            key: ledger::guard_key(source, body_sha256),
+            event_key: key.to_owned(),
+            expires_at: now.div_euclid(1000).saturating_add(window),
+        };
+        match self.ledger.guard_body(&guard, now).await {
+            Ok(GuardOutcome::Fresh) => Ok(()),
+            Ok(GuardOutcome::Replayed) => Err(Rejection::ReplayedBody),
+            Err(e) => Err(Rejection::Internal(e.to_string())),
+        }
     }
 
     /// Claims the key, waiting a bounded time behind a live claim. `Ok(None)`: ours;

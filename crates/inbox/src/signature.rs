@@ -70,6 +70,20 @@ pub enum Scheme {
 }
 
 impl Scheme {
+    /// Whether the scheme signs a timestamp (and so has a `tolerance_seconds`).
+    pub fn has_timestamp(&self) -> bool {
+        matches!(self, Scheme::StandardWebhooks | Scheme::Stripe)
+    }
+
+    /// Whether the scheme signs the body alone (no id, no timestamp): a captured request
+    /// verifies again under any delivery id, at any time.
+    pub fn signs_body_only(&self) -> bool {
+        matches!(
+            self,
+            Scheme::Github | Scheme::Shopify | Scheme::HmacSha256(_)
+        )
+    }
+
     /// The scheme's configuration name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -231,6 +245,11 @@ impl Verifier {
         now: i64,
     ) -> Result<(), SignatureError> {
         let id = header(headers, "webhook-id")?;
+        // The signed content is `id.timestamp.body`: an id holding `.` could move the first
+        // boundary (`a.b` + `c` and `a` + `b.c`...), so it is refused before any MAC.
+        if id.contains('.') {
+            return Err(malformed("webhook-id contains '.'"));
+        }
         let timestamp =
             parse_timestamp(header(headers, "webhook-timestamp")?, "webhook-timestamp")?;
         let signatures = header(headers, "webhook-signature")?;
@@ -398,6 +417,38 @@ fn check_spec(spec: &HmacSpec) -> Result<HeaderName, String> {
         ));
     }
     Ok(name)
+}
+
+/// The shortest secret the raw-secret schemes take at start-up, in bytes: 128 bits.
+pub const MIN_SECRET_BYTES: usize = 16;
+/// The key lengths a `standard-webhooks` secret decodes to, in bytes (the specification's
+/// 24 to 64; the same bounds as the forward signing secret's).
+pub const STANDARD_WEBHOOKS_KEY_BYTES: std::ops::RangeInclusive<usize> =
+    crate::forward::signing::MIN_KEY_BYTES..=crate::forward::signing::MAX_KEY_BYTES;
+
+/// Checks secret number `position` (1-based) is long enough for `scheme`: its key (the
+/// `whsec_` secret decoded) 24 to 64 bytes for `standard-webhooks`, at least
+/// [`MIN_SECRET_BYTES`] for the others. The receiver's cold start runs it on every
+/// configured secret; the message never holds secret material.
+pub fn check_secret_length(scheme: &Scheme, position: usize, secret: &str) -> Result<(), String> {
+    let key = key_bytes(scheme, position, secret)?;
+    match scheme {
+        Scheme::StandardWebhooks if !STANDARD_WEBHOOKS_KEY_BYTES.contains(&key.len()) => {
+            Err(format!(
+                "secret #{position} decodes to {} bytes; standard-webhooks keys are {} to {} bytes",
+                key.len(),
+                STANDARD_WEBHOOKS_KEY_BYTES.start(),
+                STANDARD_WEBHOOKS_KEY_BYTES.end()
+            ))
+        }
+        Scheme::StandardWebhooks | Scheme::None => Ok(()),
+        _ if key.len() < MIN_SECRET_BYTES => Err(format!(
+            "secret #{position} is {} bytes; the {} scheme needs at least {MIN_SECRET_BYTES}",
+            key.len(),
+            scheme.name()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The HMAC key for secret number `position` (1-based).

@@ -23,7 +23,7 @@ use inbox::metrics::{tally, Metric, Metrics};
 use inbox::queue::{Envelope, QueueError};
 use inbox::redelivery::{NoRedelivery, Redelivery};
 
-const SOURCES: &str = r#"{"s": {"signature": {"scheme": "none"},
+const SOURCES: &str = r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true,
     "key": {"from": "json", "pointers": ["/id"]},
     "group": {"from": "json", "pointers": ["/g"]}}}"#;
 

@@ -28,6 +28,8 @@ pub use spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
 
 /// Default `tolerance_seconds` of timestamped schemes.
 pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
+/// The longest `tolerance_seconds`: an hour.
+pub const MAX_TOLERANCE_SECONDS: u64 = 3600;
 /// Default `retention_hours`: a week.
 pub const DEFAULT_RETENTION_HOURS: u64 = 168;
 /// The longest key value accepted (bytes), before the source prefix.
@@ -139,12 +141,21 @@ impl Source {
         resolver: &R,
     ) -> Result<Self, ConfigError> {
         let mut secrets = Vec::with_capacity(spec.secrets.len());
-        for reference in &spec.secrets {
+        for (index, reference) in spec.secrets.iter().enumerate() {
             let secret = resolver
                 .resolve(reference)
                 .await
                 .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
+            crate::signature::check_secret_length(&spec.scheme, index + 1, &secret)
+                .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
             secrets.push(secret);
+        }
+        if spec.scheme == crate::signature::Scheme::None {
+            tracing::warn!(
+                source = %spec.name,
+                "source `{}` is unsigned (scheme none, allow_unsigned): anyone who knows its URL can post, and claim its keys",
+                spec.name
+            );
         }
         let verifier = Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
             .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;

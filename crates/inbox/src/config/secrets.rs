@@ -139,4 +139,72 @@ mod tests {
             "{e}"
         );
     }
+
+    /// A secret shorter than its scheme's minimum stops start-up, naming the source and the
+    /// secret's position, never its value.
+    #[tokio::test]
+    async fn short_secrets_stop_start_up() {
+        std::env::set_var("INBOX_TEST_SECRET_SHORT", "fifteen-bytes!!");
+        std::env::set_var("INBOX_TEST_SECRET_SIXTEEN", "sixteen-bytes!!!");
+        // 23 and 65 bytes, base64, and 24.
+        std::env::set_var(
+            "INBOX_TEST_WHSEC_23",
+            "whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM=",
+        );
+        std::env::set_var(
+            "INBOX_TEST_WHSEC_65",
+            format!("whsec_{}", "QUFB".repeat(21) + "QUE="),
+        );
+        std::env::set_var(
+            "INBOX_TEST_WHSEC_24",
+            "whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0",
+        );
+        let resolve = |scheme: &str, var: &str| {
+            let json = format!(
+                r#"{{"src": {{"signature": {{"scheme": "{scheme}", "secrets": ["env:INBOX_TEST_SECRET_SIXTEEN", "env:{var}"]}}, "key": {{"from": "payload_sha256"}}}}}}"#
+            );
+            async move {
+                SourceSpecs::parse(&json)
+                    .unwrap()
+                    .resolve(&AwsSecretResolver::env_only())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        };
+        for scheme in ["github", "shopify", "stripe"] {
+            let e = resolve(scheme, "INBOX_TEST_SECRET_SHORT")
+                .await
+                .unwrap_err();
+            assert!(
+                e.contains("`src`") && e.contains("secret #2") && e.contains("at least 16"),
+                "{e}"
+            );
+            assert!(!e.contains("fifteen"), "{e}");
+            assert_eq!(resolve(scheme, "INBOX_TEST_SECRET_SIXTEEN").await, Ok(()));
+        }
+        let sw = |var: &str| {
+            let json = format!(
+                r#"{{"src": {{"signature": {{"scheme": "standard-webhooks", "secrets": ["env:{var}"]}}, "key": {{"from": "payload_sha256"}}}}}}"#
+            );
+            async move {
+                SourceSpecs::parse(&json)
+                    .unwrap()
+                    .resolve(&AwsSecretResolver::env_only())
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        };
+        for (var, bytes) in [("INBOX_TEST_WHSEC_23", 23), ("INBOX_TEST_WHSEC_65", 65)] {
+            let e = sw(var).await.unwrap_err();
+            assert!(
+                e.contains("`src`")
+                    && e.contains(&format!("decodes to {bytes} bytes"))
+                    && e.contains("24 to 64"),
+                "{e}"
+            );
+        }
+        assert_eq!(sw("INBOX_TEST_WHSEC_24").await, Ok(()));
+    }
 }

@@ -9,7 +9,10 @@ use crate::signature::{Encoding, HmacSpec, Scheme};
 
 use super::secrets::SecretRef;
 use super::spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
-use super::{field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS};
+use super::{
+    field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS,
+    MAX_TOLERANCE_SECONDS,
+};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -24,6 +27,10 @@ struct RawSource {
     retention_hours: Option<u64>,
     #[serde(default)]
     on_payload_mismatch: Option<String>,
+    #[serde(default)]
+    allow_unsigned: Option<bool>,
+    #[serde(default)]
+    replay_guard_seconds: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -58,17 +65,28 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
     let raw: RawSource =
         serde_json::from_value(value).map_err(|e| field_error(name, "(entry)", e.to_string()))?;
     let scheme = parse_scheme(name, &raw.signature)?;
+    check_allow_unsigned(name, &scheme, raw.allow_unsigned)?;
     let secrets = parse_secrets(name, &scheme, &raw.signature.secrets)?;
+    let delivery = parse_delivery(name, raw.delivery.as_deref())?;
+    let retention_hours = parse_retention(name, raw.retention_hours)?;
+    let replay_guard_seconds = parse_replay_guard(
+        name,
+        &scheme,
+        delivery,
+        retention_hours,
+        raw.replay_guard_seconds,
+    )?;
     Ok(SourceSpec {
         name: name.to_owned(),
-        tolerance_seconds: parse_tolerance(name, raw.signature.tolerance_seconds)?,
+        tolerance_seconds: parse_tolerance(name, &scheme, raw.signature.tolerance_seconds)?,
         scheme,
         secrets,
         key: parse_key(name, raw.key)?,
         group: parse_group(name, raw.group)?,
-        delivery: parse_delivery(name, raw.delivery.as_deref())?,
-        retention_hours: parse_retention(name, raw.retention_hours)?,
+        delivery,
+        retention_hours,
         on_payload_mismatch: parse_on_payload_mismatch(name, raw.on_payload_mismatch.as_deref())?,
+        replay_guard_seconds,
     })
 }
 
@@ -187,12 +205,95 @@ fn parse_secrets(
     }
 }
 
-fn parse_tolerance(name: &str, tolerance: Option<u64>) -> Result<u64, ConfigError> {
+/// `allow_unsigned`: scheme `none` needs it, `true`, written out; no other scheme takes it.
+fn check_allow_unsigned(
+    name: &str,
+    scheme: &Scheme,
+    allow_unsigned: Option<bool>,
+) -> Result<(), ConfigError> {
+    match (*scheme == Scheme::None, allow_unsigned) {
+        (true, Some(true)) | (false, None) => Ok(()),
+        (true, _) => Err(field_error(
+            name,
+            "allow_unsigned",
+            "scheme `none` accepts anyone's requests: it needs `\"allow_unsigned\": true` on the source",
+        )),
+        (false, Some(_)) => Err(field_error(
+            name,
+            "allow_unsigned",
+            "only goes with scheme `none`",
+        )),
+    }
+}
+
+/// `replay_guard_seconds`: only on a scheme that signs the body alone (the others sign an id
+/// or a timestamp), only with the ledger, at least 1 s and at most the retention (the guard
+/// item lives in the ledger table).
+fn parse_replay_guard(
+    name: &str,
+    scheme: &Scheme,
+    delivery: Delivery,
+    retention_hours: u64,
+    seconds: Option<u64>,
+) -> Result<Option<u64>, ConfigError> {
+    let Some(seconds) = seconds else {
+        return Ok(None);
+    };
+    let field = "replay_guard_seconds";
+    if !scheme.signs_body_only() {
+        return Err(field_error(
+            name,
+            field,
+            format!(
+                "only for the schemes that sign the body alone (github, shopify, hmac-sha256), not `{}`",
+                scheme.name()
+            ),
+        ));
+    }
+    if delivery == Delivery::AtMostOnce {
+        return Err(field_error(
+            name,
+            field,
+            "needs the ledger: not with `at_most_once`",
+        ));
+    }
+    let retention = retention_hours.saturating_mul(3600);
+    if seconds == 0 || seconds > retention {
+        return Err(field_error(
+            name,
+            field,
+            format!("must be between 1 and the retention ({retention} s)"),
+        ));
+    }
+    Ok(Some(seconds))
+}
+
+/// `signature.tolerance_seconds`: 1 s to an hour, and only on a scheme that signs a timestamp.
+fn parse_tolerance(
+    name: &str,
+    scheme: &Scheme,
+    tolerance: Option<u64>,
+) -> Result<u64, ConfigError> {
+    if tolerance.is_some() && !scheme.has_timestamp() {
+        return Err(field_error(
+            name,
+            "signature.tolerance_seconds",
+            format!(
+                "scheme `{}` signs no timestamp: a tolerance would check nothing",
+                scheme.name()
+            ),
+        ));
+    }
     match tolerance.unwrap_or(DEFAULT_TOLERANCE_SECONDS) {
         0 => Err(field_error(
             name,
             "signature.tolerance_seconds",
             "must be at least 1",
+        )),
+        seconds if seconds > MAX_TOLERANCE_SECONDS => Err(field_error(
+            name,
+            "signature.tolerance_seconds",
+            format!("{seconds} is over an hour ({MAX_TOLERANCE_SECONDS}): a captured request would stay valid that long"),
         )),
         seconds => Ok(seconds),
     }

@@ -68,6 +68,9 @@ pub struct SourceSpec {
     pub delivery: Delivery,
     pub retention_hours: u64,
     pub on_payload_mismatch: OnPayloadMismatch,
+    /// `replay_guard_seconds`: for a body-only scheme, how long a body brought by one event
+    /// key is refused under any other (a captured request resent under fresh delivery ids).
+    pub replay_guard_seconds: Option<u64>,
 }
 
 impl SourceSpec {

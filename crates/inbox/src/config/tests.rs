@@ -60,40 +60,44 @@ fn errors_name_the_source_and_the_field() {
     );
     assert!(e.contains("signature.secrets"), "{e}");
     let e = err(
-        r#"{"shop": {"signature": {"scheme": "none", "secrets": ["env:X"]}, "key": {"from": "payload_sha256"}}}"#,
+        r#"{"shop": {"signature": {"scheme": "none", "secrets": ["env:X"]}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
     );
     assert!(e.contains("scheme `none` takes no secrets"), "{e}");
     let e = err(
-        r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": []}}}"#,
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "json", "pointers": []}}}"#,
     );
     assert!(e.contains("key.pointers"), "{e}");
     let e = err(
-        r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": ["id"]}}}"#,
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "json", "pointers": ["id"]}}}"#,
     );
     assert!(
         e.contains("key.pointers") && e.contains("JSON pointer"),
         "{e}"
     );
-    let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "header"}}}"#);
+    let e = err(
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "header"}}}"#,
+    );
     assert!(e.contains("key.name"), "{e}");
-    let e = err(r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "time"}}}"#);
+    let e = err(
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "time"}}}"#,
+    );
     assert!(e.contains("key.from"), "{e}");
     let e = err(
-        r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "delivery": "maybe"}}"#,
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "delivery": "maybe"}}"#,
     );
     assert!(e.contains("`shop`, field `delivery`"), "{e}");
     let e = err(
-        r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "retention_hours": 0}}"#,
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "retention_hours": 0}}"#,
     );
     assert!(e.contains("retention_hours"), "{e}");
     let e = err(
-        r#"{"shop": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "colour": 1}}"#,
+        r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "colour": 1}}"#,
     );
     assert!(e.contains("`shop`") && e.contains("colour"), "{e}");
     let e = err(r#"{"shop": {"key": {"from": "payload_sha256"}}}"#);
     assert!(e.contains("`shop`") && e.contains("signature"), "{e}");
     let e = err(
-        r#"{"bad/name": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}}}"#,
+        r#"{"bad/name": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
     );
     assert!(e.contains("`bad/name`") && e.contains("name"), "{e}");
     let e = err(
@@ -108,8 +112,8 @@ fn errors_name_the_source_and_the_field() {
 #[test]
 fn retention_must_outlast_the_queue() {
     let specs = SourceSpecs::parse(
-        r#"{"short": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "retention_hours": 96},
-            "long": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}}}"#,
+        r#"{"short": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "retention_hours": 96},
+            "long": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
     )
     .unwrap();
     let e = specs.check_retention(345_600).unwrap_err().to_string();
@@ -139,4 +143,177 @@ fn hmac_scheme_and_reject_policy_parse() {
         h.key,
         KeySpec::Json(vec!["/type".into(), "/data/id".into()])
     );
+}
+
+#[test]
+fn scheme_none_needs_allow_unsigned_written_out() {
+    for entry in [
+        r#"{"open": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}}}"#,
+        r#"{"open": {"signature": {"scheme": "none"}, "allow_unsigned": false, "key": {"from": "payload_sha256"}}}"#,
+    ] {
+        let e = err(entry);
+        assert!(
+            e.contains("`open`") && e.contains("allow_unsigned") && e.contains("true"),
+            "{e}"
+        );
+    }
+    let e = err(
+        r#"{"gh": {"signature": {"scheme": "github", "secrets": ["env:X"]}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+    );
+    assert!(
+        e.contains("`gh`")
+            && e.contains("allow_unsigned")
+            && e.contains("only goes with scheme `none`"),
+        "{e}"
+    );
+    let specs = SourceSpecs::parse(
+        r#"{"open": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(specs.get("open").unwrap().scheme, Scheme::None);
+}
+
+#[test]
+fn tolerance_is_at_most_an_hour_and_only_where_a_timestamp_is_signed() {
+    let entry = |scheme: &str, extra: &str, tolerance: u64| {
+        format!(
+            r#"{{"src": {{"signature": {{"scheme": "{scheme}", "secrets": ["env:X"]{extra}, "tolerance_seconds": {tolerance}}}, "key": {{"from": "payload_sha256"}}}}}}"#
+        )
+    };
+    for scheme in ["stripe", "standard-webhooks"] {
+        let e = err(&entry(scheme, "", 3601));
+        assert!(
+            e.contains("`src`")
+                && e.contains("signature.tolerance_seconds")
+                && e.contains("over an hour"),
+            "{e}"
+        );
+        let specs = SourceSpecs::parse(&entry(scheme, "", 3600)).unwrap();
+        assert_eq!(specs.get("src").unwrap().tolerance_seconds, 3600);
+    }
+    for (scheme, extra) in [
+        ("github", ""),
+        ("shopify", ""),
+        ("hmac-sha256", r#", "header": "X-Sig", "encoding": "hex""#),
+    ] {
+        let e = err(&entry(scheme, extra, 300));
+        assert!(
+            e.contains("`src`")
+                && e.contains("signature.tolerance_seconds")
+                && e.contains("signs no timestamp"),
+            "{e}"
+        );
+    }
+    let e = err(
+        r#"{"src": {"signature": {"scheme": "none", "tolerance_seconds": 60}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+    );
+    assert!(e.contains("signs no timestamp"), "{e}");
+}
+
+#[test]
+fn replay_guard_only_on_body_only_schemes_within_the_retention() {
+    let entry = |signature: &str, extra: &str| {
+        format!(
+            r#"{{"src": {{"signature": {signature}, "key": {{"from": "header", "name": "X-Id"}}{extra}}}}}"#
+        )
+    };
+    let github = r#"{"scheme": "github", "secrets": ["env:X"]}"#;
+    let specs = SourceSpecs::parse(&entry(github, r#", "replay_guard_seconds": 86400"#)).unwrap();
+    assert_eq!(specs.get("src").unwrap().replay_guard_seconds, Some(86400));
+    let specs = SourceSpecs::parse(&entry(github, "")).unwrap();
+    assert_eq!(specs.get("src").unwrap().replay_guard_seconds, None);
+    for signature in [
+        r#"{"scheme": "shopify", "secrets": ["env:X"]}"#,
+        r#"{"scheme": "hmac-sha256", "secrets": ["env:X"], "header": "X-Sig", "encoding": "hex"}"#,
+    ] {
+        assert!(SourceSpecs::parse(&entry(signature, r#", "replay_guard_seconds": 60"#)).is_ok());
+    }
+    for (signature, extra, says) in [
+        (
+            r#"{"scheme": "stripe", "secrets": ["env:X"]}"#,
+            r#", "replay_guard_seconds": 60"#,
+            "sign the body alone",
+        ),
+        (
+            r#"{"scheme": "standard-webhooks", "secrets": ["env:X"]}"#,
+            r#", "replay_guard_seconds": 60"#,
+            "sign the body alone",
+        ),
+        (
+            r#"{"scheme": "none"}, "allow_unsigned": true"#,
+            r#", "replay_guard_seconds": 60"#,
+            "sign the body alone",
+        ),
+        (github, r#", "replay_guard_seconds": 0"#, "between 1"),
+        (
+            github,
+            r#", "replay_guard_seconds": 3601, "retention_hours": 1"#,
+            "between 1 and the retention (3600 s)",
+        ),
+        (
+            github,
+            r#", "replay_guard_seconds": 60, "delivery": "at_most_once""#,
+            "at_most_once",
+        ),
+    ] {
+        let e = err(&entry(signature, extra));
+        assert!(
+            e.contains("`src`") && e.contains("replay_guard_seconds") && e.contains(says),
+            "{e}"
+        );
+    }
+}
+
+/// The receiver's cold start (reading the secrets) warns about every unsigned source, by
+/// name, and about no other.
+#[test]
+fn an_unsigned_source_is_warned_about_at_cold_start() {
+    use std::sync::{Arc, Mutex};
+
+    use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("buffer").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    impl<'a> MakeWriter<'a> for Buffer {
+        type Writer = Buffer;
+        fn make_writer(&'a self) -> Buffer {
+            self.clone()
+        }
+    }
+
+    std::env::set_var("INBOX_TEST_SECRET_COLD_START", "sixteen-bytes!!!");
+    let specs = SourceSpecs::parse(
+        r#"{"open": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}},
+            "signed": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET_COLD_START"]}, "key": {"from": "payload_sha256"}}}"#,
+    )
+    .unwrap();
+    let buffer = Buffer::default();
+    let subscriber = lambda_runtime::tracing::subscriber::fmt()
+        .with_writer(buffer.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(specs.resolve(&AwsSecretResolver::env_only()))
+            .unwrap()
+    });
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(
+        lines[0].contains("WARN") && lines[0].contains("`open`") && lines[0].contains("unsigned"),
+        "{text}"
+    );
+    assert!(!text.contains("signed`"), "{text}");
 }

@@ -9,9 +9,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    refused_take, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
-    CLAIM_CONDITION, DEFER_CONDITION, FINISH_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION,
-    TAKE_CONDITION,
+    refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
+    StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION, FINISH_CONDITION,
+    GUARD_BODY_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -119,6 +119,28 @@ impl DynamoLedger {
 }
 
 impl LedgerStore for DynamoLedger {
+    async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(&g.key))
+            .item("event_key", s(&g.event_key))
+            .item("expires_at", n(g.expires_at))
+            .condition_expression(GUARD_BODY_CONDITION)
+            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
+            .expression_attribute_values(":event_key", s(&g.event_key))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(GuardOutcome::Fresh),
+            Err(err) => match err.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(GuardOutcome::Replayed),
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
         let item: Item = [
             ("pk", s(&c.key)),

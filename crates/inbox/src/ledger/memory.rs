@@ -6,14 +6,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    claim_allowed, defer_allowed, finish_allowed, mark_queued_allowed, refused_take,
-    release_allowed, take_allowed, Claim, ClaimOutcome, LedgerStore, Record, Status, StoreError,
-    Take, TakeOutcome,
+    claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, mark_queued_allowed,
+    refused_take, release_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome, GuardOutcome,
+    LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
     items: Mutex<HashMap<String, Record>>,
+    guards: Mutex<HashMap<String, BodyGuard>>,
 }
 
 impl MemoryLedger {
@@ -44,7 +45,31 @@ impl MemoryLedger {
     }
 }
 
+impl MemoryLedger {
+    /// The body guard items, for assertions.
+    pub fn guards(&self) -> Vec<BodyGuard> {
+        let guards = match self.guards.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        guards.values().cloned().collect()
+    }
+}
+
 impl LedgerStore for MemoryLedger {
+    async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
+        let mut guards = match self.guards.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if guard_body_allowed(guards.get(&g.key), &g.event_key, now_ms) {
+            guards.insert(g.key.clone(), g.clone());
+            Ok(GuardOutcome::Fresh)
+        } else {
+            Ok(GuardOutcome::Replayed)
+        }
+    }
+
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
         Ok(self.with(|items| {
             if let Some(existing) = items.get(&c.key) {

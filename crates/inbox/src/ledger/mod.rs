@@ -16,6 +16,10 @@
 //! cannot drift apart. An item past `expires_at` counts as absent in every condition:
 //! DynamoDB's TTL deletes lazily, often days later, and nothing here deletes by age.
 //!
+//! Beside the event items, a source with a replay guard keeps one body guard item per body
+//! hash (`#guard:<source>:<sha256>`, [`guard_key`]): the first event key that brought the body,
+//! for the guard's window. A `#` never starts an event key (a source name holds none).
+//!
 //! Units: `expires_at` is epoch seconds (the TTL attribute); `lease_until`, `received_at`
 //! and `completed_at` are epoch milliseconds.
 
@@ -235,6 +239,44 @@ pub fn defer_allowed(existing: Option<&Record>, owner: &str) -> bool {
     finish_allowed(existing, owner)
 }
 
+/// The body guard (receiver, PutItem, before the claim, only on a source with
+/// `replay_guard_seconds`): the body is new within the window, or it came before under this
+/// same event key (the sender's own retry). A body first brought by another key is a replay.
+pub const GUARD_BODY_CONDITION: &str =
+    "attribute_not_exists(pk) OR expires_at < :now_s OR event_key = :event_key";
+
+pub fn guard_body_allowed(existing: Option<&BodyGuard>, event_key: &str, now_ms: i64) -> bool {
+    match existing {
+        None => true,
+        Some(g) => g.expires_at < now_ms.div_euclid(1000) || g.event_key == event_key,
+    }
+}
+
+/// The body guard item of a body (`body_sha256`, hex) on `source`.
+pub fn guard_key(source: &str, body_sha256: &str) -> String {
+    format!("#guard:{source}:{body_sha256}")
+}
+
+/// A body guard item: which event key first brought a body, until when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodyGuard {
+    /// [`guard_key`].
+    pub key: String,
+    /// The event key that brought the body.
+    pub event_key: String,
+    /// Epoch seconds: the receipt plus the source's `replay_guard_seconds` (the TTL).
+    pub expires_at: i64,
+}
+
+/// What the body guard found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuardOutcome {
+    /// New within the window, or brought again by the same event key: go on to the claim.
+    Fresh,
+    /// Brought within the window by another event key: a captured request sent again.
+    Replayed,
+}
+
 /// What a refused take means for the message.
 pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     match existing {
@@ -246,7 +288,7 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     }
 }
 
-/// The ledger's port: the seven transitions and a read for operators.
+/// The ledger's port: the seven transitions, the body guard, and a read for operators.
 ///
 /// `Ok(false)` from release, mark queued, complete and defer, and `Ok(None)` from fail, mean
 /// the condition failed (the lease was lost or the item moved on); `Err` means no answer from
@@ -288,6 +330,12 @@ pub trait LedgerStore: Send + Sync + 'static {
         reason: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// The body guard ([`GUARD_BODY_CONDITION`]): writes `guard` where allowed at `now_ms`.
+    fn guard_body(
+        &self,
+        guard: &BodyGuard,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<GuardOutcome, StoreError>> + Send;
     /// A plain read, for operators and tests; no transition depends on it.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
 }
@@ -341,6 +389,13 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).defer(key, owner, reason, now_ms)
+    }
+    fn guard_body(
+        &self,
+        guard: &BodyGuard,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<GuardOutcome, StoreError>> + Send {
+        (**self).guard_body(guard, now_ms)
     }
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
         (**self).get(key)

@@ -164,3 +164,47 @@ fn github_shopify_and_hmac_malformed_headers() {
         Err(SignatureError::Mismatch)
     );
 }
+
+/// A Standard Webhooks id holding `.`: the signed content `id.timestamp.body` would be
+/// ambiguous (id `a.T1`, timestamp `T2`, body `B` sign `a.T1.T2.B`, as do id `a`, timestamp
+/// `T1`, body `T2.B`: another id, another body, one MAC), so it is refused as malformed,
+/// before any MAC, even when the MAC over it is right.
+#[test]
+fn standard_webhooks_id_with_a_dot_is_refused_even_correctly_signed() {
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine as _;
+
+    use crate::signer::{hmac_sha256, insert, standard_webhooks_key};
+
+    let v = verifier(&Scheme::StandardWebhooks, &[SW_SECRET]);
+    let ts = NOW.to_string();
+    for id in ["msg.1", ".", "msg_1.", ".msg_1", "a..b"] {
+        let mac = hmac_sha256(
+            &standard_webhooks_key(SW_SECRET),
+            &[id.as_bytes(), b".", ts.as_bytes(), b".", BODY],
+        );
+        let mut headers = HeaderMap::new();
+        insert(&mut headers, "webhook-id", id);
+        insert(&mut headers, "webhook-timestamp", &ts);
+        insert(
+            &mut headers,
+            "webhook-signature",
+            &format!("v1,{}", B64.encode(mac)),
+        );
+        assert_malformed(&v, &headers, &format!("webhook-id {id:?}"));
+    }
+    // The same request with an id without a dot verifies: the dot alone is refused.
+    let mac = hmac_sha256(
+        &standard_webhooks_key(SW_SECRET),
+        &[b"msg_1", b".", ts.as_bytes(), b".", BODY],
+    );
+    let mut headers = HeaderMap::new();
+    insert(&mut headers, "webhook-id", "msg_1");
+    insert(&mut headers, "webhook-timestamp", &ts);
+    insert(
+        &mut headers,
+        "webhook-signature",
+        &format!("v1,{}", B64.encode(mac)),
+    );
+    assert_eq!(v.verify(&headers, BODY, NOW), Ok(()));
+}

@@ -9,7 +9,10 @@ use std::time::Duration;
 use aws_lambda_events::sqs::SqsMessage;
 use inbox::consumer::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 use inbox::ledger::memory::MemoryLedger;
-use inbox::ledger::{Claim, ClaimOutcome, LedgerStore, Record, StoreError, Take, TakeOutcome};
+use inbox::ledger::{
+    BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, StoreError, Take,
+    TakeOutcome,
+};
 use inbox::queue::{Outgoing, Queue, QueueError};
 use inbox::redelivery::Redelivery;
 use rand::Rng;
@@ -63,6 +66,11 @@ pub(crate) fn injected() -> StoreError {
 }
 
 impl LedgerStore for SimLedger {
+    /// No simulated source has a replay guard: the in-memory guard, unfaulted.
+    async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
+        self.inner.guard_body(g, now_ms).await
+    }
+
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
         step().await;
         let f = self.fault("claim", &c.key);

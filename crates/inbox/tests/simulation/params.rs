@@ -40,10 +40,10 @@ pub(crate) const MAIN_STEPS: usize = 260;
 pub(crate) fn sources_json() -> String {
     format!(
         r#"{{
-          "gh":   {{"signature": {{"scheme": "none"}},
+          "gh":   {{"signature": {{"scheme": "none"}}, "allow_unsigned": true,
                    "key": {{"from": "header", "name": "X-Event-Id"}},
                    "retention_hours": {LEDGER_RETENTION_HOURS}}},
-          "shop": {{"signature": {{"scheme": "none"}},
+          "shop": {{"signature": {{"scheme": "none"}}, "allow_unsigned": true,
                    "key": {{"from": "json", "pointers": ["/id"]}},
                    "group": {{"from": "json", "pointers": ["/customer_id"]}},
                    "retention_hours": {LEDGER_RETENTION_HOURS}}}

@@ -60,16 +60,20 @@ pub enum Flag {
     AtMostOnce,
     /// The key header changes with every delivery: no repeat will ever match.
     PerDeliveryKey,
+    /// The scheme signs the body alone and no `replay_guard_seconds` is set: a captured
+    /// request verifies again under any fresh delivery id, as a new event.
+    NoReplayGuard,
 }
 
 impl Flag {
-    pub const ALL: [Flag; 6] = [
+    pub const ALL: [Flag; 7] = [
         Flag::Unsigned,
         Flag::PayloadHashKey,
         Flag::ShortRetention,
         Flag::RetentionNotOverQueue,
         Flag::AtMostOnce,
         Flag::PerDeliveryKey,
+        Flag::NoReplayGuard,
     ];
 
     /// Stable machine name (the `--json` output).
@@ -81,6 +85,7 @@ impl Flag {
             Flag::RetentionNotOverQueue => "retention_not_over_queue",
             Flag::AtMostOnce => "at_most_once",
             Flag::PerDeliveryKey => "per_delivery_key",
+            Flag::NoReplayGuard => "no_replay_guard",
         }
     }
 
@@ -104,6 +109,9 @@ impl Flag {
             }
             Flag::PerDeliveryKey => {
                 "key header changes with every delivery (a request id or a time): no repeat will ever match"
+            }
+            Flag::NoReplayGuard => {
+                "the scheme signs the body alone and no replay_guard_seconds is set: a captured request resent under a fresh delivery id is a new event"
             }
         }
     }
@@ -154,6 +162,9 @@ pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
             && retention_seconds <= u64::from(queue.retention_seconds),
         spec.delivery == Delivery::AtMostOnce,
         per_delivery,
+        spec.scheme.signs_body_only()
+            && spec.delivery == Delivery::EffectivelyOnce
+            && spec.replay_guard_seconds.is_none(),
     ];
     Flag::ALL
         .into_iter()
@@ -320,7 +331,8 @@ mod tests {
             .clone()
     }
 
-    const SIGNED: &str = r#""signature": {"scheme": "github", "secrets": ["env:X"]}"#;
+    const SIGNED: &str =
+        r#""signature": {"scheme": "github", "secrets": ["env:X"]}, "replay_guard_seconds": 3600"#;
 
     #[test]
     fn a_signed_header_keyed_source_with_a_week_has_no_flag() {
@@ -333,7 +345,7 @@ mod tests {
     #[test]
     fn unsigned_source_is_flagged() {
         let s = spec(
-            r#"{"signature": {"scheme": "none"}, "key": {"from": "json", "pointers": ["/id"]}}"#,
+            r#"{"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "json", "pointers": ["/id"]}}"#,
         );
         assert_eq!(flags(&s, &QUEUE), vec![Flag::Unsigned]);
     }
@@ -380,9 +392,9 @@ mod tests {
 
     #[test]
     fn at_most_once_is_flagged_and_its_retention_is_not_compared() {
-        let s = spec(&format!(
-            r#"{{{SIGNED}, "key": {{"from": "header", "name": "webhook-id"}}, "delivery": "at_most_once", "retention_hours": 48}}"#
-        ));
+        let s = spec(
+            r#"{"signature": {"scheme": "github", "secrets": ["env:X"]}, "key": {"from": "header", "name": "webhook-id"}, "delivery": "at_most_once", "retention_hours": 48}"#,
+        );
         assert_eq!(flags(&s, &QUEUE), vec![Flag::AtMostOnce]);
         let a = audit_source(&s, &QUEUE);
         assert!(a.delivery.starts_with("at most once"));
@@ -392,6 +404,28 @@ mod tests {
             a.arrives_twice
         );
         assert!(a.on_failure.contains("dropped"), "{}", a.on_failure);
+    }
+
+    #[test]
+    fn a_body_only_scheme_without_a_replay_guard_is_flagged() {
+        for signature in [
+            r#"{"scheme": "github", "secrets": ["env:X"]}"#,
+            r#"{"scheme": "shopify", "secrets": ["env:X"]}"#,
+            r#"{"scheme": "hmac-sha256", "secrets": ["env:X"], "header": "X-Sig", "encoding": "hex"}"#,
+        ] {
+            let s = spec(&format!(
+                r#"{{"signature": {signature}, "key": {{"from": "header", "name": "X-Id"}}}}"#
+            ));
+            assert_eq!(flags(&s, &QUEUE), vec![Flag::NoReplayGuard], "{signature}");
+            let s = spec(&format!(
+                r#"{{"signature": {signature}, "key": {{"from": "header", "name": "X-Id"}}, "replay_guard_seconds": 600}}"#
+            ));
+            assert_eq!(flags(&s, &QUEUE), vec![], "{signature}");
+        }
+        let s = spec(
+            r#"{"signature": {"scheme": "stripe", "secrets": ["env:X"]}, "key": {"from": "json", "pointers": ["/id"]}}"#,
+        );
+        assert_eq!(flags(&s, &QUEUE), vec![]);
     }
 
     #[test]
@@ -405,7 +439,7 @@ mod tests {
     #[test]
     fn everything_at_once_in_a_stable_order() {
         let s = spec(
-            r#"{"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}, "delivery": "at_most_once", "retention_hours": 1}"#,
+            r#"{"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "delivery": "at_most_once", "retention_hours": 1}"#,
         );
         assert_eq!(
             flags(&s, &QUEUE),

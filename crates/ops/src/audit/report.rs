@@ -188,7 +188,7 @@ mod tests {
     #[test]
     fn the_table_lists_every_source_and_its_flags() {
         let specs = SourceSpecs::parse(
-            r#"{"open": {"signature": {"scheme": "none"}, "key": {"from": "payload_sha256"}},
+            r#"{"open": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}},
                 "gh": {"signature": {"scheme": "github", "secrets": ["env:X"]}, "key": {"from": "header", "name": "X-GitHub-Delivery"}}}"#,
         )
         .expect("parses");
@@ -198,6 +198,7 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("header x-github-delivery"), "{table}");
-        assert!(table.contains("2 source(s), 2 flag(s)"), "{table}");
+        assert!(table.contains("no_replay_guard"), "{table}");
+        assert!(table.contains("2 source(s), 3 flag(s)"), "{table}");
     }
 }

@@ -44,7 +44,7 @@ fn message(
     let spec = specs.get(source).expect("a demo source");
     let map = header_map(headers);
     let sha = inbox::key::sha256_hex(body);
-    let json = inbox::key::parse_json(body).ok();
+    let json = inbox::key::fields(body, &spec.key, &spec.group).ok();
     let key = inbox::key::derive(source, &spec.key, &map, json.as_ref(), &sha)
         .expect("the sample has a key");
     let group = inbox::fifo::group(&key, &spec.group, source, json.as_ref());
