@@ -1,4 +1,4 @@
-//! Scenarios of the receiver's transitions: claim, release, mark queued.
+//! Scenarios of the receiver's transitions: claim, release, mark queued, and the body guard.
 
 use inbox::ledger::{
     guard_key, BodyGuard, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, TakeOutcome,
