@@ -153,6 +153,32 @@ impl<'a, L: LedgerStore> Run<'a, L> {
         out
     }
 
+    async fn take_replay(&mut self, t: &Take, rid: &str) -> TakeOutcome {
+        let out = self
+            .ledger
+            .take_replay(t, rid)
+            .await
+            .expect("replay take answered");
+        self.note(
+            format!("take replay {rid} by {} at {}", t.owner, t.now_ms),
+            Obs::Take(out.clone()),
+        );
+        out
+    }
+
+    async fn complete_replay(&mut self, owner: &str, rid: &str, now_ms: i64) -> bool {
+        let out = self
+            .ledger
+            .complete_replay(K, owner, rid, now_ms)
+            .await
+            .expect("replay complete answered");
+        self.note(
+            format!("complete replay {rid} by {owner} at {now_ms}"),
+            Obs::Done(out),
+        );
+        out
+    }
+
     async fn get(&mut self) -> Option<Record> {
         let out = self.ledger.get(K).await.expect("get answered");
         self.note("get".to_owned(), Obs::Get(out.clone()));
@@ -231,6 +257,7 @@ fn claimed_record(c: &Claim) -> Record {
         last_error: None,
         received_at: c.now_ms,
         completed_at: None,
+        replays: Default::default(),
     }
 }
 
@@ -268,6 +295,7 @@ mod scenarios {
             last_error: None,
             received_at: T,
             completed_at: None,
+            replays: Default::default(),
         };
         assert_eq!(r.get().await, Some(expected));
         r.trace
@@ -467,6 +495,7 @@ mod scenarios {
                 last_error: None,
                 received_at: T,
                 completed_at: None,
+                replays: Default::default(),
             })
         );
         r.trace
@@ -603,6 +632,73 @@ mod scenarios {
         r.trace
     }
 
+    // --- replay --------------------------------------------------------------------------
+
+    pub async fn a_replay_runs_a_completed_key_once_per_replay_id<L: LedgerStore>(
+        l: &L,
+    ) -> Vec<(String, Obs)> {
+        let mut r = Run::new(l);
+        r.completed().await;
+        // The replay takes the COMPLETED key; a second delivery of it meets the live lease.
+        assert_eq!(
+            r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
+                .await,
+            TakeOutcome::Taken { attempts: 2 }
+        );
+        assert!(matches!(
+            r.take_replay(&take_at("r2", T + 3500, 60_000), "rp-1")
+                .await,
+            TakeOutcome::Busy { .. }
+        ));
+        // Its completion needs the lease, and records the id.
+        assert!(!r.complete_replay("r2", "rp-1", T + 4000).await);
+        assert!(r.complete_replay("r1", "rp-1", T + 4000).await);
+        let done = r.get().await.expect("completed");
+        assert_eq!(done.status, Status::Completed);
+        assert_eq!(done.replays.iter().collect::<Vec<_>>(), ["rp-1"]);
+        assert_eq!(done.completed_at, Some(T + 4000));
+        // A second delivery of the same replay does nothing; the original's still does nothing.
+        assert_eq!(
+            r.take_replay(&take_at("r3", T + 5000, 60_000), "rp-1")
+                .await,
+            TakeOutcome::Completed
+        );
+        assert_eq!(
+            r.take(&take_at("c3", T + 5000, 60_000)).await,
+            TakeOutcome::Completed
+        );
+        // Another replay runs again, and both ids are kept.
+        assert_eq!(
+            r.take_replay(&take_at("r4", T + 6000, 60_000), "rp-2")
+                .await,
+            TakeOutcome::Taken { attempts: 3 }
+        );
+        assert!(r.fail("r4", "boom", T + 6500).await);
+        assert_eq!(
+            r.take_replay(&take_at("r5", T + 7000, 60_000), "rp-2")
+                .await,
+            TakeOutcome::Taken { attempts: 4 }
+        );
+        assert!(r.complete_replay("r5", "rp-2", T + 8000).await);
+        let done = r.get().await.expect("completed");
+        assert_eq!(done.replays.iter().collect::<Vec<_>>(), ["rp-1", "rp-2"]);
+        assert_eq!(done.failures, 1);
+        r.trace
+    }
+
+    pub async fn a_replay_of_an_absent_key_creates_it<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+        let mut r = Run::new(l);
+        assert_eq!(
+            r.take_replay(&take_at("r1", T, 60_000), "rp-1").await,
+            TakeOutcome::Taken { attempts: 1 }
+        );
+        assert!(r.complete_replay("r1", "rp-1", T + 1000).await);
+        let done = r.get().await.expect("created");
+        assert_eq!(done.status, Status::Completed);
+        assert!(done.replays.contains("rp-1"));
+        r.trace
+    }
+
     // --- complete / fail ---------------------------------------------------------------
 
     pub async fn complete_and_fail_only_with_the_lease<L: LedgerStore>(
@@ -659,6 +755,7 @@ mod scenarios {
                 lease_until: None,
                 lease_owner: None,
                 completed_at: Some(T + 9000),
+                replays: Default::default(),
                 ..p
             }
         );
@@ -827,6 +924,7 @@ mod scenarios {
             last_error: Some("forward answered 503 Service Unavailable: \"quoted\"".to_owned()),
             received_at: T,
             completed_at: Some(T + 400),
+            replays: Default::default(),
         };
         assert_eq!(r.get().await, Some(expected));
         // A refused claim hands back the same record (ALL_OLD, or the read standing in).
@@ -880,6 +978,8 @@ on_both_adapters!(
     take_on_failed_counts_the_attempt,
     take_on_processing_live_is_busy_and_run_out_is_taken_over,
     take_on_completed_is_acknowledged_without_a_write,
+    a_replay_runs_a_completed_key_once_per_replay_id,
+    a_replay_of_an_absent_key_creates_it,
     complete_and_fail_only_with_the_lease,
     defer_puts_it_back_to_queued_only_with_the_lease,
     fail_counts_real_failures_and_defer_does_not,

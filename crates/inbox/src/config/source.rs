@@ -24,6 +24,9 @@ struct RawSource {
     retention_hours: Option<u64>,
     #[serde(default)]
     on_payload_mismatch: Option<String>,
+    /// `true` / `false`: archive this source's envelopes (over `ARCHIVE_BODIES`).
+    #[serde(default)]
+    archive: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -69,6 +72,7 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         delivery: parse_delivery(name, raw.delivery.as_deref())?,
         retention_hours: parse_retention(name, raw.retention_hours)?,
         on_payload_mismatch: parse_on_payload_mismatch(name, raw.on_payload_mismatch.as_deref())?,
+        archive: raw.archive,
     })
 }
 

@@ -68,6 +68,9 @@ pub struct SourceSpec {
     pub delivery: Delivery,
     pub retention_hours: u64,
     pub on_payload_mismatch: OnPayloadMismatch,
+    /// `archive`: whether the receiver archives this source's envelopes for replay;
+    /// `None` follows `ARCHIVE_BODIES` (docs/design.md §12).
+    pub archive: Option<bool>,
 }
 
 impl SourceSpec {
