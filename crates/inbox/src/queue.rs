@@ -18,6 +18,13 @@ pub const ENVELOPE_VERSION: u32 = 1;
 /// carries a [`BodyRef`] to the body in the payload bucket instead of the body.
 pub const SQS_MAX_MESSAGE_BYTES: usize = 1_048_576;
 
+/// The longest replay id (`inbox-ops replay`), letters, digits, `-` and `_`.
+pub const MAX_REPLAY_ID_LEN: usize = 64;
+
+/// The longest envelope the receiver sends with the body in it: SQS's limit less room for a
+/// replay's `"replay_id"` field, so that a replay of the archived envelope fits too.
+pub const MAX_INLINE_ENVELOPE_BYTES: usize = SQS_MAX_MESSAGE_BYTES - 128;
+
 /// Where the body is when the envelope does not carry it (docs/design.md §12): an object
 /// of the payload bucket holding the raw body, its SHA-256 and its size.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -147,6 +147,39 @@ impl LocalAws {
 
     /// The consumer over the stack's `WEBHOOK_SOURCES` (the consumer function's configuration)
     /// on this ledger, running `processor`, and the metric lines it writes.
+    /// The receiver as deployed (payload bucket, `ARCHIVE_BODIES`), on `clock`: events
+    /// received at chosen times (the archive's hours).
+    pub async fn receiver_at<C: inbox::clock::Clock>(
+        &self,
+        clock: C,
+        settings: ReceiverSettings,
+    ) -> (Receiver<DynamoLedger, SqsQueue, C, S3Store>, MetricLines) {
+        let sources = Self::sources_of(&self.stack.receiver)
+            .resolve(&AwsSecretResolver::new(&self.sdk))
+            .await
+            .unwrap_or_else(|e| panic!("the stack's sources resolve from Secrets Manager: {e}"));
+        let (metrics, lines) = Metrics::memory("receiver");
+        let archive_bodies = self
+            .stack
+            .receiver
+            .environment
+            .get("ARCHIVE_BODIES")
+            .is_some_and(|v| v == "true");
+        let receiver = Receiver::new(
+            sources,
+            self.ledger(),
+            self.queue(),
+            clock,
+            ReceiverSettings {
+                archive_bodies,
+                ..settings
+            },
+            metrics,
+        )
+        .with_store(self.payload_store());
+        (receiver, lines)
+    }
+
     /// The stack's payload bucket, through the fault interceptor.
     pub fn payload_store(&self) -> S3Store {
         assert!(

@@ -21,7 +21,7 @@ use crate::config::{Delivery, OnPayloadMismatch, Source, Sources};
 use crate::key::{self, KeyError};
 use crate::ledger::{self, Claim, ClaimOutcome, LedgerStore, Record, Status};
 use crate::metrics::{Metric, Metrics};
-use crate::queue::{Envelope, Outgoing, Queue, SQS_MAX_MESSAGE_BYTES};
+use crate::queue::{Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::signature::SignatureError;
 use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
@@ -361,7 +361,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             Carry::Inline(None)
         } else {
             let text = Envelope::json_of(&key, source_name, now, &body_sha256, &headers, body);
-            if text.len() <= SQS_MAX_MESSAGE_BYTES {
+            if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
                 Carry::Inline(Some(text))
             } else if !self.store.is_configured() {
                 return Err(Rejection::PayloadTooLarge(

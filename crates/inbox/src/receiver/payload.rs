@@ -9,7 +9,7 @@ use tracing::info;
 use super::Receiver;
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
-use crate::queue::{BodyRef, Envelope, Queue, SQS_MAX_MESSAGE_BYTES};
+use crate::queue::{BodyRef, Envelope, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::store::{self, ObjectStore, StoreError};
 
 /// Where the body travels: in the envelope (its text, when already built to measure it) or
@@ -32,7 +32,7 @@ pub(super) fn envelope_surely_fits(
             .iter()
             .map(|(k, v)| (k.len() + v.len()) * 6 + 8)
             .sum::<usize>();
-    body_len.saturating_mul(6).saturating_add(around) <= SQS_MAX_MESSAGE_BYTES
+    body_len.saturating_mul(6).saturating_add(around) <= MAX_INLINE_ENVELOPE_BYTES
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
