@@ -393,7 +393,8 @@ async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
     let stripe_no_id = vec![("stripe-signature", testkit::stripe_signature(&no_id, t))];
     let old = br#"{"id":"evt_old"}"#.to_vec();
     let stripe_old = vec![("stripe-signature", testkit::stripe_signature(&old, t - 301))];
-    let huge = vec![b'x'; 262_145];
+    let huge =
+        vec![b'x'; usize::try_from(inbox::config::env::DEFAULT_MAX_BODY_BYTES).expect("fits") + 1];
 
     let cases: Vec<(lambda_http::Request, u16, &str)> = vec![
         (post("github", &bad_sig, &body), 401, "invalid_signature"),

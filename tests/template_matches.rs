@@ -204,6 +204,8 @@ fn functions_get_the_environment_the_code_reads() {
         "QUEUE_URL",
         "IN_PROGRESS_WAIT_MS",
         "MAX_BODY_BYTES",
+        "PAYLOAD_BUCKET",
+        "ARCHIVE_BODIES",
         "RUST_LOG",
     ] {
         assert!(receiver.iter().any(|n| n == name), "receiver lacks {name}");
@@ -246,6 +248,8 @@ fn no_iam_statement_has_a_wildcard() {
     }
     fn walk(value: &Value, checked: &mut usize) {
         match value {
+            // A Deny only takes away (the payload bucket's TLS-only policy denies s3:* on it).
+            Value::Mapping(map) if map.get("Effect").and_then(Value::as_str) == Some("Deny") => {}
             Value::Mapping(map) => {
                 for (key, v) in map {
                     if let Some(k @ ("Action" | "NotAction" | "Resource" | "NotResource")) =
@@ -254,7 +258,15 @@ fn no_iam_statement_has_a_wildcard() {
                         let mut found = Vec::new();
                         strings(v, &mut found);
                         for s in found {
-                            assert!(!s.contains('*'), "{k} {s:?} has a wildcard");
+                            // Object keys of the payload bucket are named by prefix.
+                            let object_prefix = k == "Resource"
+                                && s.starts_with("${PayloadBucket.Arn}/")
+                                && s.ends_with("/*")
+                                && !s[..s.len() - 2].contains('*');
+                            assert!(
+                                object_prefix || s == "${PayloadBucket.Arn}/*" || !s.contains('*'),
+                                "{k} {s:?} has a wildcard"
+                            );
                         }
                         *checked += 1;
                     }
@@ -322,18 +334,30 @@ fn a_batch_of_one_group_fits_in_the_consumer_timeout() {
 }
 
 #[test]
-fn the_largest_body_fits_in_a_queue_message() {
-    // The envelope carries the body base64-encoded at worst (4/3), plus headers and metadata.
+fn the_largest_body_the_platform_admits_is_accepted_through_the_payload_bucket() {
+    // MAX_BODY_BYTES is what a 6 MB synchronous Lambda payload carries through API Gateway;
+    // an envelope over the queue's largest message carries a pointer into PAYLOAD_BUCKET.
     let t = template();
     let max_body = number(env_value(&t, RECEIVER, "MAX_BODY_BYTES"));
+    assert_eq!(max_body, inbox::config::env::DEFAULT_MAX_BODY_BYTES);
+    assert_eq!(max_body, 6_291_456 - 32_768);
     let message_limit: u64 = t
         .queue_attributes()
         .get("MaximumMessageSize")
         .map_or(262_144, |v| v.parse().expect("a number"));
-    assert!(
-        max_body.div_ceil(3) * 4 + 16 * 1024 <= message_limit,
-        "MAX_BODY_BYTES {max_body} does not fit MaximumMessageSize {message_limit}"
+    assert_eq!(
+        message_limit,
+        inbox::queue::SQS_MAX_MESSAGE_BYTES as u64,
+        "the receiver measures envelopes against the queue's limit"
     );
+    assert!(max_body > message_limit);
+    for function in [RECEIVER, CONSUMER] {
+        assert_eq!(
+            ref_target(env_value(&t, function, "PAYLOAD_BUCKET")),
+            Some("PayloadBucket"),
+            "{function} needs the bucket for bodies over the queue's limit"
+        );
+    }
 }
 
 /// `Environment.Variables.<name>` of a function's properties (or of `Globals.Function`).

@@ -152,24 +152,26 @@ pub(crate) fn cases() -> Vec<Case> {
     }
 
     // --- Size: checked before anything else about the body ------------------------------
-    let over = vec![b'x'; 262_145];
+    // MAX_BODY_BYTES (the platform's limit, docs/design.md §12) + 1.
+    let max = usize::try_from(inbox::config::env::DEFAULT_MAX_BODY_BYTES).expect("fits");
+    let over = vec![b'x'; max + 1];
     cases.push(case(
-        "github: 256 KiB + 1, signed",
+        "github: MAX_BODY_BYTES + 1, signed",
         "github",
         gh("d", &over),
         &over,
         TOO_LARGE,
     ));
-    let huge = vec![b'{'; 4 * 1024 * 1024];
+    let huge = vec![b'{'; 7 * 1024 * 1024];
     cases.push(case(
-        "stripe: 4 MiB, unsigned",
+        "stripe: 7 MiB, unsigned",
         "stripe",
         vec![],
         &huge,
         TOO_LARGE,
     ));
     cases.push(case(
-        "acme: 4 MiB, signed",
+        "acme: 7 MiB, signed",
         "acme",
         standard_webhooks_headers("m-1", t, &huge),
         &huge,

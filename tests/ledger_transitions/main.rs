@@ -1,4 +1,5 @@
-//! The ledger's transitions (claim, release, mark queued, take, complete, fail, defer),
+//! The ledger's transitions (claim, release, mark queued, take, complete, fail, defer, the
+//! body guard, a replay's take and complete),
 //! written once and run against three implementations: the in-memory `MemoryLedger`, and the
 //! `DynamoLedger` on two independent DynamoDB servers on loopback, moto (the table made from
 //! template.yaml by its CloudFormation) and dynalite (the table made with the template's key
@@ -16,6 +17,7 @@
 
 mod consumer_side;
 mod receiver_side;
+mod replay;
 mod run;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -88,6 +90,8 @@ on_every_backend!(
     consumer_side::take_on_failed_counts_the_attempt,
     consumer_side::take_on_processing_live_is_busy_and_run_out_is_taken_over,
     consumer_side::take_on_completed_is_acknowledged_without_a_write,
+    replay::a_replay_runs_a_completed_key_once_per_replay_id,
+    replay::a_replay_of_an_absent_key_creates_it,
     consumer_side::complete_and_fail_only_with_the_lease,
     consumer_side::defer_puts_it_back_to_queued_only_with_the_lease,
     consumer_side::fail_counts_real_failures_and_defer_does_not,

@@ -139,6 +139,32 @@ impl<'a, L: LedgerStore> Run<'a, L> {
         out
     }
 
+    pub async fn take_replay(&mut self, t: &Take, rid: &str) -> TakeOutcome {
+        let out = self
+            .ledger
+            .take_replay(t, rid)
+            .await
+            .expect("replay take answered");
+        self.note(
+            format!("take replay {rid} by {} at {}", t.owner, t.now_ms),
+            Obs::Take(out.clone()),
+        );
+        out
+    }
+
+    pub async fn complete_replay(&mut self, owner: &str, rid: &str, now_ms: i64) -> bool {
+        let out = self
+            .ledger
+            .complete_replay(K, owner, rid, now_ms)
+            .await
+            .expect("replay complete answered");
+        self.note(
+            format!("complete replay {rid} by {owner} at {now_ms}"),
+            Obs::Done(out),
+        );
+        out
+    }
+
     pub async fn get(&mut self) -> Option<Record> {
         let out = self.ledger.get(K).await.expect("get answered");
         self.note("get".to_owned(), Obs::Get(out.clone()));
@@ -217,6 +243,7 @@ pub fn claimed_record(c: &Claim) -> Record {
         last_error: None,
         received_at: c.now_ms,
         completed_at: None,
+        replays: Default::default(),
     }
 }
 

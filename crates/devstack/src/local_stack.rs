@@ -48,6 +48,8 @@ pub struct Resources {
     /// The webhook queue's URL (QUEUE_URL).
     pub queue_url: String,
     pub dlq_url: String,
+    /// The payload bucket (PAYLOAD_BUCKET): the stack's output `PayloadBucketName`.
+    pub payload_bucket: String,
 }
 
 impl From<&Stack> for Resources {
@@ -56,6 +58,11 @@ impl From<&Stack> for Resources {
             table: stack.table.clone(),
             queue_url: stack.queue_url.clone(),
             dlq_url: stack.dlq_url.clone(),
+            payload_bucket: stack
+                .outputs
+                .get("PayloadBucketName")
+                .cloned()
+                .unwrap_or_default(),
         }
     }
 }

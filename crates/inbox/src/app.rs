@@ -19,12 +19,14 @@ use crate::metrics::Metrics;
 use crate::queue::SqsQueue;
 use crate::receiver::{Receiver, ReceiverSettings};
 use crate::redelivery::SqsRedelivery;
+use crate::store::S3Store;
 
 /// The deployed receiver.
-pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock, Option<S3Store>>;
 /// The deployed consumer, with the shipped HTTP forwarder, delaying and dead-lettering on
 /// `QUEUE_URL` and `DLQ_URL` (where set).
-pub type LambdaConsumer = Consumer<DynamoLedger, HttpForwarder, SystemClock, Option<SqsRedelivery>>;
+pub type LambdaConsumer =
+    Consumer<DynamoLedger, HttpForwarder, SystemClock, Option<SqsRedelivery>, Option<S3Store>>;
 
 /// `WEBHOOK_SOURCES`, checked, and checked against `QUEUE_RETENTION_SECONDS` where set.
 pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
@@ -79,8 +81,15 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     let env = ReceiverEnv::from_env()?;
     let specs = source_specs_from_env()?;
     let sdk = sdk_config().await;
+    let archives = env.archive_bodies || specs.iter().any(|s| s.archive == Some(true));
+    if archives && env.payload_bucket.is_none() {
+        return Err(ConfigError::BadVar {
+            name: "PAYLOAD_BUCKET",
+            message: "must be set where ARCHIVE_BODIES or a source's `archive` is on".into(),
+        });
+    }
     let sources = specs.resolve(&AwsSecretResolver::new(&sdk)).await?;
-    Ok(Receiver::new(
+    let receiver = Receiver::new(
         sources,
         DynamoLedger::new(aws_sdk_dynamodb::Client::new(&sdk), env.ledger_table),
         SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), env.queue_url),
@@ -88,9 +97,15 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
         ReceiverSettings {
             in_progress_wait: Duration::from_millis(env.in_progress_wait_ms),
             max_body_bytes: usize::try_from(env.max_body_bytes).unwrap_or(usize::MAX),
+            archive_bodies: env.archive_bodies,
         },
         Metrics::stdout("receiver"),
-    ))
+    );
+    if env.payload_bucket.is_none() {
+        tracing::warn!("PAYLOAD_BUCKET is not set: a body whose envelope would not fit the queue is refused with 413");
+    }
+    let s3 = crate::store::s3_client(&sdk);
+    Ok(receiver.with_store(env.payload_bucket.map(|bucket| S3Store::new(s3, bucket))))
 }
 
 pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
@@ -129,7 +144,11 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         },
         Metrics::stdout("consumer"),
     )
-    .with_redelivery(redelivery))
+    .with_redelivery(redelivery)
+    .with_store(
+        env.payload_bucket
+            .map(|bucket| S3Store::new(crate::store::s3_client(&sdk), bucket)),
+    ))
 }
 
 /// The signer of `FORWARD_SIGNING_SECRET`'s secrets, each read once (`None` when there are

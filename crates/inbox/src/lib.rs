@@ -12,6 +12,7 @@
 //! - [`receiver`] and [`consumer`]: the two handlers.
 //! - [`forward`]: the shipped side effect, a signed POST to the system of record.
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
+//! - [`store`]: the payload bucket (bodies too big for the queue, the replay archive).
 //! - [`metrics`]: the counters both handlers emit.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
@@ -31,3 +32,4 @@ pub mod queue;
 pub mod receiver;
 pub mod redelivery;
 pub mod signature;
+pub mod store;

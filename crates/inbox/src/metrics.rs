@@ -25,6 +25,8 @@ pub enum Metric {
     LeaseLost,
     Throttled,
     DeadLettered,
+    /// A replay's side effect completed (`inbox-ops replay`).
+    ReplayCompleted,
 }
 
 impl Metric {
@@ -43,6 +45,7 @@ impl Metric {
             Metric::LeaseLost => "LeaseLost",
             Metric::Throttled => "Throttled",
             Metric::DeadLettered => "DeadLettered",
+            Metric::ReplayCompleted => "ReplayCompleted",
         }
     }
 }

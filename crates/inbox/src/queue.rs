@@ -14,6 +14,27 @@ use crate::fifo;
 /// The envelope's version.
 pub const ENVELOPE_VERSION: u32 = 1;
 
+/// SQS's largest message (the template's `MaximumMessageSize`): an envelope longer than this
+/// carries a [`BodyRef`] to the body in the payload bucket instead of the body.
+pub const SQS_MAX_MESSAGE_BYTES: usize = 1_048_576;
+
+/// The longest replay id (`inbox-ops replay`), letters, digits, `-` and `_`.
+pub const MAX_REPLAY_ID_LEN: usize = 64;
+
+/// The longest envelope the receiver sends with the body in it: SQS's limit less room for a
+/// replay's `"replay_id"` field, so that a replay of the archived envelope fits too.
+pub const MAX_INLINE_ENVELOPE_BYTES: usize = SQS_MAX_MESSAGE_BYTES - 128;
+
+/// Where the body is when the envelope does not carry it (docs/design.md §12): an object
+/// of the payload bucket holding the raw body, its SHA-256 and its size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BodyRef {
+    /// The object key, relative to the bucket (`payloads/<source>/<sha256 of key>/<sha256>`).
+    pub s3_key: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
 /// What travels on the queue.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Envelope {
@@ -26,10 +47,18 @@ pub struct Envelope {
     /// The source's signature, id and content-type headers, lowercase names.
     pub headers: BTreeMap<String, String>,
     /// The raw body: as is where it is text SQS carries ([`sqs_can_carry`]), else base64 with
-    /// `body_encoding: "base64"`.
+    /// `body_encoding: "base64"`. Empty (absent on the wire) where `body_ref` points to it.
+    #[serde(default)]
     pub body: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_encoding: Option<String>,
+    /// The body in the payload bucket, when the envelope with the body would not fit the queue.
+    #[serde(default)]
+    pub body_ref: Option<BodyRef>,
+    /// Set by `inbox-ops replay`: the side effect runs once more for this replay id, even
+    /// where the key is COMPLETED (docs/design.md §12).
+    #[serde(default)]
+    pub replay_id: Option<String>,
 }
 
 /// A message that cannot be read back.
@@ -43,6 +72,8 @@ pub enum EnvelopeError {
     Encoding(String),
     #[error("the base64 body does not decode")]
     Base64,
+    #[error("the body is in the payload bucket: {0}")]
+    InBucket(String),
 }
 
 impl Envelope {
@@ -64,6 +95,8 @@ impl Envelope {
             headers,
             body: body.into_owned(),
             body_encoding: body_encoding.map(str::to_owned),
+            body_ref: None,
+            replay_id: None,
         }
     }
 
@@ -75,8 +108,34 @@ impl Envelope {
             received_at: self.received_at,
             payload_sha256: &self.payload_sha256,
             headers: &self.headers,
-            body: Cow::Borrowed(&self.body),
+            body: self.body_ref.is_none().then_some(Cow::Borrowed(&self.body)),
             body_encoding: self.body_encoding.as_deref(),
+            body_ref: self.body_ref.as_ref(),
+            replay_id: self.replay_id.as_deref(),
+        }
+        .to_json()
+    }
+
+    /// The JSON of an envelope whose body is in the payload bucket, at `body_ref`.
+    pub fn json_with_ref(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: &BTreeMap<String, String>,
+        body_ref: &BodyRef,
+    ) -> String {
+        Wire {
+            v: ENVELOPE_VERSION,
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            body: None,
+            body_encoding: None,
+            body_ref: Some(body_ref),
+            replay_id: None,
         }
         .to_json()
     }
@@ -100,8 +159,10 @@ impl Envelope {
             received_at,
             payload_sha256,
             headers,
-            body,
+            body: Some(body),
             body_encoding,
+            body_ref: None,
+            replay_id: None,
         }
         .to_json()
     }
@@ -120,8 +181,12 @@ impl Envelope {
         Ok(env)
     }
 
-    /// The raw body, exactly as received.
+    /// The raw body, exactly as received, where the envelope carries it (an envelope with a
+    /// [`BodyRef`] is [`EnvelopeError::InBucket`]: the consumer reads the object instead).
     pub fn body_bytes(&self) -> Result<Vec<u8>, EnvelopeError> {
+        if let Some(r) = &self.body_ref {
+            return Err(EnvelopeError::InBucket(r.s3_key.clone()));
+        }
         match self.body_encoding.as_deref() {
             None => Ok(self.body.as_bytes().to_vec()),
             Some(_) => base64::engine::general_purpose::STANDARD
@@ -161,15 +226,21 @@ struct Wire<'a> {
     received_at: i64,
     payload_sha256: &'a str,
     headers: &'a BTreeMap<String, String>,
-    body: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     body_encoding: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body_ref: Option<&'a BodyRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay_id: Option<&'a str>,
 }
 
 impl Wire<'_> {
     fn to_json(&self) -> String {
         // Sized up front: growing a 256 KiB string by doubling copies it a dozen times.
-        let room = self.body.len() + self.body.len() / 16 + self.key.len() * 2 + 512;
+        let body_len = self.body.as_ref().map_or(0, |b| b.len());
+        let room = body_len + body_len / 16 + self.key.len() * 2 + 512;
         let mut out = Vec::with_capacity(room);
         // Serializing plain strings and maps into a Vec cannot fail, and writes UTF-8.
         match serde_json::to_writer(&mut out, self) {
@@ -328,6 +399,32 @@ mod tests {
             Envelope::json_of("a:msg_1", "a", 5, "h", &headers, &[0xff, 0x00]),
             r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body":"/wA=","body_encoding":"base64"}"#
         );
+    }
+
+    #[test]
+    fn a_pointer_envelope_round_trips_without_a_body() {
+        let headers = BTreeMap::from([("webhook-id".to_owned(), "msg_1".to_owned())]);
+        let r = BodyRef {
+            s3_key: "payloads/a/k/h".into(),
+            sha256: "h".into(),
+            size: 3,
+        };
+        let text = Envelope::json_with_ref("a:msg_1", "a", 5, "h", &headers, &r);
+        assert_eq!(
+            text,
+            r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body_ref":{"s3_key":"payloads/a/k/h","sha256":"h","size":3}}"#
+        );
+        let back = Envelope::parse(&text).unwrap();
+        assert_eq!(back.body_ref.as_ref(), Some(&r));
+        assert_eq!(back.to_json(), text);
+        assert_eq!(
+            back.body_bytes(),
+            Err(EnvelopeError::InBucket("payloads/a/k/h".into()))
+        );
+        let mut replay = Envelope::parse(&text).unwrap();
+        replay.replay_id = Some("rp-1".into());
+        assert!(replay.to_json().ends_with(r#","replay_id":"rp-1"}"#));
+        assert_eq!(Envelope::parse(&replay.to_json()).unwrap(), replay);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
 pub use crate::smoke::SmokeArgs;
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, esm, lookup, redrive, smoke, status, why};
+use crate::{audit, esm, lookup, redrive, replay, smoke, status, why};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -41,7 +41,13 @@ pub enum Command {
     /// Each dead-lettered message: its key and its ledger item's status, attempts, last_error.
     Why(WhyArgs),
     /// Prints the ledger item of KEY (`<source>:<value>`) as JSON; exits 1 when there is none.
+    /// With --body, the event's body from the archive instead, byte for byte.
     Lookup(LookupArgs),
+    /// Puts archived events back on the queue as a replay: the side effect runs once more
+    /// per replay id, even where the key is COMPLETED; the forward carries the same
+    /// Idempotency-Key and `Webhook-Replay-Id: <id>`. By --key, or by --source with --from and
+    /// --to (one prefix listing per hour of the archive).
+    Replay(ReplayArgs),
     /// Moves the dead-letter queue's messages back (StartMessageMoveTask, else
     /// receive/send/delete).
     Redrive(RedriveArgs),
@@ -147,6 +153,59 @@ pub struct LookupArgs {
     /// The key, `<source>:<value>`.
     #[arg(value_name = "KEY")]
     pub key: String,
+    /// Print the event's body from the archive (PAYLOAD_BUCKET) instead of the ledger item.
+    #[arg(long, requires = "bucket")]
+    pub body: bool,
+    /// The payload bucket (the stack's output PayloadBucketName).
+    #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
+    pub bucket: Option<String>,
+}
+
+/// Which ledger statuses a replay selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFilter {
+    Completed,
+    Failed,
+    /// Every archived event, whatever its status (none, too).
+    Any,
+}
+
+/// `replay`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct ReplayArgs {
+    /// One event, by its key `<source>:<value>` (found through its ledger item).
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["source", "from", "to"], required_unless_present = "source", value_parser = NonEmptyStringValueParser::new())]
+    pub key: Option<String>,
+    /// One source's events received from --from (included) to --to (excluded).
+    #[arg(long, value_name = "SOURCE", requires_all = ["from", "to"], value_parser = NonEmptyStringValueParser::new())]
+    pub source: Option<String>,
+    /// RFC 3339 time (2026-12-03T13:00:00Z) or epoch milliseconds.
+    #[arg(long, value_name = "TIME", value_parser = replay::parse_time)]
+    pub from: Option<i64>,
+    /// RFC 3339 time or epoch milliseconds (excluded).
+    #[arg(long, value_name = "TIME", value_parser = replay::parse_time)]
+    pub to: Option<i64>,
+    /// Only the events whose ledger item is so.
+    #[arg(long, value_enum, default_value_t = StatusFilter::Any)]
+    pub status: StatusFilter,
+    /// List what would be replayed (key, receipt, status, archived object); send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// At most this many events a second (`N/s`).
+    #[arg(long, value_name = "N/s", default_value = "10/s", value_parser = replay::parse_rate)]
+    pub rate: u32,
+    /// The replay's id [default: a new one]; the same id again sends nothing that already ran.
+    #[arg(long, value_name = "ID")]
+    pub replay_id: Option<String>,
+    /// The payload bucket (the stack's output PayloadBucketName).
+    #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
+    pub bucket: String,
+    /// The ledger table's name.
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: String,
+    /// The webhook queue's URL.
+    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub queue: String,
 }
 
 /// `redrive`'s arguments.
@@ -184,6 +243,7 @@ impl Cli {
             ),
             Command::Why(args) => ("inbox-ops", why::run(args).await),
             Command::Lookup(args) => ("inbox-ops", lookup::run(args).await),
+            Command::Replay(args) => ("replay", replay::run(args).await),
             Command::Redrive(args) => ("inbox-ops", redrive::run(args).await),
             Command::Pause(args) => ("inbox-ops", esm::run(args, false).await),
             Command::Resume(args) => ("inbox-ops", esm::run(args, true).await),
@@ -208,11 +268,12 @@ mod tests {
 
     /// The variables the flags fall back to. Only this module's tests touch them, one test at a
     /// time; nothing else in this test binary reads the environment but through `std::env`.
-    const VARS: [&str; 4] = [
+    const VARS: [&str; 5] = [
         "LEDGER_TABLE",
         "QUEUE_URL",
         "DLQ_URL",
         "FORWARD_SIGNING_SECRET",
+        "PAYLOAD_BUCKET",
     ];
     static ENV: Mutex<()> = Mutex::new(());
 
@@ -263,8 +324,74 @@ mod tests {
             parse(&["lookup", "--table", "t", "github:abc"], &env).unwrap(),
             Some(Command::Lookup(LookupArgs {
                 table: "t".into(),
-                key: "github:abc".into()
+                key: "github:abc".into(),
+                body: false,
+                bucket: None
             }))
+        );
+        assert_eq!(
+            parse(
+                &["lookup", "--table", "t", "--body", "github:abc"],
+                &[("PAYLOAD_BUCKET", "b")]
+            )
+            .unwrap(),
+            Some(Command::Lookup(LookupArgs {
+                table: "t".into(),
+                key: "github:abc".into(),
+                body: true,
+                bucket: Some("b".into())
+            }))
+        );
+        let replay_env = [
+            ("LEDGER_TABLE", "t"),
+            ("QUEUE_URL", "q"),
+            ("PAYLOAD_BUCKET", "b"),
+        ];
+        assert_eq!(
+            parse(
+                &[
+                    "replay",
+                    "--source",
+                    "github",
+                    "--from",
+                    "2026-12-03T13:00:00Z",
+                    "--to",
+                    "2026-12-03T14:00:00Z",
+                    "--status",
+                    "completed",
+                    "--dry-run",
+                    "--rate",
+                    "5/s"
+                ],
+                &replay_env
+            )
+            .unwrap(),
+            Some(Command::Replay(ReplayArgs {
+                key: None,
+                source: Some("github".into()),
+                from: Some(1_796_302_800_000),
+                to: Some(1_796_306_400_000),
+                status: StatusFilter::Completed,
+                dry_run: true,
+                rate: 5,
+                replay_id: None,
+                bucket: "b".into(),
+                table: "t".into(),
+                queue: "q".into()
+            }))
+        );
+        for bad in [
+            &["replay"][..],
+            &["replay", "--key", "k", "--source", "s"],
+            &["replay", "--source", "s", "--from", "5"],
+            &["replay", "--key", "k", "--status", "done"],
+            &["replay", "--key", "k", "--rate", "0/s"],
+        ] {
+            assert!(parse(bad, &replay_env).is_err(), "{bad:?}");
+        }
+        assert!(
+            parse(&["lookup", "--table", "t", "--body", "k"], &[]).is_err(),
+            "--body needs a bucket"
         );
         assert_eq!(parse(&[], &env).unwrap(), None, "no command: the help");
         assert_eq!(
@@ -368,7 +495,7 @@ mod tests {
         Cli::command().debug_assert();
         let help = Cli::command().render_long_help().to_string();
         for command in [
-            "audit", "why", "lookup", "redrive", "pause", "resume", "status",
+            "audit", "why", "lookup", "redrive", "pause", "resume", "status", "replay",
         ] {
             assert!(help.contains(command), "{help}");
         }

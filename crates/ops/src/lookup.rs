@@ -1,10 +1,16 @@
-//! `inbox-ops lookup`: one ledger item, every attribute, as plain JSON (a consistent read).
+//! `inbox-ops lookup`: one ledger item, every attribute, as plain JSON (a consistent read);
+//! with `--body`, the event's body from the archive (docs/design.md §12).
 
 use std::process::ExitCode;
 
-use anyhow::anyhow;
+use std::io::Write as _;
+
+use anyhow::{anyhow, bail};
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine as _;
+use inbox::ledger::dynamo::DynamoLedger;
+use inbox::ledger::LedgerStore;
+use inbox::store::{ObjectStore, S3Store};
 use serde_json::{json, Value};
 
 use crate::aws;
@@ -68,10 +74,42 @@ pub async fn lookup(
     }))
 }
 
-/// Runs `lookup`, printing the item; exit code 1 when there is none.
+/// The body of `key` as the archive holds it (following the envelope's pointer into the
+/// payload bucket where the body did not fit the queue), checked against its SHA-256.
+pub async fn archived_body(
+    store: &impl ObjectStore,
+    ledger: &impl LedgerStore,
+    key: &str,
+) -> anyhow::Result<Vec<u8>> {
+    let (object, _) = crate::replay::archived_object(ledger, key).await?;
+    let envelope = crate::replay::read_envelope(store, &object).await?;
+    let body = match &envelope.body_ref {
+        None => envelope.body_bytes()?,
+        Some(r) => store
+            .get(&r.s3_key)
+            .await?
+            .ok_or_else(|| anyhow!("payload missing: {}", store.url(&r.s3_key)))?,
+    };
+    if inbox::key::sha256_hex(&body) != envelope.payload_sha256 {
+        bail!("the archived body of `{key}` does not match its payload_sha256");
+    }
+    Ok(body)
+}
+
+/// Runs `lookup`, printing the item (or, with `--body`, the archived body); exit code 1 when
+/// there is none.
 pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
     let (table, key) = (&args.table, &args.key);
-    let dynamo = aws::dynamo(&aws::config().await);
+    let sdk = aws::config().await;
+    if args.body {
+        let bucket = args.bucket.as_deref().unwrap_or_default();
+        let store = S3Store::new(inbox::store::s3_client(&sdk), bucket);
+        let ledger = DynamoLedger::new(aws::dynamo(&sdk), table);
+        let body = archived_body(&store, &ledger, key).await?;
+        std::io::stdout().write_all(&body)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dynamo = aws::dynamo(&sdk);
     match lookup(&dynamo, table, key).await? {
         Some(item) => {
             println!("{item:#}");

@@ -21,6 +21,8 @@ const ALLOWED: &[&str] = &[
     "tokio",
     "base64",
     "jiff",
+    // `replay`'s progress bar.
+    "indicatif",
     // `smoke` signs a test event and sends it over HTTPS: the library's own HMAC crates and
     // HTTP client (in the tree already through the consumer's forwarder).
     "hmac",

@@ -326,6 +326,14 @@ pub fn dynamo_client(sdk: &aws_config::SdkConfig, faults: &Faults) -> aws_sdk_dy
     aws_sdk_dynamodb::Client::from_conf(conf)
 }
 
+/// An S3 client with the interceptor (path-style, as the functions' on a local endpoint).
+pub fn s3_client(sdk: &aws_config::SdkConfig, faults: &Faults) -> aws_sdk_s3::Client {
+    let conf = inbox::store::s3_config(sdk)
+        .interceptor(faults.clone())
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
 /// An SQS client with the interceptor.
 pub fn sqs_client(sdk: &aws_config::SdkConfig, faults: &Faults) -> aws_sdk_sqs::Client {
     let conf = aws_sdk_sqs::config::Builder::from(sdk)

@@ -12,6 +12,7 @@ use inbox::ledger::dynamo::DynamoLedger;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::store::S3Store;
 use tokio::sync::OnceCell;
 
 use super::{
@@ -32,6 +33,8 @@ pub struct LocalAws {
     pub faults: Faults,
     pub dynamo: aws_sdk_dynamodb::Client,
     pub sqs: aws_sdk_sqs::Client,
+    /// S3 through the fault interceptor (PutObject, GetObject, ...).
+    pub s3: aws_sdk_s3::Client,
     /// The stack's table and queues.
     pub resources: Resources,
     /// The stack as moto's CloudFormation holds it: the functions' configurations, the event
@@ -91,11 +94,13 @@ impl LocalAws {
         let faults = Faults::new();
         let dynamo = faults::dynamo_client(&sdk, &faults);
         let sqs = faults::sqs_client(&sdk, &faults);
+        let s3 = faults::s3_client(&sdk, &faults);
         LocalAws {
             sdk,
             faults,
             dynamo,
             sqs,
+            s3,
             resources: Resources::from(&stack),
             stack: Arc::new(stack),
         }
@@ -142,6 +147,69 @@ impl LocalAws {
 
     /// The consumer over the stack's `WEBHOOK_SOURCES` (the consumer function's configuration)
     /// on this ledger, running `processor`, and the metric lines it writes.
+    /// The receiver as deployed (payload bucket, `ARCHIVE_BODIES`), on `clock`: events
+    /// received at chosen times (the archive's hours).
+    pub async fn receiver_at<C: inbox::clock::Clock>(
+        &self,
+        clock: C,
+        settings: ReceiverSettings,
+    ) -> (Receiver<DynamoLedger, SqsQueue, C, S3Store>, MetricLines) {
+        let sources = Self::sources_of(&self.stack.receiver)
+            .resolve(&AwsSecretResolver::new(&self.sdk))
+            .await
+            .unwrap_or_else(|e| panic!("the stack's sources resolve from Secrets Manager: {e}"));
+        let (metrics, lines) = Metrics::memory("receiver");
+        let archive_bodies = self
+            .stack
+            .receiver
+            .environment
+            .get("ARCHIVE_BODIES")
+            .is_some_and(|v| v == "true");
+        let receiver = Receiver::new(
+            sources,
+            self.ledger(),
+            self.queue(),
+            clock,
+            ReceiverSettings {
+                archive_bodies,
+                ..settings
+            },
+            metrics,
+        )
+        .with_store(self.payload_store());
+        (receiver, lines)
+    }
+
+    /// The stack's payload bucket, through the fault interceptor.
+    pub fn payload_store(&self) -> S3Store {
+        assert!(
+            !self.resources.payload_bucket.is_empty(),
+            "the stack has a payload bucket (output PayloadBucketName)"
+        );
+        S3Store::new(self.s3.clone(), &self.resources.payload_bucket)
+    }
+
+    /// The receiver as deployed: with the stack's payload bucket and `ARCHIVE_BODIES` as the
+    /// stack sets it.
+    pub async fn receiver_with_store(
+        &self,
+        settings: ReceiverSettings,
+    ) -> (TestReceiver<S3Store>, MetricLines) {
+        let archive = self
+            .stack
+            .receiver
+            .environment
+            .get("ARCHIVE_BODIES")
+            .is_some_and(|v| v == "true");
+        let (receiver, lines) = self
+            .receiver(ReceiverSettings {
+                archive_bodies: archive,
+                ..settings
+            })
+            .await;
+        (receiver.with_store(self.payload_store()), lines)
+    }
+
     pub fn consumer<P: Processor>(&self, processor: P) -> (TestConsumer<P>, MetricLines) {
         consumer_with(
             Self::sources_of(&self.stack.consumer),
@@ -211,11 +279,13 @@ impl LocalAws {
     pub fn sibling(&self, sdk: aws_config::SdkConfig, faults: Faults) -> LocalAws {
         let dynamo = faults::dynamo_client(&sdk, &faults);
         let sqs = faults::sqs_client(&sdk, &faults);
+        let s3 = faults::s3_client(&sdk, &faults);
         LocalAws {
             sdk,
             faults,
             dynamo,
             sqs,
+            s3,
             resources: self.resources.clone(),
             stack: self.stack.clone(),
         }

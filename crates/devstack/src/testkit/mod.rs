@@ -28,7 +28,7 @@ pub use requests::{
     context, github_headers, github_signature, hmac_hex, now_ms, post, post_with_deadline,
     shopify_signature, standard_webhooks, standard_webhooks_headers, stripe_signature,
 };
-pub use system_of_record::SystemOfRecord;
+pub use system_of_record::{Delivery, SystemOfRecord};
 
 /// The secret the tests' and the demo's sources verify with (never a real one).
 pub const TEST_SECRET: &str = "demo-secret-for-local-use-only";
@@ -86,7 +86,7 @@ pub fn unique(label: &str) -> String {
 }
 
 /// The receiver as the tests build it: DynamoDB ledger, SQS queue, the system clock.
-pub type TestReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock>;
+pub type TestReceiver<S = inbox::store::NoStore> = Receiver<DynamoLedger, SqsQueue, SystemClock, S>;
 /// The consumer as the tests build it, with the shipped forwarder unless told otherwise.
 pub type TestConsumer<P = HttpForwarder> = Consumer<DynamoLedger, P, SystemClock>;
 /// The EMF lines a function wrote (`Metrics::memory`).

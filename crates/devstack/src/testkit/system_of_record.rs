@@ -4,10 +4,20 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+/// One request the system of record answered 2xx: its key, its `Webhook-Replay-Id` (a
+/// replay's), and its body, byte for byte.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub key: String,
+    pub replay_id: Option<String>,
+    pub body: Vec<u8>,
+}
+
 /// A system of record on loopback: counts POSTs per `Idempotency-Key`, and answers 500 to
 /// the first `fail_first` calls of any key listed in `failing`.
 pub struct SystemOfRecord {
     url: String,
+    deliveries: Arc<Mutex<Vec<Delivery>>>,
     calls: Arc<Mutex<BTreeMap<String, u64>>>,
     applied: Arc<Mutex<BTreeMap<String, u64>>>,
     failing: Arc<Mutex<BTreeMap<String, u64>>>,
@@ -26,11 +36,13 @@ impl SystemOfRecord {
         let calls: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
         let failing: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
         let applied: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
-        let (s, c, f, a) = (
+        let deliveries: Arc<Mutex<Vec<Delivery>>> = Arc::default();
+        let (s, c, f, a, d) = (
             server.clone(),
             calls.clone(),
             failing.clone(),
             applied.clone(),
+            deliveries.clone(),
         );
         let thread = std::thread::spawn(move || {
             for mut request in s.incoming_requests() {
@@ -38,6 +50,11 @@ impl SystemOfRecord {
                     .headers()
                     .iter()
                     .find(|h| h.field.equiv("Idempotency-Key"))
+                    .map(|h| h.value.as_str().to_owned());
+                let replay_id = request
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.equiv("Webhook-Replay-Id"))
                     .map(|h| h.value.as_str().to_owned());
                 let mut sink = Vec::new();
                 let _ = std::io::Read::read_to_end(request.as_reader(), &mut sink);
@@ -52,7 +69,12 @@ impl SystemOfRecord {
                                 500
                             }
                             _ => {
-                                *a.lock().expect("applied").entry(key).or_default() += 1;
+                                *a.lock().expect("applied").entry(key.clone()).or_default() += 1;
+                                d.lock().expect("deliveries").push(Delivery {
+                                    key,
+                                    replay_id,
+                                    body: std::mem::take(&mut sink),
+                                });
                                 200
                             }
                         }
@@ -63,6 +85,7 @@ impl SystemOfRecord {
         });
         SystemOfRecord {
             url: format!("http://127.0.0.1:{port}/events"),
+            deliveries,
             calls,
             applied,
             failing,
@@ -95,6 +118,11 @@ impl SystemOfRecord {
     /// Calls per key answered 2xx (applied, as far as the caller knows) so far.
     pub fn applied(&self) -> BTreeMap<String, u64> {
         self.applied.lock().expect("applied").clone()
+    }
+
+    /// Every request answered 2xx, in order, with its body.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.deliveries.lock().expect("deliveries").clone()
     }
 
     pub fn applied_for(&self, key: &str) -> u64 {

@@ -4,13 +4,23 @@ use super::secrets::SecretRef;
 use super::ConfigError;
 
 pub const DEFAULT_IN_PROGRESS_WAIT_MS: u64 = 1000;
-pub const DEFAULT_MAX_BODY_BYTES: u64 = 262_144;
+/// The largest body a synchronous Lambda request payload (6,291,456 bytes) carries through
+/// API Gateway: 6 MiB less 32 KiB for the JSON of the API Gateway event around the body
+/// (docs/design.md §12). A base64-encoded body (`isBase64Encoded`) fits 3/4 of it decoded:
+/// [`MAX_BASE64_BODY_BYTES`].
+pub const DEFAULT_MAX_BODY_BYTES: u64 = LAMBDA_SYNC_PAYLOAD_BYTES - API_GATEWAY_EVENT_ROOM;
+/// A synchronous Lambda invocation's request payload limit (6 MB, in bytes).
+pub const LAMBDA_SYNC_PAYLOAD_BYTES: u64 = 6_291_456;
+/// Room left for the API Gateway event's JSON around the body (headers, request context).
+pub const API_GATEWAY_EVENT_ROOM: u64 = 32_768;
+/// The largest body API Gateway can hand over base64-encoded, decoded: 3/4 of the default.
+pub const MAX_BASE64_BODY_BYTES: u64 = DEFAULT_MAX_BODY_BYTES / 4 * 3;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
 pub const DEFAULT_MAX_FAILURES: u64 = crate::consumer::DEFAULT_MAX_FAILURES as u64;
-/// The largest `MAX_BODY_BYTES`. The queue's `MaximumMessageSize` (1 MiB in the template)
-/// must hold the envelope: the body JSON-escaped or base64-encoded (4/3) plus headers.
-pub const SQS_MAX_MESSAGE_BYTES: u64 = 262_144;
+/// The largest `MAX_BODY_BYTES`: nothing larger reaches a synchronous Lambda invocation.
+/// Bodies whose envelope does not fit the queue (1 MiB) go to `PAYLOAD_BUCKET`.
+pub const MAX_BODY_BYTES_LIMIT: u64 = LAMBDA_SYNC_PAYLOAD_BYTES;
 
 /// A required variable, or a start-up error naming it.
 pub fn required(name: &'static str) -> Result<String, ConfigError> {
@@ -41,22 +51,40 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
-/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS`, `MAX_BODY_BYTES`.
+/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS`,
+/// `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`, `ARCHIVE_BODIES`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,
     pub queue_url: String,
     pub in_progress_wait_ms: u64,
     pub max_body_bytes: u64,
+    /// `PAYLOAD_BUCKET`: where bodies too big for the queue go (and the archive). Unset:
+    /// such bodies are refused with 413.
+    pub payload_bucket: Option<String>,
+    /// `ARCHIVE_BODIES`: archive every source's envelopes (a source's `archive` overrides it).
+    pub archive_bodies: bool,
+}
+
+/// `ARCHIVE_BODIES`: `true` or `false` (unset: false).
+pub fn archive_bodies() -> Result<bool, ConfigError> {
+    match optional("ARCHIVE_BODIES").as_deref().map(str::trim) {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(ConfigError::BadVar {
+            name: "ARCHIVE_BODIES",
+            message: format!("`{other}` is neither true nor false"),
+        }),
+    }
 }
 
 impl ReceiverEnv {
     pub fn from_env() -> Result<Self, ConfigError> {
         let max_body_bytes = number_or("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?;
-        if max_body_bytes == 0 || max_body_bytes > SQS_MAX_MESSAGE_BYTES {
+        if max_body_bytes == 0 || max_body_bytes > MAX_BODY_BYTES_LIMIT {
             return Err(ConfigError::BadVar {
                 name: "MAX_BODY_BYTES",
-                message: format!("must be between 1 and {SQS_MAX_MESSAGE_BYTES}"),
+                message: format!("must be between 1 and {MAX_BODY_BYTES_LIMIT}"),
             });
         }
         Ok(Self {
@@ -64,6 +92,8 @@ impl ReceiverEnv {
             queue_url: required("QUEUE_URL")?,
             in_progress_wait_ms: number_or("IN_PROGRESS_WAIT_MS", DEFAULT_IN_PROGRESS_WAIT_MS)?,
             max_body_bytes,
+            payload_bucket: optional("PAYLOAD_BUCKET"),
+            archive_bodies: archive_bodies()?,
         })
     }
 }
@@ -92,6 +122,8 @@ pub struct ConsumerEnv {
     pub dlq_url: Option<String>,
     /// `MAX_FAILURES`: real failures of a key before its message is dead-lettered (at least 1).
     pub max_failures: u32,
+    /// `PAYLOAD_BUCKET`: where the bodies behind envelope pointers are read from.
+    pub payload_bucket: Option<String>,
 }
 
 /// `FORWARD_SIGNING_SECRET`: comma-separated secret references, or nothing.
@@ -145,6 +177,7 @@ impl ConsumerEnv {
             queue_url: optional("QUEUE_URL"),
             dlq_url: optional("DLQ_URL"),
             max_failures: u32::try_from(max_failures).unwrap_or(u32::MAX),
+            payload_bucket: optional("PAYLOAD_BUCKET"),
         })
     }
 }

@@ -31,6 +31,9 @@ struct RawSource {
     allow_unsigned: Option<bool>,
     #[serde(default)]
     replay_guard_seconds: Option<u64>,
+    /// `true` / `false`: archive this source's envelopes (over `ARCHIVE_BODIES`).
+    #[serde(default)]
+    archive: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +90,7 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         retention_hours,
         on_payload_mismatch: parse_on_payload_mismatch(name, raw.on_payload_mismatch.as_deref())?,
         replay_guard_seconds,
+        archive: raw.archive,
     })
 }
 

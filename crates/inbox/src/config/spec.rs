@@ -71,6 +71,9 @@ pub struct SourceSpec {
     /// `replay_guard_seconds`: for a body-only scheme, how long a body brought by one event
     /// key is refused under any other (a captured request resent under fresh delivery ids).
     pub replay_guard_seconds: Option<u64>,
+    /// `archive`: whether the receiver archives this source's envelopes for replay;
+    /// `None` follows `ARCHIVE_BODIES` (docs/design.md §12).
+    pub archive: Option<bool>,
 }
 
 impl SourceSpec {

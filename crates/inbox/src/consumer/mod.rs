@@ -27,11 +27,13 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
+use crate::key::sha256_hex;
 use crate::ledger::{self, LedgerStore, Take, TakeOutcome};
 use crate::metrics::{Metric, Metrics};
-use crate::queue::Envelope;
+use crate::queue::{BodyRef, Envelope};
 use crate::receiver::{accepted_response, UNKNOWN_SOURCE_DIMENSION};
 use crate::redelivery::{NoRedelivery, Redelivery};
+use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
 
 mod invocation;
@@ -72,8 +74,9 @@ impl Default for ConsumerSettings {
     }
 }
 
-/// The consumer, with its collaborators.
-pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery> {
+/// The consumer, with its collaborators. The payload bucket ([`Consumer::with_store`]) is
+/// where the bodies behind envelope pointers are read; without one, such a message fails.
+pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery, S = NoStore> {
     sources: SourceSpecs,
     ledger: L,
     processor: P,
@@ -81,6 +84,7 @@ pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery> {
     settings: ConsumerSettings,
     metrics: Metrics,
     redelivery: Q,
+    store: S,
 }
 
 impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
@@ -102,13 +106,16 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             settings,
             metrics,
             redelivery: NoRedelivery,
+            store: NoStore,
         }
     }
 }
 
-impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q> {
+impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
+    Consumer<L, P, C, Q, S>
+{
     /// The same consumer delaying and dead-lettering messages through `redelivery`.
-    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R> {
+    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S> {
         Consumer {
             sources: self.sources,
             ledger: self.ledger,
@@ -117,6 +124,41 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
             settings: self.settings,
             metrics: self.metrics,
             redelivery,
+            store: self.store,
+        }
+    }
+
+    /// The same consumer reading bodies behind envelope pointers from `store`
+    /// (`PAYLOAD_BUCKET`).
+    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T> {
+        Consumer {
+            sources: self.sources,
+            ledger: self.ledger,
+            processor: self.processor,
+            clock: self.clock,
+            settings: self.settings,
+            metrics: self.metrics,
+            redelivery: self.redelivery,
+            store,
+        }
+    }
+
+    /// The body behind a pointer, checked against its hash and size; the error is the
+    /// message's `last_error` ("payload missing: s3://…").
+    async fn fetch_body(&self, body_ref: &BodyRef) -> Result<bytes::Bytes, ProcessError> {
+        let url = self.store.url(&body_ref.s3_key);
+        match self.store.get(&body_ref.s3_key).await {
+            Ok(Some(bytes)) => {
+                if bytes.len() as u64 != body_ref.size || sha256_hex(&bytes) != body_ref.sha256 {
+                    Err(ProcessError(format!(
+                        "payload unreadable: {url} does not match its sha256 and size"
+                    )))
+                } else {
+                    Ok(bytes.into())
+                }
+            }
+            Ok(None) => Err(ProcessError(format!("payload missing: {url}"))),
+            Err(e) => Err(ProcessError(format!("payload missing: {url}: {e}"))),
         }
     }
 
@@ -204,22 +246,38 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
             );
             return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
         };
-        let body = match envelope.body_bytes() {
-            Ok(b) => b,
-            Err(e) => {
-                warn!(message_id, key, error = %e, outcome = "failed", "unreadable body");
-                return self.unreadable(msg, source).await;
-            }
+        // A body in the bucket is read once the key is taken, so that a missing object
+        // fails the key with its `last_error`.
+        let body = match &envelope.body_ref {
+            Some(_) => bytes::Bytes::new(),
+            None => match envelope.body_bytes() {
+                Ok(b) => b.into(),
+                Err(e) => {
+                    warn!(message_id, key, error = %e, outcome = "failed", "unreadable body");
+                    return self.unreadable(msg, source).await;
+                }
+            },
         };
-        let job = Job {
+        let mut job = Job {
             key: key.to_owned(),
             source: source.to_owned(),
-            body: body.into(),
+            body,
             headers: envelope.headers.clone(),
             attempt: 1,
             lease_until_ms: inv.lease_until_ms,
+            replay_id: envelope.replay_id.clone(),
         };
         if spec.delivery == Delivery::AtMostOnce {
+            if let Some(body_ref) = &envelope.body_ref {
+                match self.fetch_body(body_ref).await {
+                    Ok(b) => job.body = b,
+                    Err(e) => {
+                        self.metrics.count(source, Metric::Failed);
+                        warn!(key, source, error = %e, outcome = "dropped", "at-most-once body unreadable");
+                        return Verdict::Done;
+                    }
+                }
+            }
             return self.at_most_once(&job, inv).await;
         }
         let now = self.clock.now_ms();
@@ -235,7 +293,8 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
             response_status,
             response_body,
         };
-        self.effectively_once(msg, job, take, inv).await
+        self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
+            .await
     }
 
     /// Declared at-most-once: run once, never retried, no ledger; acknowledged whatever
@@ -274,10 +333,15 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
         msg: &SqsMessage,
         mut job: Job,
         take: Take,
+        body_ref: Option<&BodyRef>,
         inv: &Invocation<'_>,
     ) -> Verdict {
         let (key, source, owner) = (take.key.as_str(), take.source.as_str(), take.owner.as_str());
-        match self.ledger.take(&take).await {
+        let taken = match job.replay_id.as_deref() {
+            Some(rid) => self.ledger.take_replay(&take, rid).await,
+            None => self.ledger.take(&take).await,
+        };
+        match taken {
             Err(e) => {
                 warn!(key, source, error = %e, outcome = "failed", "take failed");
                 return Verdict::Failed;
@@ -287,6 +351,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
                 info!(
                     key,
                     source,
+                    replay_id = job.replay_id.as_deref(),
                     outcome = "duplicate",
                     "already completed: acknowledged without side effect"
                 );
@@ -304,6 +369,12 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
             }
             Ok(TakeOutcome::Taken { attempts }) => job.attempt = attempts,
         }
+        if let Some(body_ref) = body_ref {
+            match self.fetch_body(body_ref).await {
+                Ok(body) => job.body = body,
+                Err(e) => return self.fail(msg, &job, owner, &e).await,
+            }
+        }
         // Another group was throttled while this take ran: start nothing, give the key back.
         let outcome = match inv.throttled() {
             Some(wait) => Outcome::Throttled {
@@ -313,7 +384,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
             None => self.processor.run(&job).await,
         };
         match outcome {
-            Outcome::Done => self.complete(key, source, owner, job.attempt).await,
+            Outcome::Done => {
+                self.complete(key, source, owner, job.attempt, job.replay_id.as_deref())
+                    .await
+            }
             Outcome::Failed(e) => self.fail(msg, &job, owner, &e).await,
             Outcome::Throttled {
                 retry_after,
@@ -349,12 +423,29 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q>
         }
     }
 
-    /// The side effect ran: COMPLETED.
-    async fn complete(&self, key: &str, source: &str, owner: &str, attempts: u32) -> Verdict {
-        match self.ledger.complete(key, owner, self.clock.now_ms()).await {
+    /// The side effect ran: COMPLETED (and, for a replay, its id recorded).
+    async fn complete(
+        &self,
+        key: &str,
+        source: &str,
+        owner: &str,
+        attempts: u32,
+        replay_id: Option<&str>,
+    ) -> Verdict {
+        let now = self.clock.now_ms();
+        let completed = match replay_id {
+            Some(rid) => self.ledger.complete_replay(key, owner, rid, now).await,
+            None => self.ledger.complete(key, owner, now).await,
+        };
+        match completed {
             Ok(true) => {
-                self.metrics.count(source, Metric::Completed);
-                info!(key, source, attempts, outcome = "completed");
+                let metric = if replay_id.is_some() {
+                    Metric::ReplayCompleted
+                } else {
+                    Metric::Completed
+                };
+                self.metrics.count(source, metric);
+                info!(key, source, attempts, replay_id, outcome = "completed");
                 Verdict::Done
             }
             Ok(false) => {

@@ -18,6 +18,9 @@ pub struct Job {
     pub attempt: u32,
     /// Epoch milliseconds when this run's lease ends: finish well before.
     pub lease_until_ms: i64,
+    /// Set on a replay (`inbox-ops replay`): the side effect runs again deliberately; the
+    /// shipped forwarder sends it as `Webhook-Replay-Id` beside the same `Idempotency-Key`.
+    pub replay_id: Option<String>,
 }
 
 /// Why a side effect did not happen; kept as `last_error` in the ledger.

@@ -29,7 +29,9 @@ pub fn throttle_delay_seconds(wait: Duration, receives: u32) -> u32 {
     wait.max(receives).clamp(1, MAX_DELAY_SECONDS)
 }
 
-impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery> Consumer<L, P, C, Q> {
+impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: crate::store::ObjectStore>
+    Consumer<L, P, C, Q, S>
+{
     /// After a throttle: the throttled messages, and every message that did not run, come
     /// back after the wait (each at least its receive count in seconds); messages that ran
     /// and failed keep the queue's visibility timeout. A delay that fails leaves the message

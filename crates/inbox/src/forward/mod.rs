@@ -2,6 +2,7 @@
 //! (docs/design.md §6).
 //!
 //! - **Headers**: `Idempotency-Key: <key>`, `X-Webhook-Source`, the original `Content-Type`,
+//!   `Webhook-Replay-Id: <id>` on a replay,
 //!   and, with signing secrets, the Standard Webhooks `webhook-id`, `webhook-timestamp` and
 //!   `webhook-signature` ([`signing`]). No `Referer`.
 //! - **Success is a 2xx to the POST itself.** No redirect is followed: a 3xx is a failure with
@@ -23,6 +24,10 @@ pub mod retry_after;
 pub mod signing;
 
 pub use signing::ForwardSigner;
+
+/// The header naming the replay on a forward `inbox-ops replay` asked for (beside the same
+/// `Idempotency-Key`): a system of record that deduplicates by key lets a replay through by it.
+pub const REPLAY_ID_HEADER: &str = "Webhook-Replay-Id";
 
 /// The most of a response body read (and dropped) before the connection is let go.
 pub const MAX_RESPONSE_BYTES: usize = 4096;
@@ -82,6 +87,9 @@ impl HttpForwarder {
             .header("Idempotency-Key", &job.key)
             .header("Content-Type", content_type)
             .header("X-Webhook-Source", &job.source);
+        if let Some(replay_id) = &job.replay_id {
+            request = request.header(REPLAY_ID_HEADER, replay_id);
+        }
         if let Some(signer) = &self.signer {
             let signed = signer.sign(&job.key, now_ms.div_euclid(1000), &job.body);
             request = request

@@ -9,9 +9,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
-    StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION, FINISH_CONDITION,
-    GUARD_BODY_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION, TAKE_CONDITION,
+    refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
+    Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION,
+    FINISH_CONDITION, GUARD_BODY_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION,
+    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -69,6 +70,76 @@ impl DynamoLedger {
         match carried {
             Some(item) => from_item(item).map(Some),
             None => self.get(key).await,
+        }
+    }
+
+    /// The write of a take (and of a replay's take) under `condition`: `Ok(Ok(taken))`, or
+    /// `Ok(Err(old item))` when the condition refused it.
+    async fn take_if(
+        &self,
+        t: &Take,
+        condition: &str,
+        replay_id: Option<&str>,
+    ) -> Result<Result<TakeOutcome, Option<Record>>, StoreError> {
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(&t.key))
+            .update_expression(
+                "SET #status = :processing, lease_until = :lease, lease_owner = :me, \
+                 attempts = if_not_exists(attempts, :zero) + :one, expires_at = :exp, \
+                 #source = if_not_exists(#source, :source), \
+                 payload_sha256 = if_not_exists(payload_sha256, :sha), \
+                 received_at = if_not_exists(received_at, :now_ms), \
+                 response_status = if_not_exists(response_status, :rs), \
+                 response_body = if_not_exists(response_body, :rb)",
+            )
+            .condition_expression(condition)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#source", "source")
+            .expression_attribute_values(":processing", status(Status::Processing))
+            .expression_attribute_values(":lease", n(t.lease_until_ms))
+            .expression_attribute_values(":me", s(&t.owner))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n(t.expires_at))
+            .expression_attribute_values(":source", s(&t.source))
+            .expression_attribute_values(":sha", s(&t.payload_sha256))
+            .expression_attribute_values(":now_ms", n(t.now_ms))
+            .expression_attribute_values(":now_s", n(t.now_ms.div_euclid(1000)))
+            .expression_attribute_values(":rs", n(t.response_status))
+            .expression_attribute_values(":rb", s(&t.response_body))
+            .return_values(ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        // DynamoDB refuses a value the expressions do not use: the statuses only the take's
+        // condition names, the replay id only the replay's.
+        req = match replay_id {
+            Some(rid) => req.expression_attribute_values(":rid", s(rid)),
+            None => req
+                .expression_attribute_values(":received", status(Status::Received))
+                .expression_attribute_values(":queued", status(Status::Queued))
+                .expression_attribute_values(":failed", status(Status::Failed)),
+        };
+        let result = req.send().await;
+        match result {
+            Ok(out) => {
+                let attempts = out
+                    .attributes()
+                    .and_then(|a| a.get("attempts"))
+                    .map(number)
+                    .transpose()?
+                    .unwrap_or(1);
+                Ok(Ok(TakeOutcome::Taken {
+                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                }))
+            }
+            Err(err) => match err.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(e)) => {
+                    Ok(Err(self.old_item(&t.key, e.item()).await?))
+                }
+                _ => Err(unavailable(err)),
+            },
         }
     }
 
@@ -222,62 +293,43 @@ impl LedgerStore for DynamoLedger {
     }
 
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", Self::pk(&t.key))
-            .update_expression(
-                "SET #status = :processing, lease_until = :lease, lease_owner = :me, \
-                 attempts = if_not_exists(attempts, :zero) + :one, expires_at = :exp, \
-                 #source = if_not_exists(#source, :source), \
-                 payload_sha256 = if_not_exists(payload_sha256, :sha), \
-                 received_at = if_not_exists(received_at, :now_ms), \
-                 response_status = if_not_exists(response_status, :rs), \
-                 response_body = if_not_exists(response_body, :rb)",
-            )
-            .condition_expression(TAKE_CONDITION)
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_names("#source", "source")
-            .expression_attribute_values(":processing", status(Status::Processing))
-            .expression_attribute_values(":received", status(Status::Received))
-            .expression_attribute_values(":queued", status(Status::Queued))
-            .expression_attribute_values(":failed", status(Status::Failed))
-            .expression_attribute_values(":lease", n(t.lease_until_ms))
-            .expression_attribute_values(":me", s(&t.owner))
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":exp", n(t.expires_at))
-            .expression_attribute_values(":source", s(&t.source))
-            .expression_attribute_values(":sha", s(&t.payload_sha256))
-            .expression_attribute_values(":now_ms", n(t.now_ms))
-            .expression_attribute_values(":now_s", n(t.now_ms.div_euclid(1000)))
-            .expression_attribute_values(":rs", n(t.response_status))
-            .expression_attribute_values(":rb", s(&t.response_body))
-            .return_values(ReturnValue::UpdatedNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match result {
-            Ok(out) => {
-                let attempts = out
-                    .attributes()
-                    .and_then(|a| a.get("attempts"))
-                    .map(number)
-                    .transpose()?
-                    .unwrap_or(1);
-                Ok(TakeOutcome::Taken {
-                    attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                })
-            }
-            Err(err) => match err.as_service_error() {
-                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(e)) => {
-                    let old = self.old_item(&t.key, e.item()).await?;
-                    Ok(refused_take(old, t.now_ms))
-                }
-                _ => Err(unavailable(err)),
-            },
+        match self.take_if(t, TAKE_CONDITION, None).await? {
+            Ok(taken) => Ok(taken),
+            Err(old) => Ok(refused_take(old, t.now_ms)),
         }
+    }
+
+    async fn take_replay(&self, t: &Take, replay_id: &str) -> Result<TakeOutcome, StoreError> {
+        match self
+            .take_if(t, REPLAY_TAKE_CONDITION, Some(replay_id))
+            .await?
+        {
+            Ok(taken) => Ok(taken),
+            Err(old) => Ok(refused_replay_take(old, replay_id, t.now_ms)),
+        }
+    }
+
+    async fn complete_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.conditional_update(
+            key,
+            "SET #status = :completed, completed_at = :now_ms ADD replays :rid_set \
+             REMOVE lease_until, lease_owner",
+            REPLAY_COMPLETE_CONDITION,
+            vec![
+                (":completed", status(Status::Completed)),
+                (":processing", status(Status::Processing)),
+                (":me", s(owner)),
+                (":now_ms", n(now_ms)),
+                (":rid_set", AttributeValue::Ss(vec![replay_id.to_owned()])),
+            ],
+        )
+        .await
     }
 
     async fn complete(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
@@ -409,6 +461,15 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
         last_error: text("last_error")?,
         received_at: num("received_at")?.unwrap_or(0),
         completed_at: num("completed_at")?,
+        replays: match item.get("replays") {
+            None => Default::default(),
+            Some(v) => v
+                .as_ss()
+                .map_err(|_| StoreError::Corrupt("`replays` is not a string set".into()))?
+                .iter()
+                .cloned()
+                .collect(),
+        },
         key,
     })
 }

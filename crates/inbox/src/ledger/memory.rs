@@ -7,8 +7,9 @@ use std::sync::Mutex;
 
 use super::{
     claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, mark_queued_allowed,
-    refused_take, release_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome, GuardOutcome,
-    LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    refused_replay_take, refused_take, release_allowed, replay_complete_allowed,
+    replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
+    Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -54,6 +55,36 @@ impl MemoryLedger {
         };
         guards.values().cloned().collect()
     }
+
+    /// The write of a take (and of a replay's take): PROCESSING under a new lease, the
+    /// attributes of an absent item filled in.
+    fn taken(items: &mut HashMap<String, Record>, t: &Take) -> TakeOutcome {
+        let r = items.entry(t.key.clone()).or_insert_with(|| Record {
+            key: t.key.clone(),
+            source: t.source.clone(),
+            status: Status::Processing,
+            expires_at: t.expires_at,
+            lease_until: None,
+            lease_owner: None,
+            payload_sha256: t.payload_sha256.clone(),
+            response_status: Some(t.response_status),
+            response_body: Some(t.response_body.clone()),
+            attempts: 0,
+            failures: 0,
+            last_error: None,
+            received_at: t.now_ms,
+            completed_at: None,
+            replays: Default::default(),
+        });
+        r.status = Status::Processing;
+        r.lease_until = Some(t.lease_until_ms);
+        r.lease_owner = Some(t.owner.clone());
+        r.expires_at = t.expires_at;
+        r.attempts += 1;
+        TakeOutcome::Taken {
+            attempts: r.attempts,
+        }
+    }
 }
 
 impl LedgerStore for MemoryLedger {
@@ -94,6 +125,7 @@ impl LedgerStore for MemoryLedger {
                     last_error: None,
                     received_at: c.now_ms,
                     completed_at: None,
+                    replays: Default::default(),
                 },
             );
             ClaimOutcome::Claimed
@@ -128,30 +160,37 @@ impl LedgerStore for MemoryLedger {
             if !take_allowed(existing, t.now_ms) {
                 return refused_take(existing.cloned(), t.now_ms);
             }
-            let r = items.entry(t.key.clone()).or_insert_with(|| Record {
-                key: t.key.clone(),
-                source: t.source.clone(),
-                status: Status::Processing,
-                expires_at: t.expires_at,
-                lease_until: None,
-                lease_owner: None,
-                payload_sha256: t.payload_sha256.clone(),
-                response_status: Some(t.response_status),
-                response_body: Some(t.response_body.clone()),
-                attempts: 0,
-                failures: 0,
-                last_error: None,
-                received_at: t.now_ms,
-                completed_at: None,
-            });
-            r.status = Status::Processing;
-            r.lease_until = Some(t.lease_until_ms);
-            r.lease_owner = Some(t.owner.clone());
-            r.expires_at = t.expires_at;
-            r.attempts += 1;
-            TakeOutcome::Taken {
-                attempts: r.attempts,
+            Self::taken(items, t)
+        }))
+    }
+
+    async fn take_replay(&self, t: &Take, replay_id: &str) -> Result<TakeOutcome, StoreError> {
+        Ok(self.with(|items| {
+            let existing = items.get(&t.key);
+            if !replay_take_allowed(existing, replay_id, t.now_ms) {
+                return refused_replay_take(existing.cloned(), replay_id, t.now_ms);
             }
+            Self::taken(items, t)
+        }))
+    }
+
+    async fn complete_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = replay_complete_allowed(items.get(key), owner);
+            if let Some(r) = items.get_mut(key).filter(|_| ok) {
+                r.status = Status::Completed;
+                r.completed_at = Some(now_ms);
+                r.lease_until = None;
+                r.lease_owner = None;
+                r.replays.insert(replay_id.to_owned());
+            }
+            ok
         }))
     }
 

@@ -6,6 +6,11 @@
 //!                                 \--(lease ran out) claim again               \--defer--> QUEUED --take--> ...
 //! ```
 //!
+//! A **replay** (`inbox-ops replay`, docs/design.md §12) takes the key once more for one
+//! replay id, whatever its status, COMPLETED included (but never from under a live lease),
+//! and its completion records the id in the item's `replays` set, so that a second delivery of
+//! the same replay finds it and does nothing; ordinary redeliveries still meet COMPLETED.
+//!
 //! `fail` is a real failure and counts in `failures`, on which the consumer's dead-letter
 //! decision rests; `defer` is a throttled try (the system of record asked to be called later):
 //! the item goes back to QUEUED and counts in no failure.
@@ -23,6 +28,7 @@
 //! Units: `expires_at` is epoch seconds (the TTL attribute); `lease_until`, `received_at`
 //! and `completed_at` are epoch milliseconds.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 
 pub mod dynamo;
@@ -86,6 +92,8 @@ pub struct Record {
     pub received_at: i64,
     /// Epoch milliseconds.
     pub completed_at: Option<i64>,
+    /// The replay ids whose side effect completed (a string set; absent means none).
+    pub replays: BTreeSet<String>,
 }
 
 impl Record {
@@ -277,6 +285,41 @@ pub enum GuardOutcome {
     Replayed,
 }
 
+/// Replay take (consumer, UpdateItem, as take): the replay `:rid` has not completed yet (or the
+/// item is absent or expired), and no live lease holds the key. Any status otherwise:
+/// COMPLETED is what a replay is for.
+pub const REPLAY_TAKE_CONDITION: &str = "(attribute_not_exists(pk) OR expires_at < :now_s \
+     OR NOT contains(replays, :rid)) AND NOT (lease_until >= :now_ms)";
+
+pub fn replay_take_allowed(existing: Option<&Record>, replay_id: &str, now_ms: i64) -> bool {
+    match existing {
+        None => true,
+        Some(r) => {
+            (r.is_expired(now_ms) || !r.replays.contains(replay_id))
+                && r.lease_until.is_none_or(|until| until < now_ms)
+        }
+    }
+}
+
+/// Replay complete (consumer, UpdateItem: COMPLETED, `completed_at`, the replay id added to
+/// `replays`, lease removed): only while we hold the lease, as complete.
+pub const REPLAY_COMPLETE_CONDITION: &str = FINISH_CONDITION;
+
+pub fn replay_complete_allowed(existing: Option<&Record>, owner: &str) -> bool {
+    finish_allowed(existing, owner)
+}
+
+/// What a refused replay take means: this replay done already (acknowledge), else busy.
+pub fn refused_replay_take(existing: Option<Record>, replay_id: &str, now_ms: i64) -> TakeOutcome {
+    match existing {
+        Some(r) if r.replays.contains(replay_id) && !r.is_expired(now_ms) => TakeOutcome::Completed,
+        Some(r) => TakeOutcome::Busy {
+            lease_until: r.lease_until,
+        },
+        None => TakeOutcome::Busy { lease_until: None },
+    }
+}
+
 /// What a refused take means for the message.
 pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     match existing {
@@ -338,6 +381,21 @@ pub trait LedgerStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<GuardOutcome, StoreError>> + Send;
     /// A plain read, for operators and tests; no transition depends on it.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
+    /// The take of a replay: as [`LedgerStore::take`], under [`REPLAY_TAKE_CONDITION`];
+    /// `Completed` means this replay completed already.
+    fn take_replay(
+        &self,
+        take: &Take,
+        replay_id: &str,
+    ) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send;
+    /// The completion of a replay: as [`LedgerStore::complete`], and the id recorded.
+    fn complete_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
@@ -399,6 +457,22 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
     }
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
         (**self).get(key)
+    }
+    fn take_replay(
+        &self,
+        take: &Take,
+        replay_id: &str,
+    ) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send {
+        (**self).take_replay(take, replay_id)
+    }
+    fn complete_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).complete_replay(key, owner, replay_id, now_ms)
     }
 }
 

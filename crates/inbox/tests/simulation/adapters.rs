@@ -193,6 +193,37 @@ impl LedgerStore for SimLedger {
     async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
         self.inner.get(key).await
     }
+
+    // The simulation sends no replays; these only forward, with the same faults as take and
+    // complete.
+    async fn take_replay(&self, t: &Take, replay_id: &str) -> Result<TakeOutcome, StoreError> {
+        step().await;
+        let f = self.fault("take", &t.key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self.inner.take_replay(t, replay_id).await?;
+        self.answer("take_replay", &format!("{} by {}", t.key, t.owner), f, out)
+    }
+
+    async fn complete_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        step().await;
+        let f = self.fault("complete", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self
+            .inner
+            .complete_replay(key, owner, replay_id, now_ms)
+            .await?;
+        self.answer("complete_replay", &format!("{key} by {owner}"), f, out)
+    }
 }
 
 /// The queue model behind the receiver's `Queue` port.

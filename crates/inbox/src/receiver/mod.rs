@@ -23,9 +23,13 @@ use crate::ledger::{
     self, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
 };
 use crate::metrics::{Metric, Metrics};
-use crate::queue::{Envelope, Outgoing, Queue};
+use crate::queue::{Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::signature::SignatureError;
+use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
+
+mod payload;
+use payload::{envelope_surely_fits, Carry};
 
 /// The metrics' source dimension for requests to a source that is not configured.
 pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
@@ -40,8 +44,8 @@ pub enum Rejection {
     MethodNotAllowed,
     #[error("unknown source")]
     UnknownSource,
-    #[error("body over the limit")]
-    PayloadTooLarge,
+    #[error("body too large: {0}")]
+    PayloadTooLarge(&'static str),
     #[error("malformed body: {0}")]
     MalformedBody(&'static str),
     #[error("invalid signature: {0}")]
@@ -81,7 +85,7 @@ impl Rejection {
         match self {
             Rejection::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Rejection::UnknownSource => (StatusCode::NOT_FOUND, "unknown_source"),
-            Rejection::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Rejection::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Rejection::MalformedBody(_) => (StatusCode::BAD_REQUEST, "malformed_body"),
             Rejection::InvalidSignature(_) => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             Rejection::MissingKey(_) => (StatusCode::BAD_REQUEST, "missing_idempotency_key"),
@@ -131,11 +135,14 @@ fn json_response(status: StatusCode, body: String) -> Response<Body> {
     resp
 }
 
-/// The receiver's tunables (`IN_PROGRESS_WAIT_MS`, `MAX_BODY_BYTES`).
+/// The receiver's tunables (`IN_PROGRESS_WAIT_MS`, `MAX_BODY_BYTES`, `ARCHIVE_BODIES`).
 #[derive(Clone, Copy, Debug)]
 pub struct ReceiverSettings {
     pub in_progress_wait: Duration,
     pub max_body_bytes: usize,
+    /// Archive every source's envelope in the payload bucket (a source's `archive` decides
+    /// for itself where it says).
+    pub archive_bodies: bool,
 }
 
 impl Default for ReceiverSettings {
@@ -146,6 +153,7 @@ impl Default for ReceiverSettings {
             ),
             max_body_bytes: usize::try_from(crate::config::env::DEFAULT_MAX_BODY_BYTES)
                 .unwrap_or(262_144),
+            archive_bodies: false,
         }
     }
 }
@@ -195,14 +203,16 @@ fn source_from(path_parameter: Option<&str>, path: &str) -> Option<String> {
     (segments.next() == Some("webhooks") && !last.is_empty()).then(|| last.to_owned())
 }
 
-/// The receiver, with its collaborators.
-pub struct Receiver<L, Q, C = SystemClock> {
+/// The receiver, with its collaborators. The payload bucket is optional
+/// ([`Receiver::with_store`]): without it, a body whose envelope would not fit the queue is 413.
+pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     sources: Sources,
     ledger: L,
     queue: Q,
     clock: C,
     settings: ReceiverSettings,
     metrics: Metrics,
+    store: S,
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
@@ -221,7 +231,28 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             clock,
             settings,
             metrics,
+            store: NoStore,
         }
+    }
+}
+
+impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+    /// The same receiver with a payload bucket (`PAYLOAD_BUCKET`).
+    pub fn with_store<T: ObjectStore>(self, store: T) -> Receiver<L, Q, C, T> {
+        Receiver {
+            sources: self.sources,
+            ledger: self.ledger,
+            queue: self.queue,
+            clock: self.clock,
+            settings: self.settings,
+            metrics: self.metrics,
+            store,
+        }
+    }
+
+    /// Whether a payload bucket is configured.
+    pub fn has_store(&self) -> bool {
+        self.store.is_configured()
     }
 
     pub fn ledger(&self) -> &L {
@@ -307,7 +338,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             .ok_or(Rejection::UnknownSource)?;
         let body: &[u8] = req.body().as_ref();
         if body.len() > self.settings.max_body_bytes {
-            return Err(Rejection::PayloadTooLarge);
+            return Err(Rejection::PayloadTooLarge("over MAX_BODY_BYTES"));
         }
         source
             .verifier
@@ -336,28 +367,54 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         )?;
         tracing::Span::current().record("key", key.as_str());
         let now = self.clock.now_ms();
-        // Built only once the message is to be sent: a duplicate never pays for the copy of
-        // the body into the envelope.
-        let outgoing = || {
+        let headers = envelope_headers(source, req.headers());
+        // Does the envelope fit the queue's 1 MiB? Measured (the envelope, not the body) only
+        // where it might not; without a bucket, one that does not is refused before the claim.
+        let carry = if envelope_surely_fits(body.len(), &key, &headers) {
+            Carry::Inline(None)
+        } else {
+            let text = Envelope::json_of(&key, source_name, now, &body_sha256, &headers, body);
+            if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
+                Carry::Inline(Some(text))
+            } else if !self.store.is_configured() {
+                return Err(Rejection::PayloadTooLarge(
+                    "the envelope would not fit the queue and no PAYLOAD_BUCKET is configured",
+                ));
+            } else {
+                Carry::InBucket
+            }
+        };
+        let archive = spec.archive.unwrap_or(self.settings.archive_bodies);
+        // Built only once the message is to be sent: a duplicate never pays for the group's
+        // parse, the copy of the body into the envelope, or a write to the bucket.
+        let outgoing = |text: String| {
             Outgoing::new(
                 &fifo::group(&key, &spec.group, source_name, json.as_ref()),
                 &key,
-                Envelope::json_of(
-                    &key,
-                    source_name,
-                    now,
-                    &body_sha256,
-                    &envelope_headers(source, req.headers()),
-                    body,
-                ),
+                text,
+            )
+        };
+        let prepare = || {
+            self.envelope_text(
+                carry,
+                archive,
+                &key,
+                source_name,
+                now,
+                &body_sha256,
+                &headers,
+                body,
             )
         };
         let (status, accepted) = accepted_response(&key);
 
         if spec.delivery == Delivery::AtMostOnce {
             // Declared at-most-once: no ledger; the queue's five-minute window is all there is.
+            let text = prepare()
+                .await
+                .map_err(|e| Rejection::Internal(e.to_string()))?;
             self.queue
-                .send(outgoing())
+                .send(outgoing(text))
                 .await
                 .map_err(|e| Rejection::Internal(e.to_string()))?;
             self.metrics.count(source_name, Metric::Accepted);
@@ -378,7 +435,17 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             return self.replay(source, &key, &body_sha256, &existing);
         }
 
-        if let Err(e) = self.queue.send(outgoing()).await {
+        // The body (where it does not fit) and the archived envelope go to the bucket after
+        // the claim and before the send; a failure there is a failure to enqueue.
+        let sent = match prepare().await {
+            Ok(text) => self
+                .queue
+                .send(outgoing(text))
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = sent {
             match self.ledger.release(&key, &inv.request_id).await {
                 Ok(released) => {
                     info!(source = source_name, key = %key, released, outcome = "released")
@@ -388,7 +455,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
                 }
             }
             self.metrics.count(source_name, Metric::Released);
-            return Err(Rejection::Internal(e.to_string()));
+            return Err(Rejection::Internal(e));
         }
 
         match self.ledger.mark_queued(&key, &inv.request_id).await {

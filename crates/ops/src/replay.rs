@@ -1,0 +1,318 @@
+//! `inbox-ops replay`: puts archived events back on the queue as replays (docs/design.md §12).
+//!
+//! The archive (`ARCHIVE_BODIES`) holds each accepted event's envelope under
+//! `archive/<source>/<yyyy>/<mm>/<dd>/<hh>/<sha256 of key>`, so a key is found from its ledger
+//! item (source and `received_at`) and a time range of one source is one prefix listing per
+//! hour. Each selected envelope is sent with one replay id for the whole run: in the envelope
+//! (`replay_id`) and in the `MessageDeduplicationId` (`<key>#replay:<id>`, made SQS-safe), so
+//! the consumer runs the side effect once more per replay id, COMPLETED or not, and a second
+//! delivery of the same replay, or the same command run again with `--replay-id`, does
+//! nothing more. No index beyond S3 itself.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use inbox::ledger::{LedgerStore, Status};
+use inbox::queue::{Envelope, Outgoing, Queue, MAX_REPLAY_ID_LEN};
+use inbox::store::{archive_hour_prefix, archive_key, ObjectStore};
+
+use crate::cli::{ReplayArgs, StatusFilter};
+
+/// Which events: one key, or one source's events received in `[from_ms, to_ms)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Selection {
+    Key(String),
+    Range {
+        source: String,
+        from_ms: i64,
+        to_ms: i64,
+    },
+}
+
+/// One event the archive holds, selected for a replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// The archived envelope's object key.
+    pub object: String,
+    pub envelope: Envelope,
+    /// The ledger item's status, where there is one.
+    pub status: Option<Status>,
+}
+
+impl StatusFilter {
+    fn admits(self, status: Option<Status>) -> bool {
+        match self {
+            StatusFilter::Any => true,
+            StatusFilter::Completed => status == Some(Status::Completed),
+            StatusFilter::Failed => status == Some(Status::Failed),
+        }
+    }
+}
+
+/// A replay id: 1 to [`MAX_REPLAY_ID_LEN`] letters, digits, `-` and `_`.
+pub fn check_replay_id(id: &str) -> anyhow::Result<()> {
+    if id.is_empty()
+        || id.len() > MAX_REPLAY_ID_LEN
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        bail!("a replay id is 1 to {MAX_REPLAY_ID_LEN} letters, digits, `-` and `_`: `{id}`");
+    }
+    Ok(())
+}
+
+/// A new replay id: `rp-<UTC time>-<8 hex digits>`.
+pub fn new_replay_id(now_ms: i64) -> String {
+    let stamp = jiff::Timestamp::from_millisecond(now_ms)
+        .map(|t| t.strftime("%Y%m%dT%H%M%SZ").to_string())
+        .unwrap_or_else(|_| now_ms.to_string());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let noise = inbox::key::sha256_hex(format!("{nanos}:{}", std::process::id()).as_bytes());
+    format!("rp-{stamp}-{}", &noise[..8])
+}
+
+/// The `MessageDeduplicationId` of a replay (before [`Outgoing::new`] makes it SQS-safe).
+pub fn replay_dedup(key: &str, replay_id: &str) -> String {
+    format!("{key}#replay:{replay_id}")
+}
+
+/// The archived envelope's object key of a ledger item: its source's hour of receipt.
+pub async fn archived_object(
+    ledger: &impl LedgerStore,
+    key: &str,
+) -> anyhow::Result<(String, Option<Status>)> {
+    let record = ledger
+        .get(key)
+        .await?
+        .ok_or_else(|| anyhow!("no ledger item for `{key}`: select by --source, --from, --to"))?;
+    Ok((
+        archive_key(&record.source, key, record.received_at),
+        Some(record.status),
+    ))
+}
+
+/// The archived envelope at `object`.
+pub async fn read_envelope(store: &impl ObjectStore, object: &str) -> anyhow::Result<Envelope> {
+    let bytes = store
+        .get(object)
+        .await?
+        .ok_or_else(|| anyhow!("not in the archive: {}", store.url(object)))?;
+    let text = String::from_utf8(bytes).context("an archived envelope is UTF-8 JSON")?;
+    Envelope::parse(&text).with_context(|| format!("archived envelope {}", store.url(object)))
+}
+
+/// The events a replay would send, in the archive's order, filtered by their ledger status.
+pub async fn select(
+    store: &impl ObjectStore,
+    ledger: &impl LedgerStore,
+    selection: &Selection,
+    status: StatusFilter,
+) -> anyhow::Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    match selection {
+        Selection::Key(key) => {
+            let (object, found) = archived_object(ledger, key).await?;
+            let envelope = read_envelope(store, &object).await?;
+            if status.admits(found) {
+                out.push(Candidate {
+                    object,
+                    envelope,
+                    status: found,
+                });
+            }
+        }
+        Selection::Range {
+            source,
+            from_ms,
+            to_ms,
+        } => {
+            if to_ms <= from_ms {
+                bail!("--to must be after --from");
+            }
+            // One listing per hour; the envelope's received_at decides at the edges.
+            let mut hour = from_ms - from_ms.rem_euclid(3_600_000);
+            while hour < *to_ms {
+                for object in store.list(&archive_hour_prefix(source, hour)).await? {
+                    let envelope = read_envelope(store, &object).await?;
+                    if envelope.received_at < *from_ms || envelope.received_at >= *to_ms {
+                        continue;
+                    }
+                    let found = ledger.get(&envelope.key).await?.map(|r| r.status);
+                    if status.admits(found) {
+                        out.push(Candidate {
+                            object,
+                            envelope,
+                            status: found,
+                        });
+                    }
+                }
+                hour += 3_600_000;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The queue message of a replay: the archived envelope with the replay id, grouped by its
+/// key, deduplicated by key and replay id.
+pub fn replay_message(candidate: &Candidate, replay_id: &str) -> Outgoing {
+    let mut envelope = candidate.envelope.clone();
+    envelope.replay_id = Some(replay_id.to_owned());
+    Outgoing::new(
+        &envelope.key,
+        &replay_dedup(&envelope.key, replay_id),
+        envelope.to_json(),
+    )
+}
+
+/// Sends each candidate's replay, at most `per_second` a second, calling `sent` after each.
+pub async fn send(
+    queue: &impl Queue,
+    candidates: &[Candidate],
+    replay_id: &str,
+    per_second: u32,
+    mut sent: impl FnMut(&Candidate),
+) -> anyhow::Result<usize> {
+    check_replay_id(replay_id)?;
+    let gap = Duration::from_secs_f64(1.0 / f64::from(per_second.max(1)));
+    let mut ticks = tokio::time::interval(gap);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut count = 0;
+    for candidate in candidates {
+        ticks.tick().await;
+        queue
+            .send(replay_message(candidate, replay_id))
+            .await
+            .with_context(|| format!("sending the replay of {}", candidate.envelope.key))?;
+        count += 1;
+        sent(candidate);
+    }
+    Ok(count)
+}
+
+/// `--from` / `--to`: RFC 3339 (`2026-12-03T13:00:00Z`) or epoch milliseconds.
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Ok(ms);
+    }
+    text.parse::<jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .map_err(|e| format!("`{text}` is neither RFC 3339 nor epoch milliseconds: {e}"))
+}
+
+/// `--rate`: `N/s` or `N`, events a second, 1 to 1000.
+pub fn parse_rate(text: &str) -> Result<u32, String> {
+    let n = text.strip_suffix("/s").unwrap_or(text);
+    match n.trim().parse::<u32>() {
+        Ok(n @ 1..=1000) => Ok(n),
+        _ => Err(format!("`{text}` is not a rate of 1/s to 1000/s")),
+    }
+}
+
+/// Runs `replay`: lists (`--dry-run`) or sends, with a progress bar on stderr.
+pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let selection = match (&args.key, &args.source, args.from, args.to) {
+        (Some(key), None, None, None) => Selection::Key(key.clone()),
+        (None, Some(source), Some(from_ms), Some(to_ms)) => Selection::Range {
+            source: source.clone(),
+            from_ms,
+            to_ms,
+        },
+        _ => bail!("give --key KEY, or --source SOURCE --from TIME --to TIME"),
+    };
+    let replay_id = match &args.replay_id {
+        Some(id) => id.clone(),
+        None => new_replay_id(inbox::clock::Clock::now_ms(&inbox::clock::SystemClock)),
+    };
+    check_replay_id(&replay_id)?;
+    let sdk = crate::aws::config().await;
+    let store = inbox::store::S3Store::new(inbox::store::s3_client(&sdk), &args.bucket);
+    let ledger = inbox::ledger::dynamo::DynamoLedger::new(crate::aws::dynamo(&sdk), &args.table);
+    let candidates = select(&store, &ledger, &selection, args.status).await?;
+    if args.dry_run {
+        for c in &candidates {
+            println!(
+                "{}\t{}\t{}\t{}",
+                c.envelope.key,
+                time_text(c.envelope.received_at),
+                c.status.map_or("(no ledger item)", Status::as_str),
+                c.object
+            );
+        }
+        eprintln!("dry run: {} event(s) would be replayed", candidates.len());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let queue = inbox::queue::SqsQueue::new(crate::aws::sqs(&sdk), &args.queue);
+    let bar = indicatif::ProgressBar::new(candidates.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {per_sec} eta {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let sent = send(&queue, &candidates, &replay_id, args.rate, |_| bar.inc(1)).await;
+    bar.finish_and_clear();
+    let sent = sent?;
+    println!("replay {replay_id}: {sent} event(s) sent");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn time_text(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| ms.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_ids_times_and_rates_parse() {
+        assert!(check_replay_id("rp-20261203T130000Z-0a1b2c3d").is_ok());
+        assert!(check_replay_id(&new_replay_id(1_796_306_399_999)).is_ok());
+        assert!(new_replay_id(1_796_306_399_999).starts_with("rp-20261203T135959Z-"));
+        for bad in ["", "a b", "x#y", &"x".repeat(65)] {
+            assert!(check_replay_id(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_time("2026-12-03T13:00:00Z"), Ok(1_796_302_800_000));
+        assert_eq!(parse_time("5"), Ok(5));
+        assert!(parse_time("yesterday").is_err());
+        assert_eq!(parse_rate("10/s"), Ok(10));
+        assert_eq!(parse_rate("3"), Ok(3));
+        assert!(parse_rate("0/s").is_err() && parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn a_replay_message_carries_the_id_in_body_and_dedup_id() {
+        let c = Candidate {
+            object: "archive/s/x".into(),
+            envelope: Envelope::new("s:1", "s", 5, "h", Default::default(), b"{}"),
+            status: Some(Status::Completed),
+        };
+        let m = replay_message(&c, "rp-1");
+        assert_eq!(m.dedup_id(), "s:1#replay:rp-1");
+        assert_eq!(m.group_id(), "s:1");
+        let back = Envelope::parse(m.body()).unwrap();
+        assert_eq!(back.replay_id.as_deref(), Some("rp-1"));
+        assert_eq!(back.body_bytes().unwrap(), b"{}");
+        // A long key: the SQS-safe hash, still one per key and replay.
+        let long = Candidate {
+            envelope: Envelope::new(
+                &format!("s:{}", "k".repeat(130)),
+                "s",
+                5,
+                "h",
+                Default::default(),
+                b"{}",
+            ),
+            ..c
+        };
+        let (a, b) = (replay_message(&long, "rp-1"), replay_message(&long, "rp-2"));
+        assert_eq!(a.dedup_id().len(), 64);
+        assert_ne!(a.dedup_id(), b.dedup_id());
+    }
+}
