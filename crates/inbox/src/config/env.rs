@@ -5,6 +5,10 @@ use super::ConfigError;
 
 pub const DEFAULT_IN_PROGRESS_WAIT_MS: u64 = 1000;
 pub const DEFAULT_MAX_BODY_BYTES: u64 = 262_144;
+/// The replay cache's size (`REPLAY_CACHE_KEYS`): keys one warm receiver remembers.
+pub const DEFAULT_REPLAY_CACHE_KEYS: u64 = 10_000;
+/// The replay cache's maximum age (`REPLAY_CACHE_SECONDS`).
+pub const DEFAULT_REPLAY_CACHE_SECONDS: u64 = 300;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
 pub const DEFAULT_MAX_FAILURES: u64 = crate::consumer::DEFAULT_MAX_FAILURES as u64;
@@ -41,13 +45,16 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
-/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS`, `MAX_BODY_BYTES`.
+/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS` (no longer
+/// used), `MAX_BODY_BYTES`, `REPLAY_CACHE_KEYS`, `REPLAY_CACHE_SECONDS`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,
     pub queue_url: String,
     pub in_progress_wait_ms: u64,
     pub max_body_bytes: u64,
+    pub replay_cache_keys: u64,
+    pub replay_cache_seconds: u64,
 }
 
 impl ReceiverEnv {
@@ -64,6 +71,8 @@ impl ReceiverEnv {
             queue_url: required("QUEUE_URL")?,
             in_progress_wait_ms: number_or("IN_PROGRESS_WAIT_MS", DEFAULT_IN_PROGRESS_WAIT_MS)?,
             max_body_bytes,
+            replay_cache_keys: number_or("REPLAY_CACHE_KEYS", DEFAULT_REPLAY_CACHE_KEYS)?,
+            replay_cache_seconds: number_or("REPLAY_CACHE_SECONDS", DEFAULT_REPLAY_CACHE_SECONDS)?,
         })
     }
 }
