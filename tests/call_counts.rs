@@ -2,8 +2,12 @@
 //! real clients) against the local AWS API server. Every path's whole tally is compared, so
 //! an extra call of any operation (a read before a write, a fallback GetItem, a retry) fails.
 //!
-//! - receiver, first delivery: PutItem (claim) + SendMessage + UpdateItem (mark queued)
-//! - receiver, duplicate: one PutItem (the refused claim carries the old item, `ALL_OLD`)
+//! - receiver, first delivery: PutItem (claim) + SendMessage, two sequential round trips
+//! - receiver, duplicate of a key the consumer has taken (final): one PutItem (the refused
+//!   claim carries the old item, `ALL_OLD`)
+//! - receiver, duplicate behind a live claim (RECEIVED, not yet taken): PutItem + its own
+//!   SendMessage with the same deduplication id (one message on the queue)
+//! - receiver, warm duplicate of a key it answered (replay cache): no call at all
 //! - consumer, per event: UpdateItem (take) + UpdateItem (complete), and one side effect
 //! - consumer, an already completed event: one UpdateItem (the refused take), no side effect
 //! - and the clients' connections: DynamoDB and SQS share one pool (one connection between them)
@@ -92,7 +96,7 @@ fn delivery(source: &str, id: &str) -> lambda_http::Request {
 const SOURCES: [&str; 5] = ["github", "stripe", "acme", "shop", "orders"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn receiver_first_delivery_is_put_item_send_message_update_item() {
+async fn receiver_first_delivery_is_put_item_then_send_message() {
     let aws = LocalAws::new("cc-first").await;
     let rx = aws.receiver(ReceiverSettings::default()).await.0;
     for source in SOURCES {
@@ -103,30 +107,66 @@ async fn receiver_first_delivery_is_put_item_send_message_update_item() {
         assert_eq!(resp.status(), 200, "{source}");
         assert_eq!(
             aws.faults.all_calls(),
-            tally(&[("PutItem", 1), ("SendMessage", 1), ("UpdateItem", 1)]),
+            tally(&[("PutItem", 1), ("SendMessage", 1)]),
             "{source}: first delivery"
         );
     }
 }
 
+fn replayed(resp: &lambda_http::Response<lambda_http::Body>) -> bool {
+    resp.headers()
+        .get(inbox::receiver::REPLAYED_HEADER)
+        .map(|v| v.as_bytes())
+        == Some(&b"true"[..])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn receiver_duplicate_is_one_put_item() {
+async fn receiver_duplicate_behind_a_live_claim_sends_again_with_the_same_dedup_id() {
+    let aws = LocalAws::new("cc-dup-live").await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
+    let (b, _) = bridge(&aws).await;
+    for source in SOURCES {
+        let id = format!("live-{source}");
+        let first = rx.handle(delivery(source, &id)).await;
+        assert_eq!(first.status(), 200);
+        aws.faults.reset_calls();
+        let resp = rx.handle(delivery(source, &id)).await;
+        assert_eq!(resp.status(), 200, "{source}");
+        assert!(replayed(&resp), "{source}: replayed");
+        assert_eq!(resp.body(), first.body(), "{source}: the first answer");
+        assert_eq!(
+            aws.faults.all_calls(),
+            tally(&[("PutItem", 1), ("SendMessage", 1)]),
+            "{source}: duplicate behind a live claim"
+        );
+    }
+    // SQS kept one message per key.
+    let mut messages = 0;
+    while let Some(batch) = Some(b.receive().await.expect("receive")).filter(|m| !m.is_empty()) {
+        messages += batch.len();
+    }
+    assert_eq!(messages, SOURCES.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_duplicate_of_a_taken_key_is_one_put_item() {
     let aws = LocalAws::new("cc-dup").await;
     let rx = aws.receiver(ReceiverSettings::default()).await.0;
+    let sor = SystemOfRecord::start();
+    let (cx, _) = consumer(&aws, &sor);
+    let (b, _) = bridge(&aws).await;
     for source in SOURCES {
         let id = format!("dup-{source}");
         assert_eq!(rx.handle(delivery(source, &id)).await.status(), 200);
+    }
+    drain(&b, &cx).await;
+    for source in SOURCES {
+        let id = format!("dup-{source}");
         for attempt in 1..=3 {
             aws.faults.reset_calls();
             let resp = rx.handle(delivery(source, &id)).await;
             assert_eq!(resp.status(), 200, "{source}");
-            assert_eq!(
-                resp.headers()
-                    .get(inbox::receiver::REPLAYED_HEADER)
-                    .map(|v| v.as_bytes()),
-                Some(&b"true"[..]),
-                "{source}: replayed"
-            );
+            assert!(replayed(&resp), "{source}: replayed");
             assert_eq!(
                 aws.faults.all_calls(),
                 tally(&[("PutItem", 1)]),
@@ -134,6 +174,51 @@ async fn receiver_duplicate_is_one_put_item() {
             );
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_warm_duplicate_is_no_call_and_a_changed_payload_is_still_refused() {
+    let aws = LocalAws::new("cc-dup-warm").await;
+    let rx = aws
+        .receiver(ReceiverSettings::default().with_replay_cache(100))
+        .await
+        .0;
+    for source in SOURCES {
+        let id = format!("warm-{source}");
+        let first = rx.handle(delivery(source, &id)).await;
+        assert_eq!(first.status(), 200);
+        for attempt in 1..=3 {
+            aws.faults.reset_calls();
+            let resp = rx.handle(delivery(source, &id)).await;
+            assert_eq!(resp.status(), 200, "{source}");
+            assert!(replayed(&resp), "{source}: replayed");
+            assert_eq!(resp.body(), first.body(), "{source}: the first answer");
+            assert_eq!(
+                aws.faults.all_calls(),
+                BTreeMap::new(),
+                "{source}: warm duplicate #{attempt}"
+            );
+        }
+    }
+    // `strict` refuses a changed payload under the same key: answered from memory too.
+    let body = br#"{"action":"opened"}"#.to_vec();
+    let first = post(
+        "strict",
+        &testkit::github_headers("warm-strict", &body),
+        &body,
+    );
+    assert_eq!(rx.handle(first).await.status(), 200);
+    let changed = br#"{"action":"closed"}"#.to_vec();
+    aws.faults.reset_calls();
+    let resp = rx
+        .handle(post(
+            "strict",
+            &testkit::github_headers("warm-strict", &changed),
+            &changed,
+        ))
+        .await;
+    assert_eq!(resp.status(), 422);
+    assert_eq!(aws.faults.all_calls(), BTreeMap::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -422,7 +422,7 @@ async fn a_429_with_retry_after_comes_back_after_it_and_then_completes_once() {
     let held = aws.ledger().get(&second).await.unwrap().expect("claimed");
     assert_eq!(
         (held.status, held.attempts),
-        (Status::Queued, 0),
+        (Status::Received, 0),
         "never taken"
     );
 

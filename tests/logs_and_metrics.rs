@@ -282,7 +282,8 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let (s, rid_retry) = post(&rx, "github", &gh("logs-c", &c), &c).await;
     assert_eq!(s, 200);
 
-    // A first delivery still between claim and enqueue (another invocation holds it): 503.
+    // A first delivery still between claim and enqueue (another invocation holds it): the
+    // duplicate sends the event itself and replays the first answer.
     let d = body(4);
     let now = testkit::now_ms();
     aws.ledger()
@@ -300,7 +301,7 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
         .await
         .expect("claim");
     let (s, rid_in_progress) = post(&rx, "github", &gh("logs-d", &d), &d).await;
-    assert_eq!(s, 503);
+    assert_eq!(s, 200);
 
     // No key: 400.
     let mut no_key = gh("logs-x", &d);
@@ -405,8 +406,8 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let internal = one("rejected", c_key, &rid_released);
     assert_eq!(internal.get("error"), Some("internal"));
     one("accepted", c_key, &rid_retry);
-    let busy = one("in_progress", Some("github:logs-d"), &rid_in_progress);
-    assert_eq!(busy.get("error"), Some("in_progress"));
+    let busy = one("replayed", Some("github:logs-d"), &rid_in_progress);
+    assert_eq!(busy.get("status"), Some("RECEIVED"));
     let missing = one("rejected", None, &rid_no_key);
     assert_eq!(missing.get("error"), Some("missing_idempotency_key"));
     assert!(missing
@@ -467,8 +468,7 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     emf.extend(cx_thief_metrics.lock().expect("metrics").iter().cloned());
     let expected_github = [
         (Metric::Accepted, 3),
-        (Metric::Replayed, 2),
-        (Metric::InProgressConflict, 1),
+        (Metric::Replayed, 3),
         (Metric::SignatureRejected, 1),
         (Metric::PayloadMismatch, 1),
         (Metric::Released, 1),

@@ -1,8 +1,6 @@
 //! The receiver, end to end against a real AWS-API server (moto on loopback), through the
 //! SDK clients the function uses, with tables and queues made from template.yaml.
 
-use std::time::Duration;
-
 use aws_sdk_dynamodb::types::AttributeValue;
 use devstack::faults::When;
 use devstack::testkit::apigw::ApiGatewayEvent;
@@ -28,7 +26,7 @@ fn gh_body(n: u32) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_delivery_is_claimed_enqueued_and_marked_queued() {
+async fn first_delivery_is_claimed_and_enqueued_in_two_calls() {
     let aws = LocalAws::new("first").await;
     let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(1);
@@ -66,9 +64,10 @@ async fn first_delivery_is_claimed_enqueued_and_marked_queued() {
     let items = aws.ledger_items().await;
     assert_eq!(items.len(), 1);
     let item = &items[0];
-    assert_eq!(item.status, Status::Queued);
-    assert_eq!(item.lease_owner, None);
-    assert_eq!(item.lease_until, None);
+    // Left RECEIVED under the claim's lease: the consumer's take accepts it (no mark queued).
+    assert_eq!(item.status, Status::Received);
+    assert!(item.lease_owner.is_some());
+    assert!(item.lease_until.is_some());
     assert_eq!(item.response_status, Some(200));
     let now_s = testkit::now_ms() / 1000;
     // expires_at is epoch seconds, a week ahead (not milliseconds).
@@ -79,11 +78,11 @@ async fn first_delivery_is_claimed_enqueued_and_marked_queued() {
     );
     assert_eq!(aws.faults.calls("PutItem"), 1);
     assert_eq!(aws.faults.calls("SendMessage"), 1);
-    assert_eq!(aws.faults.calls("UpdateItem"), 1);
+    assert_eq!(aws.faults.calls("UpdateItem"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn duplicate_replays_the_first_response_with_one_put_item() {
+async fn duplicate_behind_the_live_claim_sends_again_and_replays_the_first_response() {
     let aws = LocalAws::new("dup").await;
     let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(2);
@@ -98,9 +97,10 @@ async fn duplicate_replays_the_first_response_with_one_put_item() {
     assert_eq!(second.status(), 200);
     assert!(replayed(&second));
     assert_eq!(body_json(&second), body_json(&first));
+    // Not yet taken by the consumer: RECEIVED, so the duplicate sends too (same dedup id).
     assert_eq!(
         aws.faults.all_calls().into_iter().collect::<Vec<_>>(),
-        vec![("PutItem".to_owned(), 1)]
+        vec![("PutItem".to_owned(), 1), ("SendMessage".to_owned(), 1)]
     );
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
     let lines = lines.lock().expect("metrics").clone();
@@ -128,7 +128,7 @@ async fn thirty_two_concurrent_deliveries_give_one_message_and_one_item() {
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
     let items = aws.ledger_items().await;
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0].status, Status::Queued);
+    assert_eq!(items[0].status, Status::Received);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,7 +155,7 @@ async fn sqs_failure_releases_the_claim_and_the_retry_succeeds() {
     assert_eq!(retry.status(), 200);
     assert!(!replayed(&retry));
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
-    assert_eq!(aws.ledger_items().await[0].status, Status::Queued);
+    assert_eq!(aws.ledger_items().await[0].status, Status::Received);
     assert_eq!(
         tally(&lines.lock().expect("metrics"), "github", Metric::Released),
         1
@@ -181,15 +181,17 @@ async fn claim_failure_answers_500_and_writes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mark_queued_failure_still_answers_200_because_the_event_is_queued() {
+async fn a_first_delivery_makes_no_update_item() {
     let aws = LocalAws::new("markfail").await;
     let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
     let body = gh_body(6);
+    // An UpdateItem would fail: there is none on the receiver's path.
     aws.faults.fail("UpdateItem", When::Before, 1);
     let resp = rx
         .handle(post("github", &github_headers("d-6", &body), &body))
         .await;
     assert_eq!(resp.status(), 200);
+    assert_eq!(aws.faults.calls("UpdateItem"), 0);
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
     assert_eq!(aws.ledger_items().await[0].status, Status::Received);
 }
@@ -237,7 +239,7 @@ async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
     assert!(!replayed(&resp), "an expired key is a first delivery");
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
     let items = aws.ledger_items().await;
-    assert_eq!(items[0].status, Status::Queued);
+    assert_eq!(items[0].status, Status::Received);
     assert!(items[0].expires_at > now_s + 3600);
 }
 
@@ -262,14 +264,15 @@ async fn a_claim_whose_lease_ran_out_is_taken_over() {
     assert_eq!(resp.status(), 200);
     assert!(!replayed(&resp));
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
-    assert_eq!(aws.ledger_items().await[0].status, Status::Queued);
+    assert_eq!(aws.ledger_items().await[0].status, Status::Received);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_in_flight_duplicate_waits_then_answers_503_with_retry_after() {
+async fn an_in_flight_duplicate_sends_the_event_itself_and_replays_the_first_answer() {
     let aws = LocalAws::new("inflight").await;
     let (rx, lines) = aws.receiver(testkit::in_progress_wait(150)).await;
     let now = testkit::now_ms();
+    // A live claim whose invocation has not sent yet (or died before it could).
     put_raw_item(
         &aws,
         "github:d-9",
@@ -279,36 +282,34 @@ async fn an_in_flight_duplicate_waits_then_answers_503_with_retry_after() {
     )
     .await;
     let body = gh_body(9);
-    let started = std::time::Instant::now();
     let resp = rx
         .handle(post("github", &github_headers("d-9", &body), &body))
         .await;
-    assert!(
-        started.elapsed() >= Duration::from_millis(150),
-        "waited the bounded time"
-    );
-    assert_eq!(resp.status(), 503);
-    assert_eq!(
-        resp.headers().get("retry-after").map(|v| v.as_bytes()),
-        Some(&b"1"[..])
-    );
+    assert_eq!(resp.status(), 200);
+    assert!(replayed(&resp));
     assert_eq!(
         body_json(&resp),
-        serde_json::json!({"error": "in_progress"})
+        serde_json::json!({"status": "accepted", "key": "github:d-9"})
     );
-    assert!(aws.receive_all(&aws.resources.queue_url).await.is_empty());
+    // On the queue once the 200 is out: whatever became of the first delivery.
+    let msgs = aws.receive_all(&aws.resources.queue_url).await;
+    assert_eq!(msgs.len(), 1);
+    let env = Envelope::parse(msgs[0].body().expect("body")).expect("an envelope");
+    assert_eq!(env.key, "github:d-9");
+    let item = &aws.ledger_items().await[0];
+    assert_eq!(item.status, Status::Received);
     assert_eq!(
-        tally(
-            &lines.lock().expect("metrics"),
-            "github",
-            Metric::InProgressConflict
-        ),
-        1
+        item.lease_owner.as_deref(),
+        Some("live-invocation"),
+        "not ours"
     );
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "github", Metric::Replayed), 1);
+    assert_eq!(tally(&lines, "github", Metric::InProgressConflict), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_in_flight_duplicate_replays_once_the_first_finishes() {
+async fn an_in_flight_duplicate_whose_send_fails_answers_500_and_leaves_the_claim() {
     let aws = LocalAws::new("inflight2").await;
     let (rx, _) = aws.receiver(testkit::in_progress_wait(3000)).await;
     let now = testkit::now_ms();
@@ -320,18 +321,21 @@ async fn an_in_flight_duplicate_replays_once_the_first_finishes() {
         Some((now + 60_000, "first")),
     )
     .await;
-    let finish = async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        aws.ledger().mark_queued("github:d-10", "first").await
-    };
+    aws.faults.fail("SendMessage", When::Before, 1);
     let body = gh_body(10);
-    let (resp, marked) = tokio::join!(
-        rx.handle(post("github", &github_headers("d-10", &body), &body)),
-        finish
-    );
-    assert_eq!(marked, Ok(true));
-    assert_eq!(resp.status(), 200);
-    assert!(replayed(&resp));
+    let resp = rx
+        .handle(post("github", &github_headers("d-10", &body), &body))
+        .await;
+    assert_eq!(resp.status(), 500);
+    assert_eq!(aws.faults.calls("DeleteItem"), 0, "the claim is not ours");
+    assert_eq!(aws.ledger_items().await[0].status, Status::Received);
+    // The sender's retry sends and gets the first answer.
+    let retry = rx
+        .handle(post("github", &github_headers("d-10", &body), &body))
+        .await;
+    assert_eq!(retry.status(), 200);
+    assert!(replayed(&retry));
+    assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
 }
 
 use inbox::ledger::LedgerStore as _;

@@ -21,9 +21,11 @@ impl Aws {
         devstack::local_stack::deploy(&sdk, "bench", sources, forward_url).await
     }
 
-    /// Items in `table` (a full scan).
-    pub async fn count_items(&self, table: &str) -> Result<usize> {
+    /// Items in `table` and the size of the largest in bytes, as DynamoDB counts it for
+    /// capacity units (a full scan).
+    pub async fn count_items(&self, table: &str) -> Result<(usize, usize)> {
         let mut n = 0;
+        let mut largest = 0;
         let mut start = None;
         loop {
             let out = self
@@ -34,9 +36,47 @@ impl Aws {
                 .send()
                 .await?;
             n += out.items().len();
+            for item in out.items() {
+                largest = largest.max(item_bytes(item));
+            }
             start = out.last_evaluated_key;
             if start.is_none() {
-                return Ok(n);
+                return Ok((n, largest));
+            }
+        }
+    }
+
+    /// Every item of the receiver's ledger `table` COMPLETED, lease removed: what the consumer
+    /// leaves behind (`--settle-before-duplicates`).
+    pub async fn complete_all(&self, table: &str) -> Result<()> {
+        use aws_sdk_dynamodb::types::AttributeValue as V;
+        let mut start = None;
+        loop {
+            let out = self
+                .dynamo
+                .scan()
+                .table_name(table)
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            for item in out.items() {
+                let Some(pk) = item.get("pk") else { continue };
+                self.dynamo
+                    .update_item()
+                    .table_name(table)
+                    .key("pk", pk.clone())
+                    .update_expression(
+                        "SET #status = :completed, attempts = :one REMOVE lease_until, lease_owner",
+                    )
+                    .expression_attribute_names("#status", "status")
+                    .expression_attribute_values(":completed", V::S("COMPLETED".into()))
+                    .expression_attribute_values(":one", V::N("1".into()))
+                    .send()
+                    .await?;
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(());
             }
         }
     }
@@ -92,4 +132,23 @@ impl Aws {
             .await?;
         Ok((table, queue.queue_url().context("queue url")?.to_owned()))
     }
+}
+
+/// An item's size as DynamoDB bills it: each attribute's name and value (strings and binary
+/// by length; numbers about one byte per two digits plus one).
+fn item_bytes(
+    item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    item.iter()
+        .map(|(name, v)| {
+            name.len()
+                + match v {
+                    V::S(s) => s.len(),
+                    V::N(n) => n.len().div_ceil(2) + 1,
+                    V::B(b) => b.as_ref().len(),
+                    _ => 1,
+                }
+        })
+        .sum()
 }

@@ -17,6 +17,11 @@ use crate::zips::zip_sizes;
 /// Runs everything `o` asks for and hands back the report.
 pub async fn run(o: &Options) -> Result<String> {
     let root = moto::workspace_root();
+    let mut o = o.clone();
+    if o.memory_mb == 0 {
+        o.memory_mb = crate::bill::template_memory_mb(&root)?;
+    }
+    let o = &o;
     let python = moto::python()?;
     for p in [&o.receiver, &o.consumer] {
         if !p.exists() {
@@ -46,6 +51,7 @@ pub async fn run(o: &Options) -> Result<String> {
     let store = Store {
         table: &ours.table,
         queue_url: &ours.queue_url,
+        settle: true,
     };
     runs.push(run_function(&receiver, o, &endpoint, store, &aws).await?);
     if !o.skip_peer {
@@ -53,6 +59,7 @@ pub async fn run(o: &Options) -> Result<String> {
         let store = Store {
             table: &peer_table,
             queue_url: &peer_queue,
+            settle: false,
         };
         runs.push(run_function(&peer, o, &endpoint, store, &aws).await?);
     }

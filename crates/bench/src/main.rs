@@ -20,9 +20,11 @@
 //! processes), [`runtime`] (Runtime API emulator), [`proxy`] (counting proxy), [`http`]
 //! (their server), [`procfs`] (CPU, RSS), [`workload`] (deliveries), [`phases`] (one
 //! function's measured run), [`init`] (init durations), [`zips`] (zip sizes), [`aws`]
-//! (direct AWS), [`report`] (the markdown).
+//! (direct AWS), [`bill`] (the bill per million webhooks and its prices), [`report`] (the
+//! markdown).
 
 mod aws;
+mod bill;
 mod driver;
 mod function;
 mod http;

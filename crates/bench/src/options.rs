@@ -13,7 +13,7 @@ use clap::Parser;
 /// Both functions run as processes polling a Runtime API emulator, one invocation at a time
 /// per process, one process per concurrent request; their AWS calls go through a counting
 /// proxy, their CPU is read from /proc.
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(name = "bench")]
 pub struct Options {
     /// Deliveries in all: the first delivery of every event, then duplicates.
@@ -49,9 +49,23 @@ pub struct Options {
     /// Measure the receiver only, without the Powertools peer.
     #[arg(long)]
     pub skip_peer: bool,
-    /// Extra latency the proxy adds to every AWS call (a slower AWS), milliseconds.
+    /// Latency the proxy adds to every DynamoDB call, milliseconds: a same-region round trip
+    /// (DynamoDB's published "single-digit millisecond"; see BENCHMARKS.md).
+    #[arg(long, default_value_t = 5)]
+    pub dynamodb_ms: u64,
+    /// Latency the proxy adds to every SQS call, milliseconds (see BENCHMARKS.md).
+    #[arg(long, default_value_t = 15)]
+    pub sqs_ms: u64,
+    /// Between the first deliveries and the duplicates, mark every item of the receiver's
+    /// ledger COMPLETED directly on moto (not through the proxy, not counted), as the consumer
+    /// leaves them: duplicates that arrive after the event was processed, as a sender's
+    /// retries usually do. Without it no consumer runs and every duplicate finds its key still
+    /// RECEIVED. The peer has no consumer; its items are final after its own write.
+    #[arg(long)]
+    pub settle_before_duplicates: bool,
+    /// Lambda memory size the bill is computed at, MB (0: the template's `MemorySize`).
     #[arg(long, default_value_t = 0)]
-    pub aws_delay_ms: u64,
+    pub memory_mb: u64,
 }
 
 impl Options {
@@ -62,6 +76,16 @@ impl Options {
             bail!("need deliveries >= events > 0 and concurrency > 0");
         }
         Ok(o)
+    }
+}
+
+impl Options {
+    /// The latency the proxy adds, by service.
+    pub fn latency(&self) -> crate::proxy::Latency {
+        crate::proxy::Latency {
+            dynamodb: std::time::Duration::from_millis(self.dynamodb_ms),
+            sqs: std::time::Duration::from_millis(self.sqs_ms),
+        }
     }
 }
 

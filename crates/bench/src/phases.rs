@@ -12,7 +12,7 @@ use crate::aws::Aws;
 use crate::function::Function;
 use crate::options::Options;
 use crate::procfs::{clock_ticks, cpu_secs, peak_rss_kib, sched_secs};
-use crate::proxy::Proxy;
+use crate::proxy::{Latency, Proxy};
 use crate::runtime::Emulator;
 use crate::workload::{self, Answers};
 
@@ -26,6 +26,13 @@ pub struct Phase {
     pub sched_secs: f64,
     /// AWS calls by operation.
     pub calls: BTreeMap<String, u64>,
+    /// Their billing units by operation ([`crate::proxy::units`]).
+    pub units: BTreeMap<String, f64>,
+    /// Each delivery's answer time, milliseconds, sorted.
+    pub times_ms: Vec<f64>,
+    /// Milliseconds the function waited on AWS calls in all (added latency and moto's own
+    /// answer time), as the proxy saw them.
+    pub aws_wait_ms: f64,
     /// New TCP connections to AWS.
     pub connections: u64,
     pub answers: Answers,
@@ -37,6 +44,47 @@ impl Phase {
     }
     pub fn sends(&self) -> u64 {
         self.calls.get("SendMessage").copied().unwrap_or(0)
+    }
+    /// The `p`th percentile of the answer times, milliseconds.
+    pub fn time_ms(&self, p: f64) -> f64 {
+        crate::workload::percentile(&self.times_ms, p)
+    }
+    /// The mean answer time less the mean time waiting on AWS: what the function itself
+    /// adds to the sender's wait (its calls are sequential), milliseconds.
+    pub fn own_ms(&self) -> f64 {
+        let n = self.deliveries.max(1) as f64;
+        self.times_ms.iter().sum::<f64>() / n - self.aws_wait_ms / n
+    }
+    /// The mean time an invocation would take on AWS, milliseconds: what the function itself
+    /// adds ([`Self::own_ms`]) plus the injected round trip of each of its calls (moto's own
+    /// answer time, and its queueing on this machine, left out).
+    pub fn modelled_ms(&self, latency: &Latency) -> f64 {
+        let injected: f64 = self
+            .calls
+            .iter()
+            .map(|(op, n)| {
+                let trip = if matches!(
+                    op.as_str(),
+                    "PutItem" | "UpdateItem" | "DeleteItem" | "GetItem"
+                ) {
+                    latency.dynamodb
+                } else {
+                    latency.sqs
+                };
+                *n as f64 * trip.as_secs_f64() * 1000.0
+            })
+            .sum();
+        self.own_ms().max(0.0) + injected / self.deliveries.max(1) as f64
+    }
+
+    /// Lambda's billed duration of the phase at a memory size that gives the function
+    /// `1 / stretch` of a vCPU: each invocation's modelled time ([`Self::modelled_ms`]) with
+    /// its CPU time (the phase's mean per invocation, measured on a whole core) stretched,
+    /// rounded up to the millisecond.
+    pub fn billed_ms(&self, latency: &Latency, stretch: f64) -> f64 {
+        let cpu_ms = self.cpu_secs * 1000.0 / self.deliveries.max(1) as f64;
+        let extra = cpu_ms * (stretch - 1.0).max(0.0);
+        (self.modelled_ms(latency) + extra).ceil() * self.deliveries as f64
     }
 }
 
@@ -53,6 +101,8 @@ pub struct Run {
     pub peak_rss_kib: u64,
     /// Ledger items in the function's table afterwards.
     pub items: usize,
+    /// The largest of them, bytes as DynamoDB bills them.
+    pub largest_item_bytes: usize,
     /// Messages on the function's queue afterwards.
     pub messages: u64,
 }
@@ -61,6 +111,8 @@ pub struct Run {
 pub struct Store<'a> {
     pub table: &'a str,
     pub queue_url: &'a str,
+    /// Whether `--settle-before-duplicates` applies (the receiver's ledger, not the peer's).
+    pub settle: bool,
 }
 
 /// The processes of one function and what measures them.
@@ -81,7 +133,7 @@ pub async fn run_function(
     store: Store<'_>,
     aws: &Aws,
 ) -> Result<Run> {
-    let proxy = Proxy::start(upstream, Duration::from_millis(o.aws_delay_ms)).await?;
+    let proxy = Proxy::start(upstream, o.latency()).await?;
     let emu = Emulator::start().await?;
     let f = f.with_endpoint(&proxy.endpoint());
     let mut children = Vec::new();
@@ -103,6 +155,9 @@ pub async fn run_function(
 
     let [firsts, dups, forged] = workload::phases(o);
     let first = bench.phase(firsts).await?;
+    if o.settle_before_duplicates && store.settle {
+        aws.complete_all(store.table).await?;
+    }
     let duplicates = bench.phase(dups).await?;
     let forged = bench.phase(forged).await?;
 
@@ -113,6 +168,7 @@ pub async fn run_function(
         .max()
         .unwrap_or(0);
     drop(children);
+    let (items, largest_item_bytes) = aws.count_items(store.table).await?;
     Ok(Run {
         name: f.name,
         processes: bench.pids.len(),
@@ -122,7 +178,8 @@ pub async fn run_function(
         duplicates,
         forged,
         peak_rss_kib: peak,
-        items: aws.count_items(store.table).await?,
+        items,
+        largest_item_bytes,
         messages: aws.count_messages(store.queue_url).await?,
     })
 }
@@ -135,7 +192,7 @@ impl Bench<'_> {
         let sched0 = sched_secs(&self.pids);
         let started = Instant::now();
         let n = indexes.len() as u64;
-        let answers = workload::deliver(&self.emu, indexes, self.o).await?;
+        let (answers, times_ms) = workload::deliver(&self.emu, indexes, self.o).await?;
         let wall = started.elapsed();
         let cpu1 = cpu_secs(&self.pids, self.ticks)?;
         let sched1 = sched_secs(&self.pids);
@@ -145,7 +202,16 @@ impl Bench<'_> {
             wall,
             cpu_secs: cpu1 - cpu0,
             sched_secs: sched1 - sched0,
-            calls: diff(&calls1, &calls0),
+            calls: diff(&calls1.count, &calls0.count),
+            units: calls1
+                .units
+                .iter()
+                .map(|(k, v)| (k.clone(), v - calls0.units.get(k).copied().unwrap_or(0.0)))
+                .filter(|(_, v)| *v > 0.0)
+                .collect(),
+            times_ms,
+            aws_wait_ms: calls1.wait_ms.values().sum::<f64>()
+                - calls0.wait_ms.values().sum::<f64>(),
             connections: conns1 - conns0,
             answers,
         })

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::bill::{memory_sizes, prices, Bill};
 use crate::init::median_ms;
 use crate::options::Options;
 use crate::phases::Run;
@@ -16,6 +17,36 @@ const ROWS: &[Row] = &[
         "events per second (all deliveries; moto-bound)",
         |r| delivered(r) as f64 / (r.first.wall + r.duplicates.wall).as_secs_f64(),
         0,
+    ),
+    (
+        "answer time p50, first deliveries, ms",
+        |r| r.first.time_ms(50.0),
+        1,
+    ),
+    (
+        "answer time p99, first deliveries, ms",
+        |r| r.first.time_ms(99.0),
+        1,
+    ),
+    (
+        "mean answer time less the wait on AWS, first deliveries, ms",
+        |r| r.first.own_ms(),
+        2,
+    ),
+    (
+        "answer time p50, duplicates, ms",
+        |r| r.duplicates.time_ms(50.0),
+        1,
+    ),
+    (
+        "answer time p99, duplicates, ms",
+        |r| r.duplicates.time_ms(99.0),
+        1,
+    ),
+    (
+        "mean answer time less the wait on AWS, duplicates, ms",
+        |r| r.duplicates.own_ms(),
+        2,
     ),
     (
         "CPU seconds per 1000 events (all deliveries)",
@@ -103,6 +134,10 @@ pub fn report(
     for r in runs {
         push(&mut s, details(r));
     }
+    push(&mut s, String::new());
+    bill_table(&mut s, o, runs);
+    push(&mut s, String::new());
+    goals(&mut s, o, runs);
     if !inits.is_empty() {
         push(&mut s, String::new());
         init_table(&mut s, o.init_runs, inits);
@@ -133,15 +168,130 @@ fn ratio(ours: f64, peer: f64) -> String {
 fn workload(o: &Options) -> String {
     format!(
         "Workload: {} deliveries of {} events ({} first deliveries, then {} duplicates), {} concurrent, \
-         {}-byte Standard Webhooks bodies; {} execution environments (processes) per function; one moto server.\n",
+         {}-byte Standard Webhooks bodies; {} execution environments (processes) per function; one moto server; \
+         {} ms added to every DynamoDB call and {} ms to every SQS call (same-region round trips){}.\n",
         o.deliveries,
         o.events,
         o.events,
         o.deliveries - o.events,
         o.concurrency,
         o.body_bytes,
-        o.concurrency
+        o.concurrency,
+        o.dynamodb_ms,
+        o.sqs_ms,
+        if o.settle_before_duplicates {
+            "; the receiver's ledger items marked COMPLETED before the duplicates (as its consumer leaves them)"
+        } else {
+            "; no consumer runs: the duplicates find the receiver's items as the first deliveries left them"
+        }
     )
+}
+
+/// One row of the bill table: its label, its value in a bill.
+type BillRow = (&'static str, fn(&Bill) -> f64);
+
+/// The bill per million webhooks, by service, at the list prices of [`prices`]; and what the
+/// receiver's duration would cost at other memory sizes.
+fn bill_table(s: &mut String, o: &Options, runs: &[Run]) {
+    push(
+        s,
+        format!(
+            "Bill per million webhooks of this workload, USD (us-east-1 list prices of {}; Lambda arm64 at {} MB, billed duration = own time + injected round trips, CPU stretched by 1769/MB; \
+             DynamoDB on-demand; SQS FIFO):\n",
+            prices::PRICES_AS_OF,
+            o.memory_mb
+        ),
+    );
+    push(
+        s,
+        format!(
+            "| service | {} | ratio ours/peer |",
+            runs.iter().map(|r| r.name).collect::<Vec<_>>().join(" | ")
+        ),
+    );
+    push(s, format!("| --- |{} --- |", " ---: |".repeat(runs.len())));
+    let bills: Vec<Bill> = runs
+        .iter()
+        .map(|r| Bill::of(r, o.memory_mb, &o.latency()))
+        .collect();
+    let rows: [BillRow; 8] = [
+        ("API Gateway HTTP API requests (the front door)", |b| {
+            b.front_door
+        }),
+        ("Lambda requests", |b| b.lambda_requests),
+        ("Lambda duration (billed ms x memory)", |b| {
+            b.lambda_duration
+        }),
+        ("DynamoDB write and read units", |b| b.dynamodb),
+        ("SQS requests (64 KiB chunks)", |b| b.sqs),
+        ("**total**", Bill::total),
+        (
+            "**controllable** (all but the front door)",
+            Bill::controllable,
+        ),
+        ("total behind a function URL (no door charge)", |b| {
+            b.with_function_url()
+        }),
+    ];
+    for (label, f) in rows {
+        let values: Vec<f64> = bills.iter().map(f).collect();
+        let cells: Vec<String> = values.iter().map(|v| format!("{v:.4}")).collect();
+        let r = if values.len() == 2 {
+            ratio(values[0], values[1])
+        } else {
+            "—".into()
+        };
+        push(s, format!("| {label} | {} | {r} |", cells.join(" | ")));
+    }
+    push(s, String::new());
+    for r in runs {
+        let rows = memory_sizes(r, &o.latency(), &[128, 256, 512, 1024, 1769]);
+        let cells: Vec<String> = rows
+            .iter()
+            .map(|(mb, ms, usd)| format!("{mb} MB: {ms:.0} ms, {usd:.4}"))
+            .collect();
+        push(
+            s,
+            format!(
+                "- {} duration at other memory sizes (mean billed ms per invocation, USD per million): {}",
+                r.name,
+                cells.join("; ")
+            ),
+        );
+    }
+}
+
+/// The goals, as figures from this run.
+fn goals(s: &mut String, o: &Options, runs: &[Run]) {
+    let two_trips = (o.dynamodb_ms + o.sqs_ms) as f64;
+    for r in runs {
+        push(
+            s,
+            format!(
+                "- {}: first delivery p50 {:.1} ms ({:+.1} ms from two injected round trips, {two_trips:.0} ms, \
+                 moto's own answer time included); mean answer time less the wait on AWS {:.2} ms (goal: under 1 ms); \
+                 AWS calls per duplicate {:.2}",
+                r.name,
+                r.first.time_ms(50.0),
+                r.first.time_ms(50.0) - two_trips,
+                r.first.own_ms(),
+                r.duplicates.calls_total() as f64 / r.duplicates.deliveries.max(1) as f64,
+            ),
+        );
+    }
+    if let [ours, peer] = runs {
+        let (a, b) = (
+            Bill::of(ours, o.memory_mb, &o.latency()).controllable(),
+            Bill::of(peer, o.memory_mb, &o.latency()).controllable(),
+        );
+        push(
+            s,
+            format!(
+                "- controllable bill, ours/peer: {} (goal: at most 0.7)",
+                ratio(a, b)
+            ),
+        );
+    }
 }
 
 /// The figures table: a column per run, the ratio of the first to the second.

@@ -3,6 +3,7 @@
 //! counted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::Result;
 use devstack::senders::{Sender as _, StandardWebhooks};
@@ -100,15 +101,38 @@ impl Answers {
 static REPORTED: AtomicBool = AtomicBool::new(false);
 
 /// Sends `indexes` through the emulator, `concurrency` at a time, signed with the secret
-/// both functions are given ([`TEST_WHSEC`]).
-pub async fn deliver(emu: &Emulator, indexes: Vec<usize>, o: &Options) -> Result<Answers> {
+/// both functions are given ([`TEST_WHSEC`]). The answers, and each delivery's answer time in
+/// milliseconds (from handing the event to the Runtime API to its answer: what the sender
+/// waits for behind the front door, and what Lambda bills), sorted.
+pub async fn deliver(
+    emu: &Emulator,
+    indexes: Vec<usize>,
+    o: &Options,
+) -> Result<(Answers, Vec<f64>)> {
     let sender = &StandardWebhooks::new(TEST_WHSEC)?;
-    let answers: Vec<(u16, bool)> = futures::stream::iter(indexes)
-        .map(|i| async move { answer(emu.invoke(apigw_event(sender, i, o.body_bytes)).await) })
+    let answers: Vec<((u16, bool), f64)> = futures::stream::iter(indexes)
+        .map(|i| async move {
+            let event = apigw_event(sender, i, o.body_bytes);
+            let started = Instant::now();
+            let outcome = emu.invoke(event).await;
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            (answer(outcome), ms)
+        })
         .buffer_unordered(o.concurrency)
         .collect()
         .await;
-    Ok(Answers::count(answers))
+    let mut times: Vec<f64> = answers.iter().map(|(_, ms)| *ms).collect();
+    times.sort_by(f64::total_cmp);
+    Ok((Answers::count(answers.into_iter().map(|(a, _)| a)), times))
+}
+
+/// The `p`th percentile (0..=100, nearest rank) of sorted `values`; 0 if there are none.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// (status code, marked replayed) of an invocation's outcome; (0, false) if it failed, the

@@ -10,6 +10,8 @@
 //! - [`fifo`]: the FIFO group rule: an event's group, a batch run by group, SQS-safe ids.
 //! - [`lease`]: how long a claim or a take holds a key.
 //! - [`receiver`] and [`consumer`]: the two handlers.
+//! - [`replay_cache`]: the receiver's memory of keys it answered, so that a warm instance
+//!   answers their duplicates with no AWS call.
 //! - [`forward`]: the shipped side effect, a signed POST to the system of record.
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
 //! - [`store`]: the payload bucket (bodies too big for the queue, the replay archive).
@@ -31,5 +33,6 @@ pub mod metrics;
 pub mod queue;
 pub mod receiver;
 pub mod redelivery;
+pub mod replay_cache;
 pub mod signature;
 pub mod store;

@@ -15,6 +15,10 @@ pub const LAMBDA_SYNC_PAYLOAD_BYTES: u64 = 6_291_456;
 pub const API_GATEWAY_EVENT_ROOM: u64 = 32_768;
 /// The largest body API Gateway can hand over base64-encoded, decoded: 3/4 of the default.
 pub const MAX_BASE64_BODY_BYTES: u64 = DEFAULT_MAX_BODY_BYTES / 4 * 3;
+/// The replay cache's size (`REPLAY_CACHE_KEYS`): keys one warm receiver remembers.
+pub const DEFAULT_REPLAY_CACHE_KEYS: u64 = 10_000;
+/// The replay cache's maximum age (`REPLAY_CACHE_SECONDS`).
+pub const DEFAULT_REPLAY_CACHE_SECONDS: u64 = 300;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
 pub const DEFAULT_MAX_FAILURES: u64 = crate::consumer::DEFAULT_MAX_FAILURES as u64;
@@ -51,8 +55,9 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
-/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS`,
-/// `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`, `ARCHIVE_BODIES`.
+/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS` (no longer
+/// used), `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
+/// `REPLAY_CACHE_SECONDS`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,
@@ -64,6 +69,8 @@ pub struct ReceiverEnv {
     pub payload_bucket: Option<String>,
     /// `ARCHIVE_BODIES`: archive every source's envelopes (a source's `archive` overrides it).
     pub archive_bodies: bool,
+    pub replay_cache_keys: u64,
+    pub replay_cache_seconds: u64,
 }
 
 /// `ARCHIVE_BODIES`: `true` or `false` (unset: false).
@@ -94,6 +101,8 @@ impl ReceiverEnv {
             max_body_bytes,
             payload_bucket: optional("PAYLOAD_BUCKET"),
             archive_bodies: archive_bodies()?,
+            replay_cache_keys: number_or("REPLAY_CACHE_KEYS", DEFAULT_REPLAY_CACHE_KEYS)?,
+            replay_cache_seconds: number_or("REPLAY_CACHE_SECONDS", DEFAULT_REPLAY_CACHE_SECONDS)?,
         })
     }
 }

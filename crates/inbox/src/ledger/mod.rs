@@ -1,15 +1,21 @@
 //! The ledger: one item per key, moved through its states by conditional writes only.
 //!
 //! ```text
-//!  (absent/expired) --claim--> RECEIVED --mark queued--> QUEUED --take--> PROCESSING --complete--> COMPLETED
-//!                                 |  \--release--> (absent)                   |  \--fail--> FAILED --take--> ...
-//!                                 \--(lease ran out) claim again               \--defer--> QUEUED --take--> ...
+//!  (absent/expired) --claim--> RECEIVED ----------------take--> PROCESSING --complete--> COMPLETED
+//!                                 |  \--release--> (absent)          |  \--fail--> FAILED --take--> ...
+//!                                 \--(lease ran out) claim again      \--defer--> QUEUED --take--> ...
 //! ```
 //!
 //! A **replay** (`inbox-ops replay`, docs/design.md §12) takes the key once more for one
 //! replay id, whatever its status, COMPLETED included (but never from under a live lease),
 //! and its completion records the id in the item's `replays` set, so that a second delivery of
 //! the same replay finds it and does nothing; ordinary redeliveries still meet COMPLETED.
+//! The receiver's path is claim, then send: the item stays RECEIVED until the consumer's take
+//! (which accepts RECEIVED). A duplicate that finds a live RECEIVED claim sends the event
+//! itself under the same deduplication id; so a release after a failed send may delete the
+//! item of an event that is on the queue after all, and the take of an absent item takes it.
+//! `mark queued` is no longer on the receiver's path (it made a third round trip and a third
+//! billed write); it stays a transition for tests and tools.
 //!
 //! `fail` is a real failure and counts in `failures`, on which the consumer's dead-letter
 //! decision rests; `defer` is a throttled try (the system of record asked to be called later):
@@ -206,8 +212,8 @@ pub fn release_allowed(existing: Option<&Record>, owner: &str) -> bool {
     existing.is_some_and(|r| r.status == Status::Received && r.owned_by(owner))
 }
 
-/// Mark queued (receiver, UpdateItem): our claim, still RECEIVED. A failure is benign: the
-/// consumer took it first.
+/// Mark queued (UpdateItem): our claim, still RECEIVED. Not on the receiver's path since
+/// issue 15; a failure is benign: the consumer took it first.
 pub const MARK_QUEUED_CONDITION: &str = "#status = :received AND lease_owner = :me";
 
 pub fn mark_queued_allowed(existing: Option<&Record>, owner: &str) -> bool {
@@ -216,6 +222,8 @@ pub fn mark_queued_allowed(existing: Option<&Record>, owner: &str) -> bool {
 
 /// Take (consumer, UpdateItem): absent or expired, RECEIVED, QUEUED or FAILED, or
 /// PROCESSING whose lease ran out. COMPLETED and a live PROCESSING lease are refused.
+/// RECEIVED is the usual case (the receiver does not mark its claim queued); absent is an
+/// event whose claim was released after another delivery had enqueued it, or forgotten.
 pub const TAKE_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
      OR #status IN (:received, :queued, :failed) \
      OR (#status = :processing AND lease_until < :now_ms)";

@@ -1,7 +1,12 @@
 //! The receiver: verify, derive the key, claim it, enqueue, answer.
 //!
-//! 200 means the event is durably on the queue. Any failure after the claim releases the
-//! claim first and answers 500, so the sender's retry finds the key free.
+//! 200 means the event is durably on the queue. A first delivery makes two sequential AWS
+//! calls: the claim, then the send. Any failure after the claim releases the claim first and
+//! answers 500, so the sender's retry finds the key free. A duplicate that finds a live claim
+//! which is not final (RECEIVED: the first delivery in flight, or one that died around its
+//! send) sends the event itself, with the same deduplication id, and answers 200 only after
+//! that send. A duplicate of a key this warm instance has answered already is answered from
+//! memory ([`crate::replay_cache`]), with no AWS call.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -24,6 +29,7 @@ use crate::ledger::{
 };
 use crate::metrics::{Metric, Metrics};
 use crate::queue::{Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
+use crate::replay_cache::{ReplayCache, Seen};
 use crate::signature::SignatureError;
 use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
@@ -58,8 +64,6 @@ pub enum Rejection {
     PayloadMismatch,
     #[error("this body came within the replay guard's window under another key")]
     ReplayedBody,
-    #[error("the first delivery is still in progress")]
-    InProgress,
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -92,7 +96,6 @@ impl Rejection {
             Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
             Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
             Rejection::ReplayedBody => (StatusCode::CONFLICT, "replayed_body"),
-            Rejection::InProgress => (StatusCode::SERVICE_UNAVAILABLE, "in_progress"),
             Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -101,16 +104,9 @@ impl Rejection {
     pub fn into_response(self) -> Response<Body> {
         let (status, code) = self.status_and_code();
         let mut resp = json_response(status, serde_json::json!({ "error": code }).to_string());
-        match self {
-            Rejection::InProgress => {
-                resp.headers_mut()
-                    .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-            }
-            Rejection::MethodNotAllowed => {
-                resp.headers_mut()
-                    .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
-            }
-            _ => {}
+        if let Rejection::MethodNotAllowed = self {
+            resp.headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
         }
         resp
     }
@@ -135,14 +131,25 @@ fn json_response(status: StatusCode, body: String) -> Response<Body> {
     resp
 }
 
-/// The receiver's tunables (`IN_PROGRESS_WAIT_MS`, `MAX_BODY_BYTES`, `ARCHIVE_BODIES`).
+/// The receiver's tunables (`MAX_BODY_BYTES`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
+/// `REPLAY_CACHE_SECONDS`).
+///
+/// The default is a bare receiver's: no replay cache, so that every delivery reaches the
+/// ledger; the Lambda function's settings come from its environment, where the cache is on
+/// by default ([`crate::config::env::ReceiverEnv`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ReceiverSettings {
+    /// No longer read: a duplicate behind a live claim sends the event itself instead of
+    /// waiting (issue 15). Kept, with `IN_PROGRESS_WAIT_MS`, until its callers are gone.
     pub in_progress_wait: Duration,
     pub max_body_bytes: usize,
     /// Archive every source's envelope in the payload bucket (a source's `archive` decides
     /// for itself where it says).
     pub archive_bodies: bool,
+    /// Keys the replay cache holds at most (0: no cache).
+    pub replay_cache_keys: usize,
+    /// How long a key answered stays in the replay cache.
+    pub replay_cache_max_age: Duration,
 }
 
 impl Default for ReceiverSettings {
@@ -154,6 +161,20 @@ impl Default for ReceiverSettings {
             max_body_bytes: usize::try_from(crate::config::env::DEFAULT_MAX_BODY_BYTES)
                 .unwrap_or(262_144),
             archive_bodies: false,
+            replay_cache_keys: 0,
+            replay_cache_max_age: Duration::from_secs(
+                crate::config::env::DEFAULT_REPLAY_CACHE_SECONDS,
+            ),
+        }
+    }
+}
+
+impl ReceiverSettings {
+    /// These settings with a replay cache of `keys` keys (the environment's default age).
+    pub fn with_replay_cache(self, keys: usize) -> Self {
+        Self {
+            replay_cache_keys: keys,
+            ..self
         }
     }
 }
@@ -213,6 +234,7 @@ pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     settings: ReceiverSettings,
     metrics: Metrics,
     store: S,
+    cache: ReplayCache,
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
@@ -224,6 +246,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
         settings: ReceiverSettings,
         metrics: Metrics,
     ) -> Self {
+        let max_age_ms = i64::try_from(settings.replay_cache_max_age.as_millis()).unwrap_or(0);
         Self {
             sources,
             ledger,
@@ -232,6 +255,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             settings,
             metrics,
             store: NoStore,
+            cache: ReplayCache::new(settings.replay_cache_keys, max_age_ms),
         }
     }
 }
@@ -247,12 +271,18 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             settings: self.settings,
             metrics: self.metrics,
             store,
+            cache: self.cache,
         }
     }
 
     /// Whether a payload bucket is configured.
     pub fn has_store(&self) -> bool {
         self.store.is_configured()
+    }
+
+    /// The replay cache (for tests).
+    pub fn replay_cache(&self) -> &ReplayCache {
+        &self.cache
     }
 
     pub fn ledger(&self) -> &L {
@@ -316,15 +346,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         };
         let metric = match &rejection {
             Rejection::InvalidSignature(_) => Metric::SignatureRejected,
-            Rejection::InProgress => Metric::InProgressConflict,
             _ => Metric::Rejected,
         };
         self.metrics.count(dimension, metric);
-        let outcome = match rejection {
-            Rejection::InProgress => "in_progress",
-            _ => "rejected",
-        };
-        warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome);
+        warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
         rejection.into_response()
     }
 
@@ -367,6 +392,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         )?;
         tracing::Span::current().record("key", key.as_str());
         let now = self.clock.now_ms();
+        // A key this instance answered 200 already: its first answer, no AWS call.
+        if let Some(seen) = self.cache.get(&key, now) {
+            self.check_payload(source, &key, &body_sha256, &seen)?;
+            return Ok(self.replay(source, &key, &seen, "cache"));
+        }
         let headers = envelope_headers(source, req.headers());
         // Does the envelope fit the queue's 1 MiB? Measured (the envelope, not the body) only
         // where it might not; without a bucket, one that does not is refused before the claim.
@@ -394,13 +424,13 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 text,
             )
         };
-        let prepare = || {
+        let prepare = |received_at: i64| {
             self.envelope_text(
                 carry,
                 archive,
                 &key,
                 source_name,
-                now,
+                received_at,
                 &body_sha256,
                 &headers,
                 body,
@@ -410,7 +440,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
 
         if spec.delivery == Delivery::AtMostOnce {
             // Declared at-most-once: no ledger; the queue's five-minute window is all there is.
-            let text = prepare()
+            let text = prepare(now)
                 .await
                 .map_err(|e| Rejection::Internal(e.to_string()))?;
             self.queue
@@ -428,50 +458,70 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
 
         let inv = invocation(req);
-        let claim = self
+        let existing = self
             .claim(source, &key, &body_sha256, &inv, status, &accepted)
             .await?;
-        if let Some(existing) = claim {
-            return self.replay(source, &key, &body_sha256, &existing);
-        }
-
-        // The body (where it does not fit) and the archived envelope go to the bucket after
-        // the claim and before the send; a failure there is a failure to enqueue.
-        let sent = match prepare().await {
-            Ok(text) => self
-                .queue
+        let Some(existing) = existing else {
+            // The body (where it does not fit) and the archived envelope go to the bucket after
+            // the claim and before the send; a failure there is a failure to enqueue.
+            let sent = match prepare(now).await {
+                Ok(text) => self
+                    .queue
+                    .send(outgoing(text))
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = sent {
+                match self.ledger.release(&key, &inv.request_id).await {
+                    Ok(released) => {
+                        info!(source = source_name, key = %key, released, outcome = "released")
+                    }
+                    Err(re) => {
+                        warn!(source = source_name, key = %key, error = %re, outcome = "release_failed")
+                    }
+                }
+                self.metrics.count(source_name, Metric::Released);
+                return Err(Rejection::Internal(e));
+            }
+            // On the queue: the item stays RECEIVED until the consumer takes it (take accepts
+            // RECEIVED); no third call on the sender's path.
+            self.remember(&key, body_sha256.clone(), status, accepted.clone(), now);
+            self.metrics.count(source_name, Metric::Accepted);
+            info!(source = source_name, key = %key, outcome = "accepted");
+            return Ok(json_response(StatusCode::OK, accepted));
+        };
+        let seen = Seen {
+            payload_sha256: existing.payload_sha256.clone(),
+            response_status: existing.response_status.unwrap_or(status),
+            response_body: existing.response_body.clone().unwrap_or(accepted),
+        };
+        self.check_payload(source, &key, &body_sha256, &seen)?;
+        if existing.status == Status::Received {
+            // A live claim that is not final: the first delivery is between its claim and its
+            // send, or died after (or before) it. Send the event ourselves with the same
+            // deduplication id (SQS keeps one message per id for five minutes; beyond that the
+            // consumer's take keeps one side effect), and answer once it is on the queue. A
+            // failure here is a 500 with nothing to release: the claim is not ours. The
+            // envelope and its objects are the first delivery's: same receipt time, same keys.
+            let text = prepare(existing.received_at)
+                .await
+                .map_err(|e| Rejection::Internal(e.to_string()))?;
+            self.queue
                 .send(outgoing(text))
                 .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = sent {
-            match self.ledger.release(&key, &inv.request_id).await {
-                Ok(released) => {
-                    info!(source = source_name, key = %key, released, outcome = "released")
-                }
-                Err(re) => {
-                    warn!(source = source_name, key = %key, error = %re, outcome = "release_failed")
-                }
-            }
-            self.metrics.count(source_name, Metric::Released);
-            return Err(Rejection::Internal(e));
+                .map_err(|e| Rejection::Internal(e.to_string()))?;
+            info!(source = source_name, key = %key, "sent behind a live claim");
         }
-
-        match self.ledger.mark_queued(&key, &inv.request_id).await {
-            Ok(true) => {}
-            Ok(false) => {
-                info!(source = source_name, key = %key, "consumer took the key before mark queued")
-            }
-            // The event is on the queue: the 200 is true. The claim's lease runs out and the
-            // consumer's take accepts RECEIVED.
-            Err(e) => {
-                warn!(source = source_name, key = %key, error = %e, "mark queued failed after enqueue")
-            }
-        }
-        self.metrics.count(source_name, Metric::Accepted);
-        info!(source = source_name, key = %key, outcome = "accepted");
-        Ok(json_response(StatusCode::OK, accepted))
+        let resp = self.replay(source, &key, &seen, existing.status.as_str());
+        self.remember(
+            &key,
+            seen.payload_sha256,
+            seen.response_status,
+            seen.response_body,
+            now,
+        );
+        Ok(resp)
     }
 
     /// The replay guard of a body-only source: the body must be new within the window, or
@@ -498,8 +548,20 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
     }
 
-    /// Claims the key, waiting a bounded time behind a live claim. `Ok(None)`: ours;
-    /// `Ok(Some(record))`: a duplicate to replay.
+    /// Puts a key whose event is on the queue in the replay cache.
+    fn remember(&self, key: &str, payload_sha256: String, status: u16, body: String, now: i64) {
+        self.cache.put(
+            key,
+            Seen {
+                payload_sha256,
+                response_status: status,
+                response_body: body,
+            },
+            now,
+        );
+    }
+
+    /// Claims the key, once. `Ok(None)`: ours; `Ok(Some(record))`: someone holds it.
     async fn claim(
         &self,
         source: &Source,
@@ -509,92 +571,74 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         response_status: u16,
         response_body: &str,
     ) -> Result<Option<Record>, Rejection> {
-        let give_up = tokio::time::Instant::now() + self.settings.in_progress_wait;
-        let mut pause = Duration::from_millis(20);
-        loop {
-            let now = self.clock.now_ms();
-            let claim = Claim {
-                key: key.to_owned(),
-                source: source.spec.name.clone(),
-                payload_sha256: body_sha256.to_owned(),
-                owner: inv.request_id.clone(),
-                now_ms: now,
-                lease_until_ms: lease::lease_until_ms(now, inv.deadline_ms),
-                expires_at: ledger::expires_at(now, source.spec.retention_hours),
-                response_status,
-                response_body: response_body.to_owned(),
-            };
-            match self.ledger.claim(&claim).await {
-                Err(e) => {
-                    // The claim may have been applied with its answer lost: release it (only
-                    // if it is ours) before the 500, or the sender's retries would meet our
-                    // own live claim and get 503 until its lease ran out.
-                    match self.ledger.release(key, &inv.request_id).await {
-                        Ok(true) => {
-                            self.metrics.count(&source.spec.name, Metric::Released);
-                            info!(source = %source.spec.name, key, outcome = "released", "claim failed")
-                        }
-                        Ok(false) => {}
-                        Err(re) => {
-                            warn!(source = %source.spec.name, key, error = %re, outcome = "release_failed", "claim failed")
-                        }
+        let now = self.clock.now_ms();
+        let claim = Claim {
+            key: key.to_owned(),
+            source: source.spec.name.clone(),
+            payload_sha256: body_sha256.to_owned(),
+            owner: inv.request_id.clone(),
+            now_ms: now,
+            lease_until_ms: lease::lease_until_ms(now, inv.deadline_ms),
+            expires_at: ledger::expires_at(now, source.spec.retention_hours),
+            response_status,
+            response_body: response_body.to_owned(),
+        };
+        match self.ledger.claim(&claim).await {
+            Err(e) => {
+                // The claim may have been applied with its answer lost: release it (only if it
+                // is ours) before the 500, or the sender's retries would meet our own live
+                // claim (and send behind it) until its lease ran out.
+                match self.ledger.release(key, &inv.request_id).await {
+                    Ok(true) => {
+                        self.metrics.count(&source.spec.name, Metric::Released);
+                        info!(source = %source.spec.name, key, outcome = "released", "claim failed")
                     }
-                    return Err(Rejection::Internal(e.to_string()));
-                }
-                Ok(ClaimOutcome::Claimed) => return Ok(None),
-                Ok(ClaimOutcome::Exists(existing)) if existing.status != Status::Received => {
-                    return Ok(Some(*existing))
-                }
-                Ok(ClaimOutcome::Exists(_)) => {
-                    let left = give_up.saturating_duration_since(tokio::time::Instant::now());
-                    if left.is_zero() {
-                        return Err(Rejection::InProgress);
+                    Ok(false) => {}
+                    Err(re) => {
+                        warn!(source = %source.spec.name, key, error = %re, outcome = "release_failed", "claim failed")
                     }
-                    tokio::time::sleep(pause.min(left)).await;
-                    pause = (pause * 2).min(Duration::from_millis(200));
                 }
+                Err(Rejection::Internal(e.to_string()))
             }
+            Ok(ClaimOutcome::Claimed) => Ok(None),
+            Ok(ClaimOutcome::Exists(existing)) => Ok(Some(*existing)),
         }
     }
 
-    fn replay(
+    /// The payload-mismatch rule: a duplicate whose body hash differs from the first
+    /// delivery's is counted, and refused where the source says so.
+    fn check_payload(
         &self,
         source: &Source,
         key: &str,
         body_sha256: &str,
-        existing: &Record,
-    ) -> Result<Response<Body>, Rejection> {
-        let name = source.spec.name.as_str();
-        if !existing.payload_sha256.is_empty() && existing.payload_sha256 != body_sha256 {
+        seen: &Seen,
+    ) -> Result<(), Rejection> {
+        if !seen.payload_sha256.is_empty() && seen.payload_sha256 != body_sha256 {
+            let name = source.spec.name.as_str();
             self.metrics.count(name, Metric::PayloadMismatch);
             warn!(source = name, key = %key, "same key, different payload");
             if source.spec.on_payload_mismatch == OnPayloadMismatch::Reject {
                 return Err(Rejection::PayloadMismatch);
             }
         }
+        Ok(())
+    }
+
+    /// The first answer again, marked replayed (after [`Self::check_payload`]); `status`
+    /// says where it was found (the item's status, or `cache`).
+    fn replay(&self, source: &Source, key: &str, seen: &Seen, status: &str) -> Response<Body> {
+        let name = source.spec.name.as_str();
         self.metrics.count(name, Metric::Replayed);
-        info!(source = name, key = %key, status = existing.status.as_str(), outcome = "replayed");
-        let mut resp = stored_response(key, existing);
+        info!(source = name, key = %key, status, outcome = "replayed");
+        let mut resp = json_response(
+            StatusCode::from_u16(seen.response_status).unwrap_or(StatusCode::OK),
+            seen.response_body.clone(),
+        );
         resp.headers_mut()
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
-        Ok(resp)
+        resp
     }
-}
-
-/// The answer stored with the key, replayed; where the item holds none (written without it),
-/// the answer the first delivery got, built again.
-fn stored_response(key: &str, existing: &Record) -> Response<Body> {
-    let (status, body) = match (existing.response_status, &existing.response_body) {
-        (Some(status), Some(body)) => (status, body.clone()),
-        (status, body) => {
-            let (accepted_status, accepted_body) = accepted_response(key);
-            (
-                status.unwrap_or(accepted_status),
-                body.clone().unwrap_or(accepted_body),
-            )
-        }
-    };
-    json_response(StatusCode::from_u16(status).unwrap_or(StatusCode::OK), body)
 }
 
 /// The headers the envelope carries: the source's signature, id and content-type headers.

@@ -1,7 +1,8 @@
 //! A deterministic simulation of the whole inbox: senders, the real `Receiver`, an in-memory
 //! SQS FIFO queue, the real `Consumer`, the `MemoryLedger` and a side effect, interleaved by a
 //! seeded scheduler, with crashes, lost responses, store and queue errors, lease expiry,
-//! Lambda timeouts, TTL sweeps and failing side effects.
+//! Lambda timeouts, TTL sweeps and failing side effects. The receiver runs with its replay
+//! cache on, as deployed: a duplicate of a key it answered is answered from memory.
 //!
 //! And the concurrency the configuration allows, beyond one delivery at a time: a message in
 //! flight delivered again to a second consumer at once (a standard queue's at-least-once
@@ -14,7 +15,7 @@
 //! effect first yields once, so a handler invocation is a future the scheduler advances one
 //! call at a time. Several invocations run at once, and dropping one between two calls is a
 //! crash at exactly that point (a receiver that dies after the claim, after the send, before
-//! mark queued; a consumer that dies after the side effect, before complete...).
+//! its answer; a consumer that dies after the side effect, before complete...).
 //!
 //! What must hold, checked after every step:
 //! - every event the receiver answered 200 is COMPLETED, or still on the queue (visible or in
@@ -26,7 +27,8 @@
 //!   and ends when it answers, its invocation dies, or its lease's time runs out, when the
 //!   forwarder gives up on it);
 //! - a FIFO group's batch answer fails a suffix of the group (nothing runs after a failure);
-//! - the receiver never answers anything but 200, 500 or 503 to these well-formed requests.
+//! - the receiver never answers anything but 200 or 500 to these well-formed requests (a
+//!   duplicate behind a live claim sends the event itself: no 503 since issue 15).
 //!
 //! At the end, with faults off, the dead-letter queue is redriven and everything drained:
 //! every accepted event must then be completed exactly once.

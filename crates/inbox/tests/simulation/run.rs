@@ -4,7 +4,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use inbox::clock::ManualClock;
 use inbox::config::{AwsSecretResolver, SourceSpecs};
@@ -97,11 +96,8 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
             world: world.clone(),
         },
         clock.clone(),
-        ReceiverSettings {
-            // The wait behind an in-flight claim uses real tokio time: none here.
-            in_progress_wait: Duration::ZERO,
-            ..ReceiverSettings::default()
-        },
+        // The replay cache as deployed (10,000 keys, five minutes of the simulation's clock).
+        ReceiverSettings::default().with_replay_cache(10_000),
         rx_metrics,
     );
     let cx = Consumer::new(

@@ -13,7 +13,7 @@ use crate::sim::Sim;
 enum Action {
     /// A sender's first delivery of an event.
     FirstDelivery,
-    /// A sender's retry, due after a 500, a 503 or no answer.
+    /// A sender's retry, due after a 500 or no answer.
     Retry,
     /// The same event delivered again anyway (a user clicking twice, a sender's bug).
     Duplicate,
