@@ -364,8 +364,8 @@ proptest! {
                 kept.clone(),
                 SystemClock,
                 ReceiverSettings {
-                    in_progress_wait: std::time::Duration::from_millis(0),
                     max_body_bytes: 256,
+                    ..ReceiverSettings::default()
                 },
                 Metrics::memory("receiver").0,
             );
