@@ -39,9 +39,15 @@ lint: venv $(VENV_CHECKOV)/.installed
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV_CHECKOV)/bin/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
+# dynalite (a second DynamoDB, for tests/ledger_transitions/), from npm, pinned by
+# package-lock.json, into node_modules/.
+node_modules/.installed: package.json package-lock.json
+	npm ci
+	touch $@
+
 # The tests start their own moto server (one per test binary, on a free loopback port)
-# and it stops with them.
-test: lint
+# and it stops with them; the ledger transition tests start a dynalite server the same way.
+test: lint node_modules/.installed
 	cargo test --workspace --all-targets
 
 # The whole inbox on this machine: moto, both functions under `cargo lambda watch`, the sample

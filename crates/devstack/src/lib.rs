@@ -3,6 +3,7 @@
 //! - [`moto`]: local AWS (a moto server), [`cloudformation`]: template.yaml translated and
 //!   created as a stack on it and read back, [`local_stack`]: that stack with the local
 //!   parameters and secrets, which the tests, the demo and the bench run on;
+//! - [`dynalite`]: a second DynamoDB (dynalite, from npm), for the ledger transition tests;
 //! - [`bridge`]: a stand-in for the SQS event source mapping;
 //! - [`faults`]: failures and call counts injected at the SDK layer;
 //! - [`senders`]: how each webhook sender signs a delivery;
@@ -13,6 +14,7 @@
 pub mod bridge;
 pub mod cloudformation;
 pub mod demo;
+pub mod dynalite;
 pub mod faults;
 pub mod local_stack;
 pub mod moto;

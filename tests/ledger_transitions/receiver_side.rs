@@ -1,0 +1,201 @@
+//! Scenarios of the receiver's transitions: claim, release, mark queued.
+
+use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, TakeOutcome};
+use inbox::receiver::accepted_response;
+
+use crate::run::{claim_at, claimed_record, first_expired_ms, take_at, Obs, Run};
+use crate::{HOUR_S, K, LEASE_MS, T};
+
+// --- claim -------------------------------------------------------------------------
+
+pub async fn claim_on_absent_writes_the_whole_record<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    assert_eq!(r.get().await, None);
+    let c = claim_at("rx", T);
+    assert_eq!(r.claim(&c).await, ClaimOutcome::Claimed);
+    assert_eq!(r.get().await, Some(claimed_record(&c)));
+    let expected = Record {
+        key: K.to_owned(),
+        source: "github".to_owned(),
+        status: Status::Received,
+        expires_at: T / 1000 + HOUR_S,
+        lease_until: Some(T + LEASE_MS),
+        lease_owner: Some("rx".to_owned()),
+        payload_sha256: "sha-rx".to_owned(),
+        response_status: Some(200),
+        response_body: Some(accepted_response(K).1),
+        attempts: 0,
+        failures: 0,
+        last_error: None,
+        received_at: T,
+        completed_at: None,
+    };
+    assert_eq!(r.get().await, Some(expected));
+    r.trace
+}
+
+pub async fn claim_on_expired_item_is_a_fresh_claim<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    let done = r.completed().await;
+    // The last second of its life: still there, a duplicate.
+    let last_ms = first_expired_ms(done.expires_at) - 1;
+    r.refused_claim("rx2", last_ms, &done, "not yet expired")
+        .await;
+    // One millisecond later it is past expires_at: absent, although not deleted.
+    let now = first_expired_ms(done.expires_at);
+    assert_eq!(r.claim(&claim_at("rx2", now)).await, ClaimOutcome::Claimed);
+    let fresh = claimed_record(&claim_at("rx2", now));
+    assert_eq!(fresh.attempts, 0);
+    assert_eq!(fresh.completed_at, None, "nothing of the old life is kept");
+    assert_eq!(r.get().await, Some(fresh));
+    r.trace
+}
+
+pub async fn claim_takes_over_a_received_claim_whose_lease_ran_out<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    let first = r.received("dead").await;
+    // The lease's last millisecond: still live.
+    r.refused_claim("rx2", T + LEASE_MS, &first, "lease still live")
+        .await;
+    let now = T + LEASE_MS + 1;
+    assert_eq!(r.claim(&claim_at("rx2", now)).await, ClaimOutcome::Claimed);
+    let taken = r.get().await.expect("claimed");
+    assert_eq!(taken.status, Status::Received);
+    assert_eq!(taken.lease_owner.as_deref(), Some("rx2"));
+    assert_eq!(taken.lease_until, Some(now + LEASE_MS));
+    assert_eq!(taken.received_at, now);
+    // The dead invocation has lost it: it can neither release nor mark queued.
+    assert!(!r.release("dead").await);
+    assert!(!r.mark_queued("dead").await);
+    assert_eq!(r.get().await, Some(taken));
+    r.trace
+}
+
+pub async fn claim_on_live_received_returns_the_old_record<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    let first = r.received("rx").await;
+    r.refused_claim("rx2", T + 5, &first, "live RECEIVED").await;
+    assert_eq!(r.get().await, Some(first), "a refused claim writes nothing");
+    r.trace
+}
+
+pub async fn claim_on_queued_processing_completed_failed_is_refused<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    // QUEUED has no lease: long after the claim's lease, still a duplicate.
+    let queued = r.queued().await;
+    assert_eq!(queued.lease_until, None);
+    r.refused_claim("rx2", T + 10 * LEASE_MS, &queued, "QUEUED")
+        .await;
+    // PROCESSING, live lease and run-out lease alike: the claim condition only takes
+    // over RECEIVED.
+    let t = take_at("c1", T + 1000, 5000);
+    assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
+    let processing = r.get().await.expect("processing");
+    for now in [T + 2000, T + 1000 + 5000 + 1] {
+        r.refused_claim("rx2", now, &processing, "PROCESSING").await;
+    }
+    assert!(r.fail("c1", "boom", T + 3000).await);
+    let failed = r.get().await.expect("failed");
+    r.refused_claim("rx2", T + 4000, &failed, "FAILED").await;
+    r.taken("c2", T + 5000, 5000, 2).await;
+    assert!(r.complete("c2", T + 6000).await);
+    let completed = r.get().await.expect("completed");
+    match r.claim(&claim_at("rx2", T + 7000)).await {
+        ClaimOutcome::Exists(old) => {
+            assert_eq!(*old, completed);
+            assert_eq!(old.response_status, Some(200));
+            assert_eq!(old.response_body, Some(accepted_response(K).1));
+        }
+        other => panic!("COMPLETED: expected Exists, got {other:?}"),
+    }
+    assert_eq!(r.get().await, Some(completed));
+    r.trace
+}
+
+// --- release -----------------------------------------------------------------------
+
+pub async fn release_only_by_the_owner_and_only_before_queued<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    assert!(!r.release("rx").await, "nothing to release");
+    let first = r.received("rx").await;
+    assert!(!r.release("other").await, "not the owner");
+    assert_eq!(r.get().await, Some(first));
+    assert!(r.release("rx").await);
+    assert_eq!(r.get().await, None, "released: the key is free");
+    assert!(!r.release("rx").await, "twice");
+    // Free again: the sender's retry claims it as a first delivery.
+    assert_eq!(
+        r.claim(&claim_at("rx2", T + 10)).await,
+        ClaimOutcome::Claimed
+    );
+    assert!(r.mark_queued("rx2").await);
+    let queued = r.get().await.expect("queued");
+    assert!(
+        !r.release("rx2").await,
+        "after mark queued: not even the owner"
+    );
+    assert_eq!(r.get().await, Some(queued));
+    r.trace
+}
+
+pub async fn release_after_the_consumer_took_it_is_refused<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    r.received("rx").await;
+    r.taken("c1", T + 5, 60_000, 1).await;
+    let processing = r.get().await.expect("processing");
+    assert!(!r.release("rx").await);
+    assert_eq!(r.get().await, Some(processing));
+    r.trace
+}
+
+// --- mark queued ---------------------------------------------------------------------
+
+pub async fn mark_queued_by_owner_clears_the_lease<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    assert!(!r.mark_queued("rx").await, "absent");
+    assert_eq!(r.get().await, None, "a refused mark queued creates nothing");
+    let first = r.received("rx").await;
+    assert!(!r.mark_queued("other").await, "not the owner");
+    assert_eq!(r.get().await, Some(first.clone()));
+    assert!(r.mark_queued("rx").await);
+    let queued = r.get().await.expect("queued");
+    assert_eq!(
+        queued,
+        Record {
+            status: Status::Queued,
+            lease_until: None,
+            lease_owner: None,
+            ..first
+        }
+    );
+    assert!(!r.mark_queued("rx").await, "twice");
+    assert_eq!(r.get().await, Some(queued));
+    r.trace
+}
+
+pub async fn mark_queued_after_the_consumer_took_it_is_refused<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    r.received("rx").await;
+    // The message got to the consumer before the receiver marked it.
+    r.taken("c1", T + 5, 60_000, 1).await;
+    let processing = r.get().await.expect("processing");
+    assert!(!r.mark_queued("rx").await);
+    assert_eq!(r.get().await, Some(processing));
+    assert!(r.complete("c1", T + 10).await);
+    let done = r.get().await.expect("completed");
+    assert!(!r.mark_queued("rx").await);
+    assert_eq!(r.get().await, Some(done));
+    r.trace
+}
