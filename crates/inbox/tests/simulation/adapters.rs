@@ -1,6 +1,6 @@
 //! The adapters the real handlers get: the `MemoryLedger` and the queue model behind the
 //! ledger and queue ports, one yield per call with injected failures, and the side effect
-//! that records every run and reports a double.
+//! that records every run and reports a double, and two runs of one key at once.
 
 use std::sync::Arc;
 
@@ -108,6 +108,16 @@ impl LedgerStore for SimLedger {
         let mutant = lock(&self.world).mutant;
         if mutant == Mutant::TakeIgnoresCompleted && out == TakeOutcome::Completed {
             out = TakeOutcome::Taken { attempts: 99 };
+        }
+        if mutant == Mutant::TakeIgnoresLiveLease && matches!(out, TakeOutcome::Busy { .. }) {
+            if let Some(r) = self.inner.get(&t.key).await? {
+                let live = r.lease_until.is_some_and(|until| until >= t.now_ms);
+                if r.status == inbox::ledger::Status::Processing && live {
+                    out = TakeOutcome::Taken {
+                        attempts: r.attempts + 1,
+                    };
+                }
+            }
         }
         self.answer("take", &format!("{} by {}", t.key, t.owner), f, out)
     }
@@ -288,9 +298,60 @@ impl Redelivery for SimRedelivery {
 
 /// The side effect: records every run per key; fails on demand, before or after applying,
 /// or is throttled (not applied); like the shipped forwarder, it does not start without time
-/// left in its lease.
+/// left in its lease, and gives up (not applied) when the lease's time runs out before the
+/// downstream answered. A run spans steps of the scheduler (it starts, the downstream works,
+/// it answers), so other invocations interleave with it: one starting while another run of
+/// the same key is still going is an OVERLAP.
 pub(crate) struct SimProcessor {
     pub(crate) world: Shared,
+}
+
+/// A side effect in progress; it ends when the run returns or its invocation dies.
+struct Running {
+    world: Shared,
+    key: String,
+    id: u64,
+}
+
+impl Running {
+    /// Notes the start of a run of `key` that the forwarder gives up on at `gives_up_at`;
+    /// reports an OVERLAP if another run of the key is still going.
+    fn start(world: &Shared, key: &str, attempt: u32, gives_up_at: i64) -> Running {
+        let mut w = lock(world);
+        let now = w.now();
+        let going = w
+            .in_effect
+            .get(key)
+            .map_or(0, |runs| runs.iter().filter(|(_, end)| *end > now).count());
+        if going > 0 {
+            w.violation(format!(
+                "OVERLAP: a side effect of {key} started (attempt {attempt}) while {going} other run(s) of it were still going"
+            ));
+        }
+        w.next_effect += 1;
+        let id = w.next_effect;
+        w.in_effect
+            .entry(key.to_owned())
+            .or_default()
+            .push((id, gives_up_at));
+        Running {
+            world: world.clone(),
+            key: key.to_owned(),
+            id,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut w = lock(&self.world);
+        if let Some(runs) = w.in_effect.get_mut(&self.key) {
+            runs.retain(|(id, _)| *id != self.id);
+            if runs.is_empty() {
+                w.in_effect.remove(&self.key);
+            }
+        }
+    }
 }
 
 impl Processor for SimProcessor {
@@ -303,20 +364,40 @@ impl Processor for SimProcessor {
 
     async fn run(&self, job: &Job) -> Outcome {
         step().await;
+        let gives_up_at = job.lease_until_ms - LEASE_MARGIN_MS;
+        {
+            let mut w = lock(&self.world);
+            // As the shipped HttpForwarder does: no side effect without time left in the
+            // lease (past it, another consumer may have taken the key over).
+            if gives_up_at <= w.now() {
+                w.log(format!(
+                    "  effect {} attempt {}: no time left in the lease, not run",
+                    job.key, job.attempt
+                ));
+                w.stats.out_of_lease += 1;
+                return Outcome::Failed(ProcessError("no time left in the lease".into()));
+            }
+            w.log(format!(
+                "  effect {} attempt {}: starts",
+                job.key, job.attempt
+            ));
+        }
+        let _running = Running::start(&self.world, &job.key, job.attempt, gives_up_at);
+        // The downstream works on it: other invocations move meanwhile.
+        step().await;
         let f = {
             let mut w = lock(&self.world);
             let (before, after) = (w.rates.effect_before, w.rates.effect_after);
             let f = w.roll(before, after);
             let key = job.key.clone();
-            // As the shipped HttpForwarder does: no side effect without time left in the
-            // lease (past it, another consumer may have taken the key over).
-            if job.lease_until_ms - w.now() <= LEASE_MARGIN_MS {
+            // The forwarder's timeout is the lease's time left: past it, it gave up.
+            if gives_up_at <= w.now() {
                 w.log(format!(
-                    "  effect {key} attempt {}: no time left in the lease, not run",
+                    "  effect {key} attempt {}: the lease's time ran out first, gave up (not applied)",
                     job.attempt
                 ));
                 w.stats.out_of_lease += 1;
-                return Outcome::Failed(ProcessError("no time left in the lease".into()));
+                return Outcome::Failed(ProcessError("timed out at the lease's end".into()));
             }
             let throttled = w.rates.effect_throttled;
             if w.faults_on && w.frng.random_bool(throttled) {

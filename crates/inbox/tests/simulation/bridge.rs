@@ -1,5 +1,7 @@
 //! The consumer behind the local bridge: a batch received from the queue model becomes a
-//! consumer invocation; its batch answer deletes what succeeded (unless the bridge dies).
+//! consumer invocation; its batch answer deletes what succeeded (unless the bridge dies). A
+//! message in flight can also be delivered again, at once, to a second invocation (what a
+//! standard queue may do).
 
 use std::collections::BTreeSet;
 
@@ -24,6 +26,25 @@ impl Sim<'_> {
         if batch.is_empty() {
             return false;
         }
+        self.launch(batch, "gets");
+        true
+    }
+
+    /// A message another invocation is working on, delivered again to a new one at once.
+    pub(crate) fn deliver_again(&mut self) -> bool {
+        let now = self.now();
+        let pick = self.rng.random_range(0..usize::MAX);
+        let Some(m) = self.w().queue.deliver_again(now, pick) else {
+            return false;
+        };
+        self.w().stats.delivered_again += 1;
+        self.launch(vec![m], "gets again, while in flight,");
+        true
+    }
+
+    /// A consumer invocation over `batch`.
+    fn launch(&mut self, batch: Vec<Msg>, how: &str) {
+        let now = self.now();
         self.invocations += 1;
         let request_id = format!("cx{}", self.invocations);
         let messages: Vec<SqsMessage> = batch
@@ -51,7 +72,7 @@ impl Sim<'_> {
                 .map(|m| format!("{}={}", m.id, m.key))
                 .collect();
             w.log(format!(
-                "{request_id}: consumer gets [{}]",
+                "{request_id}: consumer {how} [{}]",
                 shown.join(", ")
             ));
         }
@@ -71,7 +92,6 @@ impl Sim<'_> {
                 ),
             },
         });
-        true
     }
 
     pub(crate) fn batch_done(&mut self, name: &str, batch: &[Msg], resp: &SqsBatchResponse) {

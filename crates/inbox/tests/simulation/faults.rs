@@ -54,4 +54,7 @@ pub(crate) enum Mutant {
     QueueDropsMessages,
     /// A take that found COMPLETED reports Taken (as if the condition accepted COMPLETED).
     TakeIgnoresCompleted,
+    /// A take that found a live PROCESSING lease reports Taken (as if `take_allowed` accepted
+    /// a live lease): two consumers run one key's side effect at once.
+    TakeIgnoresLiveLease,
 }

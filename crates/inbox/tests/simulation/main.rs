@@ -3,6 +3,13 @@
 //! seeded scheduler, with crashes, lost responses, store and queue errors, lease expiry,
 //! Lambda timeouts, TTL sweeps and failing side effects.
 //!
+//! And the concurrency the configuration allows, beyond one delivery at a time: a message in
+//! flight delivered again to a second consumer at once (a standard queue's at-least-once
+//! delivery), a visibility timeout shorter than the consumer's timeout in a quarter of the seeds
+//! (the message comes back while the first consumer still runs its side effect), and an
+//! operator's redrive of the dead-letter queue in the main phase, racing the original (the
+//! consumer's own dead-letter copy leaves its original in flight).
+//!
 //! How it interleaves: every call the handlers make into the ledger, the queue or the side
 //! effect first yields once, so a handler invocation is a future the scheduler advances one
 //! call at a time. Several invocations run at once, and dropping one between two calls is a
@@ -15,6 +22,9 @@
 //! - no side effect runs for a key the ledger has COMPLETED (and has not forgotten by TTL);
 //!   a re-run happens only before completion (after a failure, a crash, a lost lease) and
 //!   carries the same key and body;
+//! - OVERLAP: never two side effects of one key running at once (a run spans scheduler steps
+//!   and ends when it answers, its invocation dies, or its lease's time runs out, when the
+//!   forwarder gives up on it);
 //! - a FIFO group's batch answer fails a suffix of the group (nothing runs after a failure);
 //! - the receiver never answers anything but 200, 500 or 503 to these well-formed requests.
 //!
@@ -22,9 +32,10 @@
 //! every accepted event must then be completed exactly once.
 //!
 //! The world keeps the deployed system's guarantees, no more: invocations die at their
-//! deadline or run on past it (a pause, clock skew) but a consumer never outlives its batch's
-//! visibility timeout (six times the function's timeout, as in template.yaml); the side effect,
-//! like the shipped `HttpForwarder`, does not start without time left in its lease; the queue
+//! deadline or run on past it (a pause, clock skew) but a consumer never outlives six times
+//! the function's timeout (the template's visibility timeout; in the seeds with a shorter one,
+//! its message comes back long before); the side effect, like the shipped `HttpForwarder`,
+//! does not start without time left in its lease and gives up when it runs out; the queue
 //! keeps a message for less time than the ledger keeps a key, and senders stop retrying before.
 //!
 //! `SIM_SEEDS=N` runs seeds 0..N (default below); `SIM_SEED=x` replays one seed and prints its
@@ -89,8 +100,8 @@ fn every_accepted_event_completes_exactly_once() {
     assert_eq!(s.seeds, n);
 }
 
-/// The checks have teeth: a queue that drops messages and a take that ignores COMPLETED are
-/// both caught within a few hundred seeds.
+/// The checks have teeth: a queue that drops messages, a take that ignores COMPLETED and a
+/// take that ignores a live lease are each caught within a few hundred seeds.
 #[test]
 fn the_checks_catch_a_lost_event_and_a_double() {
     let seeds: Vec<u64> = (0..300).collect();
@@ -108,6 +119,17 @@ fn the_checks_catch_a_lost_event_and_a_double() {
         doubled.violations.iter().any(|v| v.contains("DOUBLED")),
         "{:?}",
         doubled.violations
+    );
+
+    let (_, overlap) = run_seeds(&seeds, Mutant::TakeIgnoresLiveLease);
+    let overlap = overlap.expect("a take that ignores a live lease is caught");
+    assert!(
+        overlap
+            .violations
+            .iter()
+            .any(|v| v.contains("OVERLAP") || v.contains("DOUBLED")),
+        "{:?}",
+        overlap.violations
     );
 }
 

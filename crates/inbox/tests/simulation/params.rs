@@ -9,6 +9,10 @@ pub(crate) const RECEIVER_TIMEOUT_MS: i64 = 10_000;
 pub(crate) const CONSUMER_TIMEOUT_MS: i64 = 20_000;
 /// The queue's visibility timeout: six times the consumer's timeout, as in the template.
 pub(crate) const VISIBILITY_MS: i64 = 6 * CONSUMER_TIMEOUT_MS;
+/// A visibility timeout shorter than the consumer's timeout (and than a side effect can take),
+/// which the configuration does not forbid: a message still being worked on comes back and a
+/// second consumer gets it while the first runs. A quarter of the seeds use it.
+pub(crate) const SHORT_VISIBILITY_MS: i64 = CONSUMER_TIMEOUT_MS / 2;
 /// The redrive policy's maxReceiveCount: a safety net, since the consumer dead-letters a key
 /// itself after MAX_FAILURES real failures. It must be reached by a message failing for other
 /// reasons (store errors, crashes, a busy key) well within the queue's retention: the

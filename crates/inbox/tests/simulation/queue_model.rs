@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use inbox::queue::{Envelope, Outgoing};
 
-use crate::params::{DEDUP_WINDOW_MS, MAX_RECEIVE, QUEUE_RETENTION_MS, VISIBILITY_MS};
+use crate::params::{DEDUP_WINDOW_MS, MAX_RECEIVE, QUEUE_RETENTION_MS};
 
 #[derive(Clone, Debug)]
 pub(crate) struct Msg {
@@ -23,8 +23,10 @@ pub(crate) struct Msg {
     pub(crate) redriven: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct QueueModel {
+    /// The queue's visibility timeout (the template's, or a shorter one).
+    pub(crate) visibility_ms: i64,
     pub(crate) main: Vec<Msg>,
     pub(crate) dlq: Vec<Msg>,
     /// (group, deduplication id) -> end of its window (DeduplicationScope: messageGroup).
@@ -34,6 +36,17 @@ pub(crate) struct QueueModel {
 }
 
 impl QueueModel {
+    pub(crate) fn new(visibility_ms: i64) -> QueueModel {
+        QueueModel {
+            visibility_ms,
+            main: Vec::new(),
+            dlq: Vec::new(),
+            dedup: HashMap::new(),
+            next_seq: 0,
+            next_receipt: 0,
+        }
+    }
+
     /// `true` if enqueued, `false` if deduplicated (SQS answers success either way).
     pub(crate) fn send(&mut self, out: &Outgoing, now: i64) -> bool {
         let id = (out.group_id().to_owned(), out.dedup_id().to_owned());
@@ -87,12 +100,27 @@ impl QueueModel {
             self.next_receipt += 1;
             let m = &mut self.main[i];
             m.receives += 1;
-            m.invisible_until = now + VISIBILITY_MS;
+            m.invisible_until = now + self.visibility_ms;
             m.receipt = self.next_receipt;
             out.push(m.clone());
             i += 1;
         }
         (out, moved)
+    }
+
+    /// A message in flight (received, not yet visible again), delivered once more as it is:
+    /// what a standard queue may do (at-least-once delivery), to a second consumer while the
+    /// first still works on it. Same receipt, receive count unchanged.
+    pub(crate) fn deliver_again(&self, now: i64, pick: usize) -> Option<Msg> {
+        let in_flight: Vec<&Msg> = self
+            .main
+            .iter()
+            .filter(|m| m.invisible_until > now)
+            .collect();
+        if in_flight.is_empty() {
+            return None;
+        }
+        Some(in_flight[pick % in_flight.len()].clone())
     }
 
     /// Deletes with a receipt handle; a stale one (the message was received again since)

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::adapters::{SimLedger, SimProcessor, SimQueue, SimRedelivery};
 use crate::faults::{Mutant, RATES};
-use crate::params::{sources_json, MAX_FAILURES, START_MS};
+use crate::params::{sources_json, MAX_FAILURES, SHORT_VISIBILITY_MS, START_MS, VISIBILITY_MS};
 use crate::queue_model::QueueModel;
 use crate::senders::make_senders;
 use crate::sim::Sim;
@@ -36,6 +36,12 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     let clock = ManualClock::at_ms(START_MS);
     let n_events = rng.random_range(3..=8);
     let senders = make_senders(&mut rng, n_events);
+    let short_visibility = rng.random_bool(0.25);
+    let visibility_ms = if short_visibility {
+        SHORT_VISIBILITY_MS
+    } else {
+        VISIBILITY_MS
+    };
     let world = Arc::new(Mutex::new(World {
         clock: clock.clone(),
         tracing,
@@ -43,7 +49,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         rates: RATES,
         mutant,
         frng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
-        queue: QueueModel::default(),
+        queue: QueueModel::new(visibility_ms),
         events: senders
             .iter()
             .map(|s| {
@@ -57,6 +63,8 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
             .collect(),
         runs: HashMap::new(),
         completions: HashMap::new(),
+        in_effect: HashMap::new(),
+        next_effect: 0,
         forgotten_reruns: HashSet::new(),
         current: None,
         last_call: HashMap::new(),
@@ -65,6 +73,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         stats: Stats {
             seeds: 1,
             events: n_events as u64,
+            short_visibility: u64::from(short_visibility),
             ..Stats::default()
         },
     }));
@@ -127,7 +136,11 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         tasks: Vec::new(),
         invocations: 0,
     };
-    sim.log(format!("seed {}: {n_events} events", sim.seed));
+    sim.log(format!(
+        "seed {}: {n_events} events, visibility timeout {} s",
+        sim.seed,
+        visibility_ms / 1000
+    ));
     sim.main_phase();
     if !sim.failed() {
         sim.drain();

@@ -25,6 +25,12 @@ enum Action {
     Crash,
     /// The event source mapping hands the consumer a batch.
     Batch,
+    /// A message in flight delivered again, to a second consumer at once (a standard queue's
+    /// at-least-once delivery).
+    DeliverAgain,
+    /// An operator redrives the dead-letter queue now, racing whatever still works on the
+    /// originals (the consumer's own dead-letter copy leaves its original in flight).
+    Redrive,
     Tick,
     PastLease,
     PastVisibility,
@@ -94,6 +100,8 @@ impl Sim<'_> {
             (when(has_tasks, 12), Action::Burst),
             (when(has_tasks, 8), Action::Crash),
             (30, Action::Batch),
+            (when(has_tasks, 6), Action::DeliverAgain),
+            (2, Action::Redrive),
             (25, Action::Tick),
             (6, Action::PastLease),
             (4, Action::PastVisibility),
@@ -146,6 +154,21 @@ impl Sim<'_> {
             }
             Action::Batch => {
                 self.start_batch();
+            }
+            Action::DeliverAgain => {
+                self.deliver_again();
+            }
+            Action::Redrive => {
+                let now = self.now();
+                let redriven = self.w().queue.redrive(now);
+                if redriven > 0 {
+                    let mut w = self.w();
+                    w.stats.redriven += redriven as u64;
+                    w.stats.early_redrives += 1;
+                    w.log(format!(
+                        "operator redrives {redriven} message(s) from the dead-letter queue"
+                    ));
+                }
             }
             Action::Tick => {
                 let ms = self.rng.random_range(0..1500);

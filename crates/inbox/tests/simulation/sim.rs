@@ -52,9 +52,9 @@ pub(crate) enum Work<'a> {
 pub(crate) struct Task<'a> {
     pub(crate) name: String,
     pub(crate) deadline: i64,
-    /// Past this, even a zombie is gone: a consumer never outlives the visibility timeout of
-    /// its batch (that is what a visibility timeout of six times the function's timeout is
-    /// for); a receiver has no such bound.
+    /// Past this, even a zombie is gone: a consumer never outlives six times the function's
+    /// timeout (the template's visibility timeout, which is what it is for; a seed with a
+    /// shorter one sees the message come back before); a receiver has no such bound.
     pub(crate) hard_stop: i64,
     pub(crate) zombie: bool,
     pub(crate) work: Work<'a>,

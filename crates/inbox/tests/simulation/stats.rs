@@ -29,6 +29,15 @@ pub(crate) struct Stats {
     pub(crate) throttled: u64,
     pub(crate) delayed: u64,
     pub(crate) redriven: u64,
+    /// Redrives in the main phase, racing the originals.
+    pub(crate) early_redrives: u64,
+    /// Messages delivered again while in flight (to a second consumer at once).
+    pub(crate) delivered_again: u64,
+    /// Seeds run with a visibility timeout shorter than the consumer's timeout.
+    pub(crate) short_visibility: u64,
+    /// Side effects that started while another of their key's was still running (found
+    /// none: every one is a violation).
+    pub(crate) overlaps: u64,
     pub(crate) swept: u64,
     pub(crate) completed: u64,
     pub(crate) lost: u64,
@@ -65,6 +74,10 @@ impl Stats {
             throttled,
             delayed,
             redriven,
+            early_redrives,
+            delivered_again,
+            short_visibility,
+            overlaps,
             swept,
             completed,
             lost,
@@ -89,7 +102,7 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
         .collect();
     format!(
         "simulation: {} seeds, {} scheduler steps, {} events ({} answered 200, {} completed), \
-         lost {}, doubled {}, in {:.1?}\n\
+         lost {}, doubled {}, overlapping {}, in {:.1?}\n\
          \x20 senders: {} deliveries ({} retries, {} duplicates), {} answers lost; answers {{{}}}\n\
          \x20 faults: {} injected store/queue/side-effect errors, {} crashes, {} Lambda timeouts, \
          {} zombies past their deadline\n\
@@ -97,7 +110,9 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
          \x20 consumer: {} batches, {} side effects ({} re-runs before completion, {} not started \
          for want of lease, {} after the ledger forgot the key), {} lease losses, {} throttled \
          ({} messages delayed)\n\
-         \x20 queue: {} sends deduplicated, {} dead-lettered, {} redriven; {} items swept by TTL",
+         \x20 queue: {} sends deduplicated, {} dead-lettered, {} redriven ({} redrives racing \
+         the originals), {} delivered again while in flight, {} seeds with a visibility timeout \
+         shorter than the consumer's; {} items swept by TTL",
         s.seeds,
         s.steps,
         s.events,
@@ -105,6 +120,7 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
         s.completed,
         s.lost,
         s.doubled,
+        s.overlaps,
         took,
         s.deliveries,
         s.retries,
@@ -127,6 +143,9 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
         s.deduplicated_sends,
         s.dead_lettered,
         s.redriven,
+        s.early_redrives,
+        s.delivered_again,
+        s.short_visibility,
         s.swept
     )
 }

@@ -55,6 +55,10 @@ pub(crate) struct World {
     pub(crate) runs: HashMap<String, Vec<(u32, bool)>>,
     /// Completions the ledger applied, per key: the item's `expires_at` then.
     pub(crate) completions: HashMap<String, Vec<i64>>,
+    /// Side effects running now, per key: (run id, when the forwarder gives up on it: the
+    /// lease's end less the margin, as `HttpForwarder`'s timeout).
+    pub(crate) in_effect: HashMap<String, Vec<(u64, i64)>>,
+    pub(crate) next_effect: u64,
     /// Keys run again after the ledger forgot them (past expires_at).
     pub(crate) forgotten_reruns: HashSet<String>,
     /// The invocation being advanced, and the last call each invocation made.
@@ -83,6 +87,9 @@ impl World {
         self.log(format!("VIOLATION: {text}"));
         if text.starts_with("LOST") {
             self.stats.lost += 1;
+        }
+        if text.starts_with("OVERLAP") {
+            self.stats.overlaps += 1;
         }
         self.violations.push(text);
     }
