@@ -27,18 +27,17 @@ mod aws;
 mod bill;
 mod driver;
 mod function;
-mod http;
 mod init;
 mod options;
 mod phases;
 mod procfs;
 mod proxy;
 mod report;
-mod runtime;
 mod workload;
 mod zips;
 
 use anyhow::Result;
+use devstack::runtime::{emulator as runtime, http};
 
 use crate::options::Options;
 

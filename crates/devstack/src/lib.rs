@@ -4,6 +4,7 @@
 //!   created as a stack on it and read back, [`local_stack`]: that stack with the local
 //!   parameters and secrets, which the tests, the demo and the bench run on;
 //! - [`dynalite`]: a second DynamoDB (dynalite, from npm), for the ledger transition tests;
+//! - [`runtime`]: the Lambda Runtime API emulator and function processes under supervision;
 //! - [`bridge`]: a stand-in for the SQS event source mapping;
 //! - [`faults`]: failures and call counts injected at the SDK layer;
 //! - [`senders`]: how each webhook sender signs a delivery;
@@ -18,5 +19,6 @@ pub mod dynalite;
 pub mod faults;
 pub mod local_stack;
 pub mod moto;
+pub mod runtime;
 pub mod senders;
 pub mod testkit;

@@ -11,6 +11,13 @@
 //! operator's redrive of the dead-letter queue in the main phase, racing the original (the
 //! consumer's own dead-letter copy leaves its original in flight).
 //!
+//! And the concurrency the configuration allows, beyond one delivery at a time: a message in
+//! flight delivered again to a second consumer at once (a standard queue's at-least-once
+//! delivery), a visibility timeout shorter than the consumer's timeout in a quarter of the seeds
+//! (the message comes back while the first consumer still runs its side effect), and an
+//! operator's redrive of the dead-letter queue in the main phase, racing the original (the
+//! consumer's own dead-letter copy leaves its original in flight).
+//!
 //! How it interleaves: every call the handlers make into the ledger, the queue or the side
 //! effect first yields once, so a handler invocation is a future the scheduler advances one
 //! call at a time. Several invocations run at once, and dropping one between two calls is a
