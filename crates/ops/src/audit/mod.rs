@@ -60,16 +60,20 @@ pub enum Flag {
     AtMostOnce,
     /// The key header changes with every delivery: no repeat will ever match.
     PerDeliveryKey,
+    /// No payload bucket (`PAYLOAD_BUCKET`): a body whose envelope would not fit the queue's
+    /// 1 MiB is refused with 413 (a GitHub push of many commits: an event gone).
+    LargeBodiesRefused,
 }
 
 impl Flag {
-    pub const ALL: [Flag; 6] = [
+    pub const ALL: [Flag; 7] = [
         Flag::Unsigned,
         Flag::PayloadHashKey,
         Flag::ShortRetention,
         Flag::RetentionNotOverQueue,
         Flag::AtMostOnce,
         Flag::PerDeliveryKey,
+        Flag::LargeBodiesRefused,
     ];
 
     /// Stable machine name (the `--json` output).
@@ -81,6 +85,7 @@ impl Flag {
             Flag::RetentionNotOverQueue => "retention_not_over_queue",
             Flag::AtMostOnce => "at_most_once",
             Flag::PerDeliveryKey => "per_delivery_key",
+            Flag::LargeBodiesRefused => "large_bodies_refused",
         }
     }
 
@@ -105,6 +110,9 @@ impl Flag {
             Flag::PerDeliveryKey => {
                 "key header changes with every delivery (a request id or a time): no repeat will ever match"
             }
+            Flag::LargeBodiesRefused => {
+                "no PAYLOAD_BUCKET: a body whose envelope would not fit the queue's 1 MiB is refused with 413; a sender that does not retry (GitHub) loses it"
+            }
         }
     }
 }
@@ -122,6 +130,8 @@ pub struct QueueFacts {
     pub max_failures: u32,
     /// The webhook queue's `VisibilityTimeout`, seconds.
     pub visibility_timeout: u32,
+    /// Whether the receiver gets a `PAYLOAD_BUCKET` (bodies over the queue's 1 MiB).
+    pub payload_bucket: bool,
 }
 
 impl QueueFacts {
@@ -136,9 +146,16 @@ impl QueueFacts {
                 .and_then(|n| u32::try_from(n).ok())
                 .unwrap_or(inbox::consumer::DEFAULT_MAX_FAILURES),
             visibility_timeout: template.queue_visibility_timeout(),
+            payload_bucket: template
+                .function_env_names(RECEIVER_FUNCTION)
+                .iter()
+                .any(|n| n == "PAYLOAD_BUCKET"),
         }
     }
 }
+
+/// The receiver's logical id in template.yaml.
+pub const RECEIVER_FUNCTION: &str = "ReceiverFunction";
 
 /// The flags for one source, in [`Flag::ALL`] order.
 pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
@@ -154,6 +171,7 @@ pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
             && retention_seconds <= u64::from(queue.retention_seconds),
         spec.delivery == Delivery::AtMostOnce,
         per_delivery,
+        !queue.payload_bucket,
     ];
     Flag::ALL
         .into_iter()
@@ -310,6 +328,7 @@ mod tests {
         max_receive_count: 500,
         max_failures: 5,
         visibility_timeout: 360,
+        payload_bucket: true,
     };
 
     fn spec(entry: &str) -> SourceSpec {
@@ -376,6 +395,21 @@ mod tests {
             ..QUEUE
         };
         assert_eq!(flags(&s, &longer_queue), vec![Flag::RetentionNotOverQueue]);
+    }
+
+    #[test]
+    fn no_payload_bucket_flags_every_source_and_the_template_has_one() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![]);
+        let no_bucket = QueueFacts {
+            payload_bucket: false,
+            ..QUEUE
+        };
+        assert_eq!(flags(&s, &no_bucket), vec![Flag::LargeBodiesRefused]);
+        let template = Template::load(&template_path()).expect("template.yaml");
+        assert!(QueueFacts::from_template(&template).payload_bucket);
     }
 
     #[test]
