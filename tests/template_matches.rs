@@ -512,4 +512,61 @@ async fn the_local_stack_holds_what_the_template_declares() {
         );
     }
     assert_eq!(stack.receiver.environment["QUEUE_URL"], made.queue_url);
+
+    // The payload bucket: both functions name it; encrypted, public access blocked, every
+    // object expiring after PayloadRetentionDays (put by hand where moto's CloudFormation
+    // does not apply it).
+    assert!(!made.payload_bucket.is_empty());
+    for function in [&stack.receiver, &stack.consumer] {
+        assert_eq!(function.environment["PAYLOAD_BUCKET"], made.payload_bucket);
+    }
+    let s3 = &aws.s3;
+    let sse = s3
+        .get_bucket_encryption()
+        .bucket(&made.payload_bucket)
+        .send()
+        .await
+        .expect("GetBucketEncryption");
+    let rule = &sse
+        .server_side_encryption_configuration()
+        .expect("encryption")
+        .rules()[0];
+    assert_eq!(
+        rule.apply_server_side_encryption_by_default()
+            .map(|d| d.sse_algorithm().as_str()),
+        Some("AES256")
+    );
+    let block = s3
+        .get_public_access_block()
+        .bucket(&made.payload_bucket)
+        .send()
+        .await
+        .expect("GetPublicAccessBlock");
+    let block = block.public_access_block_configuration().expect("a block");
+    assert_eq!(
+        (
+            block.block_public_acls(),
+            block.block_public_policy(),
+            block.ignore_public_acls(),
+            block.restrict_public_buckets()
+        ),
+        (Some(true), Some(true), Some(true), Some(true))
+    );
+    let lifecycle = s3
+        .get_bucket_lifecycle_configuration()
+        .bucket(&made.payload_bucket)
+        .send()
+        .await
+        .expect("GetBucketLifecycleConfiguration");
+    let days: Vec<_> = lifecycle
+        .rules()
+        .iter()
+        .filter_map(|r| r.expiration().and_then(|e| e.days()))
+        .collect();
+    let retention = stack
+        .parameters
+        .get("PayloadRetentionDays")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    assert_eq!(days, [retention]);
 }

@@ -134,14 +134,21 @@ async fn a_wrong_base64_flag_is_a_400_or_a_401_never_a_panic_nor_a_write() {
             B64.encode(b"\xff\xfe\xfd"),
             true,
         ),
-        // Decodes to over the limit.
+        // Decodes to over the limit (MAX_BODY_BYTES + 1).
         (
             with(
-                "true on base64 of 300 KB",
+                "true on base64 of MAX_BODY_BYTES + 1",
                 case("", "github", vec![], b"", TOO_LARGE),
                 TOO_LARGE,
             ),
-            B64.encode(vec![b'a'; 300_000]),
+            B64.encode(vec![
+                b'a';
+                usize::try_from(
+                    inbox::config::env::DEFAULT_MAX_BODY_BYTES
+                )
+                .expect("fits")
+                    + 1
+            ]),
             true,
         ),
     ];

@@ -150,6 +150,16 @@ pub async fn deploy_local_with(
     let (queue_id, dlq_id) = queue_ids(&translated)?;
     let table = physical(table_id)?;
     apply_what_moto_ignores(sdk, &translated, table_id, &table).await?;
+    for (bucket_id, _) in translated.resources_of_type("AWS::S3::Bucket") {
+        apply_bucket_settings(
+            sdk,
+            &translated,
+            parameters,
+            bucket_id,
+            &physical(bucket_id)?,
+        )
+        .await?;
+    }
 
     let lambda = aws_sdk_lambda::Client::new(sdk);
     let receiver = function(&lambda, &physical(RECEIVER)?).await?;
@@ -239,6 +249,98 @@ pub async fn apply_what_moto_ignores(
         .send()
         .await
         .with_context(|| format!("UpdateTimeToLive on {table}"))?;
+    Ok(())
+}
+
+/// The same for a bucket: moto's CloudFormation creates it with its `BucketEncryption` only,
+/// so its `PublicAccessBlockConfiguration` and its lifecycle rules' expiration (a literal or a
+/// parameter's `Ref`) are put with the S3 API. (Its `AWS::S3::BucketPolicy`, which moto's
+/// CloudFormation skips, is not: moto does not enforce bucket policies anyway.)
+pub async fn apply_bucket_settings(
+    sdk: &aws_config::SdkConfig,
+    translated: &Translated,
+    parameters: &Parameters,
+    bucket_id: &str,
+    bucket: &str,
+) -> anyhow::Result<()> {
+    use aws_sdk_s3::types::{
+        BucketLifecycleConfiguration, ExpirationStatus, LifecycleExpiration, LifecycleRule,
+        LifecycleRuleFilter, PublicAccessBlockConfiguration,
+    };
+    let s3 = inbox::store::s3_client(sdk);
+    let props = translated.properties(bucket_id);
+    let block = &props["PublicAccessBlockConfiguration"];
+    if block.is_object() {
+        let flag = |name: &str| block[name].as_bool().unwrap_or(false);
+        s3.put_public_access_block()
+            .bucket(bucket)
+            .public_access_block_configuration(
+                PublicAccessBlockConfiguration::builder()
+                    .block_public_acls(flag("BlockPublicAcls"))
+                    .block_public_policy(flag("BlockPublicPolicy"))
+                    .ignore_public_acls(flag("IgnorePublicAcls"))
+                    .restrict_public_buckets(flag("RestrictPublicBuckets"))
+                    .build(),
+            )
+            .send()
+            .await
+            .with_context(|| format!("PutPublicAccessBlock on {bucket}"))?;
+    }
+    let number = |value: &Value| -> Option<i32> {
+        let text = match value {
+            Value::Object(o) => {
+                let name = o.get("Ref")?.as_str()?;
+                parameters.get(name).map(str::to_owned).or_else(|| {
+                    let default = &translated.parameter(name)?["Default"];
+                    default
+                        .as_i64()
+                        .map(|n| n.to_string())
+                        .or_else(|| default.as_str().map(str::to_owned))
+                })?
+            }
+            other => other.as_i64()?.to_string(),
+        };
+        text.parse().ok()
+    };
+    let mut rules = Vec::new();
+    for (i, rule) in props["LifecycleConfiguration"]["Rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(days) = number(&rule["ExpirationInDays"]) else {
+            continue;
+        };
+        rules.push(
+            LifecycleRule::builder()
+                .id(rule["Id"]
+                    .as_str()
+                    .map_or_else(|| format!("rule-{i}"), str::to_owned))
+                .status(if rule["Status"] == "Enabled" {
+                    ExpirationStatus::Enabled
+                } else {
+                    ExpirationStatus::Disabled
+                })
+                .filter(LifecycleRuleFilter::builder().prefix("").build())
+                .expiration(LifecycleExpiration::builder().days(days).build())
+                .build()
+                .context("lifecycle rule")?,
+        );
+    }
+    if !rules.is_empty() {
+        s3.put_bucket_lifecycle_configuration()
+            .bucket(bucket)
+            .lifecycle_configuration(
+                BucketLifecycleConfiguration::builder()
+                    .set_rules(Some(rules))
+                    .build()
+                    .context("lifecycle configuration")?,
+            )
+            .send()
+            .await
+            .with_context(|| format!("PutBucketLifecycleConfiguration on {bucket}"))?;
+    }
     Ok(())
 }
 

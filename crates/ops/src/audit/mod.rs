@@ -63,6 +63,9 @@ pub enum Flag {
     /// The scheme signs the body alone and no `replay_guard_seconds` is set: a captured
     /// request verifies again under any fresh delivery id, as a new event.
     NoReplayGuard,
+    /// No payload bucket (`PAYLOAD_BUCKET`): a body whose envelope would not fit the queue's
+    /// 1 MiB is refused with 413 (a GitHub push of many commits: an event gone).
+    LargeBodiesRefused,
 }
 
 impl Flag {
@@ -74,6 +77,7 @@ impl Flag {
         Flag::AtMostOnce,
         Flag::PerDeliveryKey,
         Flag::NoReplayGuard,
+        Flag::LargeBodiesRefused,
     ];
 
     /// Stable machine name (the `--json` output).
@@ -86,6 +90,7 @@ impl Flag {
             Flag::AtMostOnce => "at_most_once",
             Flag::PerDeliveryKey => "per_delivery_key",
             Flag::NoReplayGuard => "no_replay_guard",
+            Flag::LargeBodiesRefused => "large_bodies_refused",
         }
     }
 
@@ -112,6 +117,8 @@ impl Flag {
             }
             Flag::NoReplayGuard => {
                 "the scheme signs the body alone and no replay_guard_seconds is set: a captured request resent under a fresh delivery id is a new event"
+            Flag::LargeBodiesRefused => {
+                "no PAYLOAD_BUCKET: a body whose envelope would not fit the queue's 1 MiB is refused with 413; a sender that does not retry (GitHub) loses it"
             }
         }
     }
@@ -130,6 +137,8 @@ pub struct QueueFacts {
     pub max_failures: u32,
     /// The webhook queue's `VisibilityTimeout`, seconds.
     pub visibility_timeout: u32,
+    /// Whether the receiver gets a `PAYLOAD_BUCKET` (bodies over the queue's 1 MiB).
+    pub payload_bucket: bool,
 }
 
 impl QueueFacts {
@@ -144,9 +153,16 @@ impl QueueFacts {
                 .and_then(|n| u32::try_from(n).ok())
                 .unwrap_or(inbox::consumer::DEFAULT_MAX_FAILURES),
             visibility_timeout: template.queue_visibility_timeout(),
+            payload_bucket: template
+                .function_env_names(RECEIVER_FUNCTION)
+                .iter()
+                .any(|n| n == "PAYLOAD_BUCKET"),
         }
     }
 }
+
+/// The receiver's logical id in template.yaml.
+pub const RECEIVER_FUNCTION: &str = "ReceiverFunction";
 
 /// The flags for one source, in [`Flag::ALL`] order.
 pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
@@ -165,6 +181,7 @@ pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
         spec.scheme.signs_body_only()
             && spec.delivery == Delivery::EffectivelyOnce
             && spec.replay_guard_seconds.is_none(),
+        !queue.payload_bucket,
     ];
     Flag::ALL
         .into_iter()
@@ -321,6 +338,7 @@ mod tests {
         max_receive_count: 500,
         max_failures: 5,
         visibility_timeout: 360,
+        payload_bucket: true,
     };
 
     fn spec(entry: &str) -> SourceSpec {
@@ -388,6 +406,21 @@ mod tests {
             ..QUEUE
         };
         assert_eq!(flags(&s, &longer_queue), vec![Flag::RetentionNotOverQueue]);
+    }
+
+    #[test]
+    fn no_payload_bucket_flags_every_source_and_the_template_has_one() {
+        let s = spec(&format!(
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![]);
+        let no_bucket = QueueFacts {
+            payload_bucket: false,
+            ..QUEUE
+        };
+        assert_eq!(flags(&s, &no_bucket), vec![Flag::LargeBodiesRefused]);
+        let template = Template::load(&template_path()).expect("template.yaml");
+        assert!(QueueFacts::from_template(&template).payload_bucket);
     }
 
     #[test]
