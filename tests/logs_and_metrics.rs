@@ -329,8 +329,8 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let messages = aws.receive_all(&aws.resources.queue_url).await;
     assert_eq!(
         messages.len(),
-        3,
-        "logs-a, logs-c and evt_logs_1 are queued"
+        4,
+        "logs-a, logs-c, logs-d (sent by its duplicate) and evt_logs_1 are queued"
     );
     let id_of = |key: &str| {
         messages
@@ -473,9 +473,10 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
         (Metric::PayloadMismatch, 1),
         (Metric::Released, 1),
         (Metric::Rejected, 2),
-        (Metric::Completed, 2),
+        // logs-a, logs-c and logs-d (which its duplicate enqueued).
+        (Metric::Completed, 3),
         (Metric::Failed, 1),
-        (Metric::DuplicateDelivery, 1),
+        (Metric::DuplicateDelivery, 2),
         (Metric::LeaseLost, 1),
     ];
     let expected_stripe = [

@@ -338,8 +338,6 @@ async fn an_in_flight_duplicate_whose_send_fails_answers_500_and_leaves_the_clai
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
 }
 
-use inbox::ledger::LedgerStore as _;
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
     let aws = LocalAws::new("mismatch").await;

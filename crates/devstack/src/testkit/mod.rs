@@ -132,7 +132,8 @@ pub fn forwarder(url: &str) -> HttpForwarder {
         .expect("the forwarder's client builds")
 }
 
-/// A receiver setting: how long a duplicate waits behind a live claim before its 503.
+/// A receiver setting that is no longer read (a duplicate behind a live claim sends the event
+/// itself since issue 15); kept for the tests that still pass it.
 pub fn in_progress_wait(ms: u64) -> ReceiverSettings {
     ReceiverSettings {
         in_progress_wait: std::time::Duration::from_millis(ms),

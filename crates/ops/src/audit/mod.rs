@@ -252,7 +252,7 @@ pub fn audit_source(spec: &SourceSpec, queue: &QueueFacts) -> SourceAudit {
                 spec.retention_hours
             ),
             format!(
-                "receiver: 500 after releasing the claim (the sender retries and finds the key free), 503 + Retry-After while a first delivery is in flight, \
+                "receiver: 500 after releasing the claim (the sender retries and finds the key free), a duplicate behind a live claim sends the event itself (same deduplication id) and replays, \
                  401 bad signature, 400 missing key; consumer: FAILED with last_error, redelivered after the visibility timeout ({} s), \
                  to the dead-letter queue after {} real failures, kept {} (a 429 or 503 waits for its Retry-After and counts as no failure, \
                  and the queue's maxReceiveCount of {} is only a safety net)",
