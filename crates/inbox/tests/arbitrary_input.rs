@@ -42,7 +42,7 @@ const DOCUMENTED: &[(u16, &str)] = &[
     (405, "method_not_allowed"),
     (413, "payload_too_large"),
     (422, "payload_mismatch"),
-    (503, "in_progress"),
+    (409, "replayed_body"),
     (500, "internal"),
 ];
 

@@ -69,7 +69,7 @@ pub enum Flag {
 }
 
 impl Flag {
-    pub const ALL: [Flag; 7] = [
+    pub const ALL: [Flag; 8] = [
         Flag::Unsigned,
         Flag::PayloadHashKey,
         Flag::ShortRetention,
@@ -117,6 +117,7 @@ impl Flag {
             }
             Flag::NoReplayGuard => {
                 "the scheme signs the body alone and no replay_guard_seconds is set: a captured request resent under a fresh delivery id is a new event"
+            }
             Flag::LargeBodiesRefused => {
                 "no PAYLOAD_BUCKET: a body whose envelope would not fit the queue's 1 MiB is refused with 413; a sender that does not retry (GitHub) loses it"
             }
