@@ -12,7 +12,7 @@ VENV_SAM := .venv-sam
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv test lint demo events build deploy bench simulate audit clean
+.PHONY: venv test lint demo events build deploy bench simulate audit mutants clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -91,6 +91,20 @@ audit:
 SEEDS ?= 100000
 simulate:
 	SIM_SEEDS=$(SEEDS) cargo test -p inbox --test simulation --release -- --nocapture
+
+# Mutation testing (docs/testing.md, "Mutation testing"): cargo-mutants over the ledger's state
+# machine, the receiver and the consumer, each mutant against the library's own tests and the
+# simulation (no moto; SIM_SEEDS bounds the simulation per mutant). Slow: not in CI's budget.
+# MUTANTS_FILES narrows it (e.g. MUTANTS_FILES=crates/inbox/src/ledger/mod.rs); ARGS go to
+# cargo mutants (e.g. ARGS=--in-place to reuse target/, ARGS="--shard 1/4").
+MUTANTS_VERSION := 27.1.0
+MUTANTS_FILES ?= crates/inbox/src/ledger/mod.rs crates/inbox/src/receiver.rs crates/inbox/src/consumer/mod.rs crates/inbox/src/consumer/invocation.rs crates/inbox/src/consumer/processor.rs crates/inbox/src/consumer/requeue.rs
+MUTANTS_SIM_SEEDS ?= 300
+mutants:
+	@cargo mutants --version 2>/dev/null | grep -q ' $(MUTANTS_VERSION)$$' \
+		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
+	SIM_SEEDS=$(MUTANTS_SIM_SEEDS) cargo mutants --package inbox --test-package inbox \
+		$(foreach f,$(MUTANTS_FILES),--file $(f)) $(ARGS) -- --lib --tests
 
 # Benchmarks (BENCHMARKS.md): criterion benches of the CPU work, then the receiver against a
 # Powertools peer on one moto server, init durations and zip sizes (bench/run.sh). Release

@@ -485,14 +485,4 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn expires_at_is_epoch_seconds_retention_ahead() {
-        assert_eq!(
-            super::expires_at(1_700_000_000_999, 1),
-            1_700_000_000 + 3600
-        );
-        assert_eq!(super::expires_at(-1, 0), -1);
-        assert!(super::expires_at(0, u64::MAX) > 0);
-    }
-}
+mod tests;
