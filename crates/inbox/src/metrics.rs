@@ -14,7 +14,6 @@ pub const NAMESPACE: &str = "WebhookInbox";
 pub enum Metric {
     Accepted,
     Replayed,
-    InProgressConflict,
     SignatureRejected,
     PayloadMismatch,
     Released,
@@ -34,7 +33,6 @@ impl Metric {
         match self {
             Metric::Accepted => "Accepted",
             Metric::Replayed => "Replayed",
-            Metric::InProgressConflict => "InProgressConflict",
             Metric::SignatureRejected => "SignatureRejected",
             Metric::PayloadMismatch => "PayloadMismatch",
             Metric::Released => "Released",
@@ -141,7 +139,6 @@ mod tests {
         let all = [
             Metric::Accepted,
             Metric::Replayed,
-            Metric::InProgressConflict,
             Metric::SignatureRejected,
             Metric::PayloadMismatch,
             Metric::Released,

@@ -25,6 +25,7 @@ fn item(status: Status) -> Record {
         last_error: None,
         received_at: NOW,
         completed_at: None,
+        replays: Default::default(),
     }
 }
 
