@@ -16,7 +16,7 @@ use inbox::metrics::Metrics;
 use inbox::queue::{BodyRef, Envelope};
 use inbox::store::{payload_key, MemoryStore, ObjectStore};
 
-const SOURCES: &str = r#"{"s": {"signature": {"scheme": "none"},
+const SOURCES: &str = r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true,
     "key": {"from": "json", "pointers": ["/id"]}}}"#;
 
 /// Records each body it is handed.
