@@ -1,7 +1,8 @@
 //! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `audit`,
-//! `why`, `lookup`, `redrive`, `pause`, `resume`, `status`. The queue and table flags fall back to the environment variable
-//! names the functions get in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`), and `--dlq` to
-//! `DLQ_URL`. A flag or variable given but empty counts as missing.
+//! `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`. The queue, table
+//! and bucket flags fall back to the environment variable names the functions get in
+//! template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`. A
+//! flag or variable given but empty counts as missing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
