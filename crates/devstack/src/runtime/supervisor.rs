@@ -2,6 +2,9 @@
 //! instance is a process of the function's binary polling its own address on the
 //! [`Emulator`]; when it dies (it crashed, or [`Supervisor::kill_one`] sent it SIGKILL) the
 //! invocation it held fails as Lambda reports it, and a new process starts in its place.
+//! A kill is a request answered once its process is dead and replaced, so kills sent close
+//! together are never merged into one and a caller counting them never runs ahead of the
+//! restarts.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -9,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, oneshot};
 
 use super::emulator::{Emulator, Instance};
 
@@ -44,13 +47,12 @@ impl FunctionProcess {
     }
 }
 
-struct Slot {
-    kill: Notify,
-}
+/// A kill request for one instance, answered once its process is dead and replaced.
+type Kill = oneshot::Sender<()>;
 
 /// `instances` processes of one function, each restarted when it dies, until dropped.
 pub struct Supervisor {
-    slots: Vec<Arc<Slot>>,
+    slots: Vec<mpsc::UnboundedSender<Kill>>,
     stopping: Arc<AtomicBool>,
     /// Processes started after the first ones (each a restart after a death).
     restarts: Arc<AtomicU64>,
@@ -73,26 +75,24 @@ impl Supervisor {
         let mut tasks = Vec::new();
         for _ in 0..instances {
             let instance = emu.instance().await?;
-            let slot = Arc::new(Slot {
-                kill: Notify::new(),
-            });
+            let (kills, mut kill_requests) = mpsc::unbounded_channel::<Kill>();
             let mut child = function.spawn(&instance.address())?;
-            let (f, s, st, r, fl) = (
+            let (f, st, r, fl) = (
                 function.clone(),
-                slot.clone(),
                 stopping.clone(),
                 restarts.clone(),
                 failed.clone(),
             );
             tasks.push(tokio::spawn(async move {
                 loop {
-                    tokio::select! {
-                        _ = child.wait() => {}
-                        _ = s.kill.notified() => {
+                    let answer = tokio::select! {
+                        _ = child.wait() => None,
+                        request = kill_requests.recv() => {
                             let _ = child.start_kill();
                             let _ = child.wait().await;
+                            request
                         }
-                    }
+                    };
                     instance_died(&instance, &fl);
                     if st.load(Ordering::SeqCst) {
                         return;
@@ -107,9 +107,12 @@ impl Supervisor {
                             return;
                         }
                     }
+                    if let Some(answer) = answer {
+                        let _ = answer.send(());
+                    }
                 }
             }));
-            slots.push(slot);
+            slots.push(kills);
         }
         Ok(Supervisor {
             slots,
@@ -120,9 +123,16 @@ impl Supervisor {
         })
     }
 
-    /// Sends SIGKILL to the process of instance `i` (modulo the count); it is restarted.
-    pub fn kill_one(&self, i: usize) {
-        self.slots[i % self.slots.len()].kill.notify_one();
+    /// Sends SIGKILL to the process of instance `i` (modulo the count) and returns once it is
+    /// dead and a new process has started in its place.
+    pub async fn kill_one(&self, i: usize) -> Result<()> {
+        let (answer, replaced) = oneshot::channel();
+        self.slots[i % self.slots.len()]
+            .send(answer)
+            .map_err(|_| anyhow::anyhow!("instance {i} is no longer supervised"))?;
+        replaced
+            .await
+            .with_context(|| format!("instance {i} was not restarted"))
     }
 
     pub fn instances(&self) -> usize {
@@ -145,9 +155,7 @@ fn instance_died(instance: &Instance, failed: &AtomicU64) {
 impl Drop for Supervisor {
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
-        for slot in &self.slots {
-            slot.kill.notify_one();
-        }
+        // Aborting a task drops its child, and `kill_on_drop` kills the process.
         for task in &self.tasks {
             task.abort();
         }
