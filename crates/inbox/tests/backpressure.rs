@@ -295,20 +295,25 @@ async fn an_unreadable_message_is_dead_lettered_after_max_failures_receives() {
 
 #[tokio::test]
 async fn a_delay_nearing_the_retention_also_copies_to_the_dead_letter_queue() {
-    let (cx, _, side_effect, queue, _) = consumer(settings(1, 5));
-    side_effect.answer("s:a1", [throttled(3600)]);
-    let mut old = message("m1", "A", "a1", 1);
-    // Sent 95 h ago: a one-hour delay ends within an hour of the 96-hour retention.
-    let sent = SystemClock.now_ms() - 95 * 3_600_000;
-    old.attributes
-        .insert("SentTimestamp".into(), sent.to_string());
-    assert_eq!(
-        failed_ids(&cx, &[old]).await,
-        ["m1"],
-        "still reported failed"
-    );
-    assert_eq!(queue.dead(), ["m1"]);
-    assert_eq!(queue.delays(), [("m1".into(), 3600)]);
+    // The retention is 96 h and the margin 1 h; each message is throttled for an hour.
+    // Sent 94.5 h ago: the delay ends half an hour inside the margin, so a copy goes to the
+    // dead-letter queue. Sent 93.5 h ago: it ends half an hour before the margin; no copy.
+    for (hours_ago_x2, copied) in [(189, true), (187, false)] {
+        let (cx, _, side_effect, queue, _) = consumer(settings(1, 5));
+        side_effect.answer("s:a1", [throttled(3600)]);
+        let mut old = message("m1", "A", "a1", 1);
+        let sent = SystemClock.now_ms() - hours_ago_x2 * 1_800_000;
+        old.attributes
+            .insert("SentTimestamp".into(), sent.to_string());
+        assert_eq!(
+            failed_ids(&cx, &[old]).await,
+            ["m1"],
+            "still reported failed"
+        );
+        let expected: &[&str] = if copied { &["m1"] } else { &[] };
+        assert_eq!(queue.dead(), expected, "sent {hours_ago_x2}/2 h ago");
+        assert_eq!(queue.delays(), [("m1".into(), 3600)]);
+    }
 }
 
 #[tokio::test]

@@ -19,20 +19,31 @@ pub(super) enum Carry {
     InBucket,
 }
 
-/// Whether an envelope around a body of `body_len` bytes fits the queue whatever the body
-/// holds: JSON escaping writes at most 6 bytes per byte (`\u001f`), base64 4 per 3.
+/// The envelope's fields around the body, key and headers, at their longest: field names,
+/// a 64-character source, a 20-character `received_at`, the 64-character SHA-256 and
+/// `"body_encoding":"base64"` come to about 260 bytes; the rest is margin.
+const ENVELOPE_FIXED_BYTES: usize = 512;
+
+/// Whether an envelope around a body of `body_len` bytes fits the queue whatever the body,
+/// key and headers hold, without building it. A body is carried as text only where SQS can
+/// carry every character, and JSON escapes those into at most 2 bytes (`\"`, `\\`, `\t`,
+/// `\n`, `\r`); any other body goes as base64, 4 bytes for 3 (a short one up to 8 for 1 to
+/// 3); a key or header character escapes into at most 6 (`\u001f`), and each header adds 6
+/// bytes of quotes, colon and comma. A body of up to about 510 KiB is therefore never
+/// measured; a longer one is (the envelope is built and its length compared).
 pub(super) fn envelope_surely_fits(
     body_len: usize,
     key: &str,
     headers: &BTreeMap<String, String>,
 ) -> bool {
-    let around: usize = 1024
+    let around: usize = ENVELOPE_FIXED_BYTES
+        + 8
         + key.len() * 6
         + headers
             .iter()
             .map(|(k, v)| (k.len() + v.len()) * 6 + 8)
             .sum::<usize>();
-    body_len.saturating_mul(6).saturating_add(around) <= MAX_INLINE_ENVELOPE_BYTES
+    body_len.saturating_mul(2).saturating_add(around) <= MAX_INLINE_ENVELOPE_BYTES
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
@@ -76,5 +87,112 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 .await?;
         }
         Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::Envelope;
+
+    /// The costliest key and headers for their length: every character a control that JSON
+    /// writes as `\u00XX` (names too, unique by pairs of them).
+    fn worst_key_and_headers() -> (String, BTreeMap<String, String>) {
+        // (Not \b, \t, \n, \f or \r, which JSON writes in 2 bytes.)
+        let six: Vec<char> = (1..0x20u8)
+            .filter(|c| ![8, 9, 10, 12, 13].contains(c))
+            .map(char::from)
+            .collect();
+        let control = |i: u32| six[i as usize % six.len()];
+        let key: String = (0..500).map(control).collect();
+        let headers = (0..100)
+            .map(|i| {
+                let name: String = [control(i / 26), control(i)].into_iter().collect();
+                (name, (0..40).map(control).collect())
+            })
+            .collect();
+        (key, headers)
+    }
+
+    /// The longest body the estimate lets through with this key and headers.
+    fn longest_passed(key: &str, headers: &BTreeMap<String, String>) -> usize {
+        let (mut fits, mut not) = (0, MAX_INLINE_ENVELOPE_BYTES);
+        while not - fits > 1 {
+            let mid = (fits + not) / 2;
+            if envelope_surely_fits(mid, key, headers) {
+                fits = mid;
+            } else {
+                not = mid;
+            }
+        }
+        assert!(envelope_surely_fits(fits, key, headers));
+        fits
+    }
+
+    fn envelope_len(body: &[u8], key: &str, headers: &BTreeMap<String, String>) -> usize {
+        let source = "s".repeat(64);
+        let sha = "0".repeat(64);
+        Envelope::json_of(key, &source, i64::MIN, &sha, headers, body).len()
+    }
+
+    #[test]
+    fn an_envelope_the_estimate_passes_fits_whatever_the_body_holds() {
+        let (key, headers) = worst_key_and_headers();
+        let n = longest_passed(&key, &headers);
+        let bodies: [Vec<u8>; 5] = [
+            vec![b'"'; n],                                         // text, 2 bytes a byte
+            b"\\\n\r\t".repeat(n / 4 + 1)[..n].to_vec(),           // text, 2 bytes a byte
+            vec![1; n],                                            // a control SQS refuses: base64
+            vec![0xff; n],                                         // not UTF-8: base64
+            "\u{ffff}".repeat(n / 3 + 1).as_bytes()[..n].to_vec(), // U+FFFF: base64
+        ];
+        for body in &bodies {
+            let len = envelope_len(body, &key, &headers);
+            assert!(
+                len <= MAX_INLINE_ENVELOPE_BYTES,
+                "{len} bytes for a body of {n} starting {:?}",
+                &body[..4]
+            );
+        }
+        // The fields around them, at their longest, within the fixed allowance.
+        assert!(envelope_len(&[0xff], "", &BTreeMap::new()) <= ENVELOPE_FIXED_BYTES);
+    }
+
+    #[test]
+    fn the_estimate_wastes_little_of_the_queue_on_the_costliest_text() {
+        // Of the worst case the estimate allows for, at most half a KiB is margin: a body
+        // larger by 300 bytes would not fit at all.
+        let (key, headers) = worst_key_and_headers();
+        let n = longest_passed(&key, &headers);
+        let len = envelope_len(&vec![b'"'; n], &key, &headers);
+        let waste = MAX_INLINE_ENVELOPE_BYTES - len;
+        assert!(
+            waste < 600,
+            "{waste} bytes unused at the estimate's largest body"
+        );
+        assert!(envelope_len(&vec![b'"'; n + 300], &key, &headers) > MAX_INLINE_ENVELOPE_BYTES);
+    }
+
+    #[test]
+    fn an_ordinary_event_up_to_500_kib_is_never_measured() {
+        let headers = BTreeMap::from([
+            ("content-type".to_owned(), "application/json".to_owned()),
+            (
+                "x-github-delivery".to_owned(),
+                "0b989ba4-242f-11e5-81e1-c7b6ead1ee95".to_owned(),
+            ),
+            ("x-github-event".to_owned(), "push".to_owned()),
+            (
+                "x-hub-signature-256".to_owned(),
+                format!("sha256={}", "a".repeat(64)),
+            ),
+        ]);
+        let key = "github:0b989ba4-242f-11e5-81e1-c7b6ead1ee95";
+        assert!(envelope_surely_fits(500 * 1024, key, &headers));
+        assert!(!envelope_surely_fits(
+            MAX_INLINE_ENVELOPE_BYTES / 2,
+            key,
+            &headers
+        ));
     }
 }
