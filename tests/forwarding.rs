@@ -34,6 +34,7 @@ use inbox::forward::ForwardSigner;
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric, Metrics};
+use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
 use inbox_ops::esm::{self, Locator};
 use serde_json::{json, Value};
@@ -247,7 +248,7 @@ async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() 
     let aws = LocalAws::new("fwd-sign").await;
     // The first call fails, so the event is forwarded twice.
     let sor = Downstream::start(|_, before| (if before == 0 { 500 } else { 200 }, vec![]));
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let signer = ForwardSigner::new(&[TEST_WHSEC, OTHER_WHSEC]).expect("whsec_ secrets");
     let (cx, _) = consumer(&aws, forwarder(&sor.url("/events")).signed(signer));
     let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
@@ -327,7 +328,7 @@ async fn a_redirect_is_a_failure_and_never_followed() {
         ),
         None => (200, vec![]),
     });
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
         .await
         .expect("bridge");
@@ -385,7 +386,7 @@ async fn a_429_with_retry_after_comes_back_after_it_and_then_completes_once() {
             (200, vec![])
         }
     });
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let (cx, lines) = consumer(&aws, forwarder(&sor.url("/events")));
     // The queue's visibility timeout is 360 s, and the bridge's shortcut would make a failed
     // message visible at once: the consumer's delay must hold against both.
@@ -466,7 +467,7 @@ async fn a_429_with_retry_after_comes_back_after_it_and_then_completes_once() {
 async fn pause_holds_delivery_and_resume_delivers_each_event_once() {
     let aws = LocalAws::new("fwd-pause").await;
     let sor = Downstream::start(|_, _| (200, vec![]));
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let (cx, _) = consumer(&aws, forwarder(&sor.url("/events")));
     let lambda = aws_sdk_lambda::Client::new(&aws.sdk);
     let uuid = aws.stack.event_source_mapping.uuid.clone();

@@ -28,7 +28,7 @@ use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder, Processor};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{Claim, LedgerStore as _};
 use inbox::metrics::{tally, Metric, Metrics};
-use inbox::receiver::accepted_response;
+use inbox::receiver::{accepted_response, ReceiverSettings};
 use inbox::redelivery::{Redelivery, SqsRedelivery};
 use lambda_runtime::layers::trace::request_span;
 use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
@@ -257,7 +257,7 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     let logs = logs();
     let aws = LocalAws::new("logs").await;
     let sor = SystemOfRecord::start();
-    let (rx, rx_metrics) = aws.receiver(testkit::in_progress_wait(100)).await;
+    let (rx, rx_metrics) = aws.receiver(ReceiverSettings::default()).await;
     let (cx, cx_metrics) = aws.consumer(testkit::forwarder(sor.url()));
     let gh = github_headers;
 
@@ -547,7 +547,7 @@ async fn a_throttled_forward_and_a_dead_letter_are_logged_and_counted() {
     let logs = logs();
     let aws = LocalAws::new("logs-backpressure").await;
     let (url, server) = throttling_downstream();
-    let (rx, rx_metrics) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, rx_metrics) = aws.receiver(ReceiverSettings::default()).await;
     let (metrics, cx_metrics) = Metrics::memory("consumer");
     let cx = Consumer::new(
         testkit::test_sources(),

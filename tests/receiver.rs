@@ -8,6 +8,7 @@ use devstack::testkit::{self, github_headers, post, LocalAws};
 use inbox::ledger::Status;
 use inbox::metrics::{tally, Metric};
 use inbox::queue::Envelope;
+use inbox::receiver::ReceiverSettings;
 use lambda_http::{Body, Response};
 
 fn body_json(resp: &Response<Body>) -> serde_json::Value {
@@ -28,7 +29,7 @@ fn gh_body(n: u32) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_delivery_is_claimed_and_enqueued_in_two_calls() {
     let aws = LocalAws::new("first").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(1);
     let resp = rx
         .handle(post("github", &github_headers("d-1", &body), &body))
@@ -84,7 +85,7 @@ async fn first_delivery_is_claimed_and_enqueued_in_two_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicate_behind_the_live_claim_sends_again_and_replays_the_first_response() {
     let aws = LocalAws::new("dup").await;
-    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(2);
     let first = rx
         .handle(post("github", &github_headers("d-2", &body), &body))
@@ -111,7 +112,7 @@ async fn duplicate_behind_the_live_claim_sends_again_and_replays_the_first_respo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_concurrent_deliveries_give_one_message_and_one_item() {
     let aws = LocalAws::new("storm32").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(5000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(3);
     let deliveries =
         (0..32).map(|_| rx.handle(post("github", &github_headers("d-3", &body), &body)));
@@ -134,7 +135,7 @@ async fn thirty_two_concurrent_deliveries_give_one_message_and_one_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqs_failure_releases_the_claim_and_the_retry_succeeds() {
     let aws = LocalAws::new("sqsfail").await;
-    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(4);
     aws.faults.fail("SendMessage", When::Before, 1);
 
@@ -165,7 +166,7 @@ async fn sqs_failure_releases_the_claim_and_the_retry_succeeds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claim_failure_answers_500_and_writes_nothing() {
     let aws = LocalAws::new("claimfail").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(5);
     aws.faults.fail("PutItem", When::Before, 1);
     let failed = rx
@@ -183,7 +184,7 @@ async fn claim_failure_answers_500_and_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_delivery_makes_no_update_item() {
     let aws = LocalAws::new("markfail").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(6);
     // An UpdateItem would fail: there is none on the receiver's path.
     aws.faults.fail("UpdateItem", When::Before, 1);
@@ -227,7 +228,7 @@ async fn put_raw_item(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
     let aws = LocalAws::new("expired").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let now_s = testkit::now_ms() / 1000;
     // Past its TTL but not yet deleted by DynamoDB.
     put_raw_item(&aws, "github:d-7", "COMPLETED", now_s - 10, None).await;
@@ -246,7 +247,7 @@ async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_whose_lease_ran_out_is_taken_over() {
     let aws = LocalAws::new("takeover").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let now = testkit::now_ms();
     // An invocation claimed it and died before enqueueing: its lease ran out a second ago.
     put_raw_item(
@@ -270,7 +271,7 @@ async fn a_claim_whose_lease_ran_out_is_taken_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_flight_duplicate_sends_the_event_itself_and_replays_the_first_answer() {
     let aws = LocalAws::new("inflight").await;
-    let (rx, lines) = aws.receiver(testkit::in_progress_wait(150)).await;
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let now = testkit::now_ms();
     // A live claim whose invocation has not sent yet (or died before it could).
     put_raw_item(
@@ -310,7 +311,7 @@ async fn an_in_flight_duplicate_sends_the_event_itself_and_replays_the_first_ans
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_flight_duplicate_whose_send_fails_answers_500_and_leaves_the_claim() {
     let aws = LocalAws::new("inflight2").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(3000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let now = testkit::now_ms();
     put_raw_item(
         &aws,
@@ -340,7 +341,7 @@ async fn an_in_flight_duplicate_whose_send_fails_answers_500_and_leaves_the_clai
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
     let aws = LocalAws::new("mismatch").await;
-    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let (a, b) = (gh_body(11), gh_body(12));
     assert_eq!(
         rx.handle(post("github", &github_headers("d-11", &a), &a))
@@ -381,7 +382,7 @@ async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
     let aws = LocalAws::new("bad").await;
-    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(13);
     let mut bad_sig = github_headers("d-13", &body);
     bad_sig[2].1 = testkit::github_signature(b"another body");
@@ -487,7 +488,7 @@ fn apigw_event(
 async fn base64_bodies_are_decoded_before_verifying_and_bad_base64_is_a_400_not_a_panic() {
     use base64::Engine as _;
     let aws = LocalAws::new("b64").await;
-    let (rx, lines) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let body = gh_body(14);
     let encoded = base64::engine::general_purpose::STANDARD.encode(&body);
     let ok = rx
@@ -531,7 +532,7 @@ async fn base64_bodies_are_decoded_before_verifying_and_bad_base64_is_a_400_not_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_scheme_and_key_kind_is_accepted_end_to_end() {
     let aws = LocalAws::new("schemes").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let t = testkit::now_ms() / 1000;
 
     let stripe = br#"{"id":"evt_1","type":"invoice.paid"}"#.to_vec();
@@ -604,7 +605,7 @@ async fn every_scheme_and_key_kind_is_accepted_end_to_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_key_gets_a_hashed_deduplication_id() {
     let aws = LocalAws::new("longkey").await;
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let t = testkit::now_ms() / 1000;
     let id = format!("evt_{}", "z".repeat(300));
     let body = format!(r#"{{"id":"{id}"}}"#).into_bytes();

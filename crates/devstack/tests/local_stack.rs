@@ -27,7 +27,7 @@ async fn the_functions_environment_is_the_stacks() {
     assert_eq!(get("QUEUE_URL"), aws.resources.queue_url);
     assert_eq!(get("FORWARD_URL"), UNUSED_FORWARD_URL);
     assert_eq!(get("AWS_ENDPOINT_URL"), endpoint);
-    assert!(!get("IN_PROGRESS_WAIT_MS").is_empty(), "{vars:?}");
+    assert!(!get("MAX_BODY_BYTES").is_empty(), "{vars:?}");
     assert!(get("RUST_LOG").starts_with("warn,"), "{vars:?}");
     // Every variable of either function, with the stack's value.
     for function in [&aws.stack.receiver, &aws.stack.consumer] {

@@ -95,7 +95,6 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
         SqsQueue::new(aws_sdk_sqs::Client::new(&sdk), env.queue_url),
         SystemClock,
         ReceiverSettings {
-            in_progress_wait: Duration::from_millis(env.in_progress_wait_ms),
             max_body_bytes: usize::try_from(env.max_body_bytes).unwrap_or(usize::MAX),
             archive_bodies: env.archive_bodies,
             replay_cache_keys: usize::try_from(env.replay_cache_keys).unwrap_or(usize::MAX),

@@ -11,6 +11,7 @@ use inbox::clock::SystemClock;
 use inbox::consumer::{HttpForwarder, DEFAULT_MAX_FAILURES};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
+use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
 use inbox_ops::template::{template_path, Template};
 use lambda_runtime::LambdaEvent;
@@ -78,7 +79,7 @@ async fn a_dead_letter_is_explained_redriven_and_then_completes() {
     let sor = SystemOfRecord::start();
     let key = "github:ops-1";
     sor.fail_key(key, 1000);
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
     let cx = cx.with_redelivery(SqsRedelivery::new(
         aws.sqs.clone(),

@@ -3,7 +3,8 @@
 //! `--uuid`; paused while the receiver keeps accepting, the waiting events counted; resumed.
 //! Delivery itself (nothing while paused, each event once after) is `tests/forwarding.rs`.
 
-use devstack::testkit::{self, github_headers, post, LocalAws};
+use devstack::testkit::{github_headers, post, LocalAws};
+use inbox::receiver::ReceiverSettings;
 use serde_json::Value;
 
 /// Runs the `inbox-ops` binary (it finds the local server through the inherited
@@ -46,7 +47,7 @@ async fn pause_and_resume_the_stacks_mapping_while_the_receiver_accepts() {
     assert!(out.contains(" is Disabled\n"), "{out}");
     assert!(out.contains("the receiver keeps accepting"), "{out}");
 
-    let (rx, _) = aws.receiver(testkit::in_progress_wait(1000)).await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     for id in ["pause-1", "pause-2"] {
         let body = format!(r#"{{"action":"opened","number":"{id}"}}"#).into_bytes();
         let resp = rx

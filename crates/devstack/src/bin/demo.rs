@@ -1,7 +1,7 @@
 //! `make demo`: the inbox end to end on this machine (see `devstack::demo`).
 //!
 //! ```text
-//! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--in-progress-wait-ms MS]
+//! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N]
 //! demo serve [--address A] [--port P] [--instances N]   # the stack, waiting for `cargo lambda invoke`
 //! demo check-events                                     # every events/*.json through the emulator
 //! ```
@@ -50,10 +50,6 @@ struct RunArgs {
     /// Instances per function (`cargo lambda watch --concurrency`).
     #[arg(long, value_name = "N", default_value_t = demo::Options::default().instances)]
     instances: u32,
-    /// Overrides the template's IN_PROGRESS_WAIT_MS (0: a concurrent duplicate gets 503 and
-    /// Retry-After at once).
-    #[arg(long, value_name = "MS")]
-    in_progress_wait_ms: Option<u64>,
 }
 
 impl RunArgs {
@@ -63,7 +59,6 @@ impl RunArgs {
             storm_copies: self.storm_copies,
             concurrency: self.concurrency,
             instances: self.instances,
-            in_progress_wait_ms: self.in_progress_wait_ms,
             ..demo::Options::default()
         }
     }

@@ -35,9 +35,6 @@ pub struct Options {
     pub late: usize,
     /// Keys whose first forward the system of record answers 500.
     pub forward_failures: usize,
-    /// Overrides the template's `IN_PROGRESS_WAIT_MS` (0: a concurrent duplicate gets 503 and
-    /// `Retry-After` at once, and the senders' retries show).
-    pub in_progress_wait_ms: Option<u64>,
 }
 
 impl Default for Options {
@@ -50,7 +47,6 @@ impl Default for Options {
             crashes: 5,
             late: 10,
             forward_failures: 3,
-            in_progress_wait_ms: None,
         }
     }
 }
@@ -73,9 +69,6 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
     let start = Instant::now();
     let mut stack_opts = StackOptions::loopback("demo")?;
     stack_opts.instances = opts.instances;
-    if let Some(ms) = opts.in_progress_wait_ms {
-        stack_opts.overrides = vec![("IN_PROGRESS_WAIT_MS".to_owned(), ms.to_string())];
-    }
     let stack = Stack::build_and_start(&stack_opts, start, " (once; not timed)").await?;
 
     // The clock starts with everything up and warm.

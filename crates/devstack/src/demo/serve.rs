@@ -17,7 +17,6 @@ pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<(
             env_file: local.join("watch.env"),
             log: local.join("serve-watch.log"),
             echo: true,
-            overrides: Vec::new(),
         },
         start,
         "",

@@ -62,8 +62,6 @@ pub struct StackOptions {
     pub env_file: PathBuf,
     pub log: PathBuf,
     pub echo: bool,
-    /// Variables set in the env file over the stack's values.
-    pub overrides: Vec<(String, String)>,
 }
 
 impl StackOptions {
@@ -78,7 +76,6 @@ impl StackOptions {
             env_file: local.join(format!("{name}.env")),
             log: local.join(format!("{name}-watch.log")),
             echo: false,
-            overrides: Vec::new(),
         })
     }
 }
@@ -149,13 +146,7 @@ impl Stack {
                 resources.queue_url.rsplit('/').next().unwrap_or_default()
             ),
         );
-        let mut vars = env_file::local_env(&deployed, moto.endpoint())?;
-        for (name, value) in &opts.overrides {
-            match vars.iter_mut().find(|(n, _)| n == name) {
-                Some(var) => var.1 = value.clone(),
-                None => vars.push((name.clone(), value.clone())),
-            }
-        }
+        let vars = env_file::local_env(&deployed, moto.endpoint())?;
         env_file::write_env_file(&opts.env_file, &vars)?;
         step(
             start,

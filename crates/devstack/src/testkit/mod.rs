@@ -12,7 +12,7 @@ use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder, Processor};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
-use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::receiver::Receiver;
 
 use crate::local_stack::{env_secrets_to_secrets_manager, Secret};
 
@@ -130,13 +130,4 @@ pub fn consumer_with<P: Processor>(
 pub fn forwarder(url: &str) -> HttpForwarder {
     HttpForwarder::new(url, std::time::Duration::from_secs(30))
         .expect("the forwarder's client builds")
-}
-
-/// A receiver setting that is no longer read (a duplicate behind a live claim sends the event
-/// itself since issue 15); kept for the tests that still pass it.
-pub fn in_progress_wait(ms: u64) -> ReceiverSettings {
-    ReceiverSettings {
-        in_progress_wait: std::time::Duration::from_millis(ms),
-        ..ReceiverSettings::default()
-    }
 }

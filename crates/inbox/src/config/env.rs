@@ -3,7 +3,6 @@
 use super::secrets::SecretRef;
 use super::ConfigError;
 
-pub const DEFAULT_IN_PROGRESS_WAIT_MS: u64 = 1000;
 /// The largest body a synchronous Lambda request payload (6,291,456 bytes) carries through
 /// API Gateway: 6 MiB less 32 KiB for the JSON of the API Gateway event around the body
 /// (docs/design.md §12). A base64-encoded body (`isBase64Encoded`) fits 3/4 of it decoded:
@@ -55,14 +54,12 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
-/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `IN_PROGRESS_WAIT_MS` (no longer
-/// used), `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
+/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
 /// `REPLAY_CACHE_SECONDS`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,
     pub queue_url: String,
-    pub in_progress_wait_ms: u64,
     pub max_body_bytes: u64,
     /// `PAYLOAD_BUCKET`: where bodies too big for the queue go (and the archive). Unset:
     /// such bodies are refused with 413.
@@ -97,7 +94,6 @@ impl ReceiverEnv {
         Ok(Self {
             ledger_table: required("LEDGER_TABLE")?,
             queue_url: required("QUEUE_URL")?,
-            in_progress_wait_ms: number_or("IN_PROGRESS_WAIT_MS", DEFAULT_IN_PROGRESS_WAIT_MS)?,
             max_body_bytes,
             payload_bucket: optional("PAYLOAD_BUCKET"),
             archive_bodies: archive_bodies()?,

@@ -139,9 +139,6 @@ fn json_response(status: StatusCode, body: String) -> Response<Body> {
 /// by default ([`crate::config::env::ReceiverEnv`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ReceiverSettings {
-    /// No longer read: a duplicate behind a live claim sends the event itself instead of
-    /// waiting (issue 15). Kept, with `IN_PROGRESS_WAIT_MS`, until its callers are gone.
-    pub in_progress_wait: Duration,
     pub max_body_bytes: usize,
     /// Archive every source's envelope in the payload bucket (a source's `archive` decides
     /// for itself where it says).
@@ -155,9 +152,6 @@ pub struct ReceiverSettings {
 impl Default for ReceiverSettings {
     fn default() -> Self {
         Self {
-            in_progress_wait: Duration::from_millis(
-                crate::config::env::DEFAULT_IN_PROGRESS_WAIT_MS,
-            ),
             max_body_bytes: usize::try_from(crate::config::env::DEFAULT_MAX_BODY_BYTES)
                 .unwrap_or(262_144),
             archive_bodies: false,
