@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context};
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TableStatus,
 };
 use inbox::ledger::dynamo::DynamoLedger;
 use serde_json::Value;
@@ -103,6 +103,26 @@ impl Dynalite {
             .send()
             .await
             .with_context(|| format!("creating table {name} on dynalite"))?;
+        // As on DynamoDB, a new table is CREATING until a moment after CreateTable answers
+        // (dynalite flips it on a timer, even with `createTableMs: 0`), and an item call on it
+        // meanwhile is ResourceNotFoundException: poll until it is ACTIVE.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let described = client
+                .describe_table()
+                .table_name(name)
+                .send()
+                .await
+                .with_context(|| format!("describing table {name} on dynalite"))?;
+            let status = described.table().and_then(|t| t.table_status());
+            if status == Some(&TableStatus::Active) {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("table {name} on dynalite is still {status:?} after 30 s");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         Ok(DynamoLedger::new(client, name))
     }
 }
