@@ -70,8 +70,8 @@ pub async fn take_on_expired_completed_runs_again<L: LedgerStore>(l: &L) -> Vec<
 
 pub async fn take_on_received_and_queued<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
-    // RECEIVED with a live receiver lease: the message is on the queue (mark queued
-    // failed or has not happened yet), so the consumer may take it.
+    // RECEIVED with a live receiver lease: the message is on the queue (the receiver's send
+    // may not have returned yet), so the consumer may take it.
     let received = r.received("rx").await;
     let t = take_at("c1", T + 5, 60_000);
     assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
@@ -88,17 +88,18 @@ pub async fn take_on_received_and_queued<L: LedgerStore>(l: &L) -> Vec<(String, 
     );
     assert!(r.complete("c1", T + 10).await);
 
-    // Let it expire and start over, to take it from QUEUED.
+    // Let it expire and start over, to take it from QUEUED (a throttled try deferred it).
     let done = r.get().await.expect("completed");
     let later = first_expired_ms(done.expires_at);
     assert_eq!(
         r.claim(&claim_at("rx2", later)).await,
         ClaimOutcome::Claimed
     );
-    assert!(r.mark_queued("rx2").await);
+    r.taken("c1", later + 1, 60_000, 1).await;
+    assert!(r.defer("c1", "throttled", later + 2).await);
     let queued = r.get().await.expect("queued");
     assert_eq!(queued.status, Status::Queued);
-    r.taken("c2", later + 5, 60_000, 1).await;
+    r.taken("c2", later + 5, 60_000, 2).await;
     let taken = r.get().await.expect("taken");
     assert_eq!(taken.status, Status::Processing);
     assert_eq!(taken.lease_owner.as_deref(), Some("c2"));
@@ -180,8 +181,6 @@ pub async fn complete_and_fail_only_with_the_lease<L: LedgerStore>(l: &L) -> Vec
     assert!(!r.complete("rx", T + 1).await);
     assert!(!r.fail("rx", "x", T + 1).await);
     assert_eq!(r.get().await, Some(received));
-    assert!(r.mark_queued("rx").await);
-    assert!(!r.complete("rx", T + 2).await, "QUEUED cannot be finished");
 
     r.taken("c1", T + 1000, 5000, 1).await;
     assert!(!r.complete("c2", T + 1500).await, "not the owner");
@@ -243,8 +242,6 @@ pub async fn defer_puts_it_back_to_queued_only_with_the_lease<L: LedgerStore>(
     let received = r.received("rx").await;
     assert!(!r.defer("rx", "throttled", T + 1).await, "RECEIVED");
     assert_eq!(r.get().await, Some(received));
-    assert!(r.mark_queued("rx").await);
-    assert!(!r.defer("rx", "throttled", T + 2).await, "QUEUED");
 
     r.taken("c1", T + 1000, 5000, 1).await;
     assert!(!r.defer("c2", "throttled", T + 1500).await, "not the owner");
@@ -262,8 +259,18 @@ pub async fn defer_puts_it_back_to_queued_only_with_the_lease<L: LedgerStore>(
         },
         "back to QUEUED, no failure counted"
     );
-    assert!(!r.defer("c1", "again", T + 2001).await, "the lease ended");
-    assert!(!r.complete("c1", T + 2001).await, "the lease ended");
+    assert!(
+        !r.defer("c1", "again", T + 2001).await,
+        "QUEUED: the lease ended"
+    );
+    assert!(
+        !r.complete("c1", T + 2001).await,
+        "QUEUED cannot be finished"
+    );
+    assert!(
+        !r.fail("c1", "x", T + 2001).await,
+        "QUEUED cannot be failed"
+    );
     // A duplicate delivery still replays: QUEUED is not claimable.
     r.refused_claim("rx2", T + 2002, &deferred, "deferred")
         .await;
@@ -280,7 +287,7 @@ pub async fn fail_counts_real_failures_and_defer_does_not<L: LedgerStore>(
     l: &L,
 ) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
-    r.queued().await;
+    r.received("rx").await;
     let mut now = T + 1000;
     let mut attempts = 0;
     for (n, throttle) in [(1, false), (1, true), (2, false), (2, true), (3, false)] {
@@ -331,8 +338,7 @@ pub async fn expires_at_is_seconds_and_leases_are_milliseconds<L: LedgerStore>(
         r.claim(&claim_at("rx2", hour_later)).await,
         ClaimOutcome::Claimed
     );
-    assert!(r.mark_queued("rx2").await);
-    let q = r.get().await.expect("queued");
+    let q = r.get().await.expect("claimed");
     assert!(
         !q.is_expired(hour_later + 1000),
         "a seconds value compared as milliseconds would look long expired"
@@ -361,7 +367,6 @@ pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(l: &L) -> Vec
         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_owned();
     c.response_body = r#"{"status":"accepted","key":"github:d-1","note":"ünïcode ✓"}"#.to_owned();
     assert_eq!(r.claim(&c).await, ClaimOutcome::Claimed);
-    assert!(r.mark_queued("rx").await);
     r.taken("c1", T + 100, 1000, 1).await;
     assert!(
         r.fail(

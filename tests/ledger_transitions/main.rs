@@ -1,4 +1,4 @@
-//! The ledger's transitions (claim, release, mark queued, take, complete, fail, defer, the
+//! The ledger's transitions (claim, release, take, complete, fail, defer, the
 //! body guard, a replay's take and complete),
 //! written once and run against three implementations: the in-memory `MemoryLedger`, and the
 //! `DynamoLedger` on two independent DynamoDB servers on loopback, moto (the table made from
@@ -81,8 +81,6 @@ on_every_backend!(
     receiver_side::claim_on_queued_processing_completed_failed_is_refused,
     receiver_side::release_only_by_the_owner_and_only_before_queued,
     receiver_side::release_after_the_consumer_took_it_is_refused,
-    receiver_side::mark_queued_by_owner_clears_the_lease,
-    receiver_side::mark_queued_after_the_consumer_took_it_is_refused,
     receiver_side::guard_body_refuses_another_key_within_the_window,
     consumer_side::take_on_absent_creates_the_record,
     consumer_side::take_on_expired_completed_runs_again,

@@ -1,4 +1,4 @@
-//! Scenarios of the receiver's transitions: claim, release, mark queued, and the body guard.
+//! Scenarios of the receiver's transitions: claim, release and the body guard.
 
 use inbox::ledger::{
     guard_key, BodyGuard, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, TakeOutcome,
@@ -69,9 +69,8 @@ pub async fn claim_takes_over_a_received_claim_whose_lease_ran_out<L: LedgerStor
     assert_eq!(taken.lease_owner.as_deref(), Some("rx2"));
     assert_eq!(taken.lease_until, Some(now + LEASE_MS));
     assert_eq!(taken.received_at, now);
-    // The dead invocation has lost it: it can neither release nor mark queued.
+    // The dead invocation has lost it: it cannot release it.
     assert!(!r.release("dead").await);
-    assert!(!r.mark_queued("dead").await);
     assert_eq!(r.get().await, Some(taken));
     r.trace
 }
@@ -98,7 +97,7 @@ pub async fn claim_on_queued_processing_completed_failed_is_refused<L: LedgerSto
     // PROCESSING, live lease and run-out lease alike: the claim condition only takes
     // over RECEIVED.
     let t = take_at("c1", T + 1000, 5000);
-    assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
+    assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 2 });
     let processing = r.get().await.expect("processing");
     for now in [T + 2000, T + 1000 + 5000 + 1] {
         r.refused_claim("rx2", now, &processing, "PROCESSING").await;
@@ -106,7 +105,7 @@ pub async fn claim_on_queued_processing_completed_failed_is_refused<L: LedgerSto
     assert!(r.fail("c1", "boom", T + 3000).await);
     let failed = r.get().await.expect("failed");
     r.refused_claim("rx2", T + 4000, &failed, "FAILED").await;
-    r.taken("c2", T + 5000, 5000, 2).await;
+    r.taken("c2", T + 5000, 5000, 3).await;
     assert!(r.complete("c2", T + 6000).await);
     let completed = r.get().await.expect("completed");
     match r.claim(&claim_at("rx2", T + 7000)).await {
@@ -139,13 +138,6 @@ pub async fn release_only_by_the_owner_and_only_before_queued<L: LedgerStore>(
         r.claim(&claim_at("rx2", T + 10)).await,
         ClaimOutcome::Claimed
     );
-    assert!(r.mark_queued("rx2").await);
-    let queued = r.get().await.expect("queued");
-    assert!(
-        !r.release("rx2").await,
-        "after mark queued: not even the owner"
-    );
-    assert_eq!(r.get().await, Some(queued));
     r.trace
 }
 
@@ -158,48 +150,6 @@ pub async fn release_after_the_consumer_took_it_is_refused<L: LedgerStore>(
     let processing = r.get().await.expect("processing");
     assert!(!r.release("rx").await);
     assert_eq!(r.get().await, Some(processing));
-    r.trace
-}
-
-// --- mark queued ---------------------------------------------------------------------
-
-pub async fn mark_queued_by_owner_clears_the_lease<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
-    let mut r = Run::new(l);
-    assert!(!r.mark_queued("rx").await, "absent");
-    assert_eq!(r.get().await, None, "a refused mark queued creates nothing");
-    let first = r.received("rx").await;
-    assert!(!r.mark_queued("other").await, "not the owner");
-    assert_eq!(r.get().await, Some(first.clone()));
-    assert!(r.mark_queued("rx").await);
-    let queued = r.get().await.expect("queued");
-    assert_eq!(
-        queued,
-        Record {
-            status: Status::Queued,
-            lease_until: None,
-            lease_owner: None,
-            ..first
-        }
-    );
-    assert!(!r.mark_queued("rx").await, "twice");
-    assert_eq!(r.get().await, Some(queued));
-    r.trace
-}
-
-pub async fn mark_queued_after_the_consumer_took_it_is_refused<L: LedgerStore>(
-    l: &L,
-) -> Vec<(String, Obs)> {
-    let mut r = Run::new(l);
-    r.received("rx").await;
-    // The message got to the consumer before the receiver marked it.
-    r.taken("c1", T + 5, 60_000, 1).await;
-    let processing = r.get().await.expect("processing");
-    assert!(!r.mark_queued("rx").await);
-    assert_eq!(r.get().await, Some(processing));
-    assert!(r.complete("c1", T + 10).await);
-    let done = r.get().await.expect("completed");
-    assert!(!r.mark_queued("rx").await);
-    assert_eq!(r.get().await, Some(done));
     r.trace
 }
 

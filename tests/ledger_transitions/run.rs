@@ -87,16 +87,6 @@ impl<'a, L: LedgerStore> Run<'a, L> {
         out
     }
 
-    pub async fn mark_queued(&mut self, owner: &str) -> bool {
-        let out = self
-            .ledger
-            .mark_queued(K, owner)
-            .await
-            .expect("mark queued answered");
-        self.note(format!("mark queued by {owner}"), Obs::Done(out));
-        out
-    }
-
     pub async fn take(&mut self, t: &Take) -> TakeOutcome {
         let out = self.ledger.take(t).await.expect("take answered");
         self.note(
@@ -196,16 +186,18 @@ impl<'a, L: LedgerStore> Run<'a, L> {
         self.get().await.expect("claimed")
     }
 
-    /// QUEUED (claimed by "rx" at `T`, marked queued).
+    /// QUEUED: claimed by "rx" at `T`, taken by "c0" at `T + 500` and deferred (a throttle)
+    /// at `T + 600`, one attempt counted. (QUEUED is only a deferred item's status.)
     pub async fn queued(&mut self) -> Record {
         self.received("rx").await;
-        assert!(self.mark_queued("rx").await);
+        self.taken("c0", T + 500, 60_000, 1).await;
+        assert!(self.defer("c0", "throttled", T + 600).await);
         self.get().await.expect("queued")
     }
 
-    /// PROCESSING, taken by `owner` at `T + 1000` with a lease of `lease_ms`.
+    /// PROCESSING, taken by `owner` at `T + 1000` (from RECEIVED) with a lease of `lease_ms`.
     pub async fn processing(&mut self, owner: &str, lease_ms: i64) -> Record {
-        self.queued().await;
+        self.received("rx").await;
         assert_eq!(
             self.take(&take_at(owner, T + 1000, lease_ms)).await,
             TakeOutcome::Taken { attempts: 1 }

@@ -331,7 +331,7 @@ fn receiver_handle(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.measurement_time(Duration::from_secs(8));
 
-    // First deliveries: verify, key, group, envelope, claim, enqueue, mark queued, answer.
+    // First deliveries: verify, key, group, envelope, claim, enqueue, answer.
     group.bench_function("handle/standard_webhooks_2KiB/first", |b| {
         let mut n = 0_u64;
         b.iter_batched(

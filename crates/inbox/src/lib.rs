@@ -4,7 +4,7 @@
 //! - [`key`]: the idempotency key, derived from the sender's own identifier.
 //! - [`json_fields`]: the values at key and group pointers, read from the body in one pass.
 //! - [`signature`]: the senders' signature schemes.
-//! - [`ledger`]: the ledger state machine (claim, release, mark queued, take, complete, fail,
+//! - [`ledger`]: the ledger state machine (claim, release, take, complete, fail,
 //!   defer) and its DynamoDB and in-memory adapters.
 //! - [`queue`]: the queue envelope and the SQS FIFO adapter.
 //! - [`fifo`]: the FIFO group rule: an event's group, a batch run by group, SQS-safe ids.

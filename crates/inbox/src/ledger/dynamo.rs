@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::Client;
 use super::{
     refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
     Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION,
-    FINISH_CONDITION, GUARD_BODY_CONDITION, MARK_QUEUED_CONDITION, RELEASE_CONDITION,
-    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    FINISH_CONDITION, GUARD_BODY_CONDITION, RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION,
+    REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -276,20 +276,6 @@ impl LedgerStore for DynamoLedger {
                 _ => Err(unavailable(err)),
             },
         }
-    }
-
-    async fn mark_queued(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
-        self.conditional_update(
-            key,
-            "SET #status = :queued REMOVE lease_until, lease_owner",
-            MARK_QUEUED_CONDITION,
-            vec![
-                (":queued", status(Status::Queued)),
-                (":received", status(Status::Received)),
-                (":me", s(owner)),
-            ],
-        )
-        .await
     }
 
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, mark_queued_allowed,
-    refused_replay_take, refused_take, release_allowed, replay_complete_allowed,
-    replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
-    Record, Status, StoreError, Take, TakeOutcome,
+    claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, refused_replay_take,
+    refused_take, release_allowed, replay_complete_allowed, replay_take_allowed, take_allowed,
+    BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take,
+    TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -137,18 +137,6 @@ impl LedgerStore for MemoryLedger {
             let ok = release_allowed(items.get(key), owner);
             if ok {
                 items.remove(key);
-            }
-            ok
-        }))
-    }
-
-    async fn mark_queued(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
-        Ok(self.with(|items| {
-            let ok = mark_queued_allowed(items.get(key), owner);
-            if let Some(r) = items.get_mut(key).filter(|_| ok) {
-                r.status = Status::Queued;
-                r.lease_until = None;
-                r.lease_owner = None;
             }
             ok
         }))

@@ -14,8 +14,8 @@
 //! (which accepts RECEIVED). A duplicate that finds a live RECEIVED claim sends the event
 //! itself under the same deduplication id; so a release after a failed send may delete the
 //! item of an event that is on the queue after all, and the take of an absent item takes it.
-//! `mark queued` is no longer on the receiver's path (it made a third round trip and a third
-//! billed write); it stays a transition for tests and tools.
+//! (A `mark queued` write after the send made a third round trip and a third billed write;
+//! issue 15 removed it. QUEUED is now only a deferred item's status, and older items.)
 //!
 //! `fail` is a real failure and counts in `failures`, on which the consumer's dead-letter
 //! decision rests; `defer` is a throttled try (the system of record asked to be called later):
@@ -212,14 +212,6 @@ pub fn release_allowed(existing: Option<&Record>, owner: &str) -> bool {
     existing.is_some_and(|r| r.status == Status::Received && r.owned_by(owner))
 }
 
-/// Mark queued (UpdateItem): our claim, still RECEIVED. Not on the receiver's path since
-/// issue 15; a failure is benign: the consumer took it first.
-pub const MARK_QUEUED_CONDITION: &str = "#status = :received AND lease_owner = :me";
-
-pub fn mark_queued_allowed(existing: Option<&Record>, owner: &str) -> bool {
-    release_allowed(existing, owner)
-}
-
 /// Take (consumer, UpdateItem): absent or expired, RECEIVED, QUEUED or FAILED, or
 /// PROCESSING whose lease ran out. COMPLETED and a live PROCESSING lease are refused.
 /// RECEIVED is the usual case (the receiver does not mark its claim queued); absent is an
@@ -339,20 +331,16 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     }
 }
 
-/// The ledger's port: the seven transitions, the body guard, and a read for operators.
+/// The ledger's port: the six transitions, a replay's take and complete, the body guard, and
+/// a read for operators.
 ///
-/// `Ok(false)` from release, mark queued, complete and defer, and `Ok(None)` from fail, mean
+/// `Ok(false)` from release, complete and defer, and `Ok(None)` from fail, mean
 /// the condition failed (the lease was lost or the item moved on); `Err` means no answer from
 /// the store.
 pub trait LedgerStore: Send + Sync + 'static {
     fn claim(&self, claim: &Claim)
         -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
     fn release(
-        &self,
-        key: &str,
-        owner: &str,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-    fn mark_queued(
         &self,
         key: &str,
         owner: &str,
@@ -419,13 +407,6 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         owner: &str,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).release(key, owner)
-    }
-    fn mark_queued(
-        &self,
-        key: &str,
-        owner: &str,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).mark_queued(key, owner)
     }
     fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send {
         (**self).take(take)

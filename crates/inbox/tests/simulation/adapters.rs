@@ -96,16 +96,6 @@ impl LedgerStore for SimLedger {
         self.answer("release", &format!("{key} by {owner}"), f, out)
     }
 
-    async fn mark_queued(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
-        step().await;
-        let f = self.fault("mark_queued", key);
-        if f == Fault::Before {
-            return Err(injected());
-        }
-        let out = self.inner.mark_queued(key, owner).await?;
-        self.answer("mark_queued", &format!("{key} by {owner}"), f, out)
-    }
-
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
         step().await;
         let f = self.fault("take", &t.key);
