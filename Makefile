@@ -98,7 +98,7 @@ simulate:
 # MUTANTS_FILES narrows it (e.g. MUTANTS_FILES=crates/inbox/src/ledger/mod.rs); ARGS go to
 # cargo mutants (e.g. ARGS=--in-place to reuse target/, ARGS="--shard 1/4").
 MUTANTS_VERSION := 27.1.0
-MUTANTS_FILES ?= crates/inbox/src/ledger/mod.rs crates/inbox/src/receiver/mod.rs crates/inbox/src/receiver/payload.rs crates/inbox/src/consumer/mod.rs crates/inbox/src/consumer/invocation.rs crates/inbox/src/consumer/processor.rs crates/inbox/src/consumer/requeue.rs
+MUTANTS_FILES ?= crates/inbox/src/ledger/mod.rs crates/inbox/src/receiver/mod.rs crates/inbox/src/receiver/answer.rs crates/inbox/src/receiver/request.rs crates/inbox/src/receiver/payload.rs crates/inbox/src/consumer/mod.rs crates/inbox/src/consumer/invocation.rs crates/inbox/src/consumer/processor.rs crates/inbox/src/consumer/requeue.rs
 MUTANTS_SIM_SEEDS ?= 300
 mutants:
 	@cargo mutants --version 2>/dev/null | grep -q ' $(MUTANTS_VERSION)$$' \

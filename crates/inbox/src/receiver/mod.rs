@@ -8,14 +8,12 @@
 //! that send. A duplicate of a key this warm instance has answered already is answered from
 //! memory ([`crate::replay_cache`]), with no AWS call.
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use base64::Engine as _;
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::{HeaderValue, Method, StatusCode};
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::LambdaEvent;
@@ -30,106 +28,22 @@ use crate::ledger::{
 use crate::metrics::{Metric, Metrics};
 use crate::queue::{Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::replay_cache::{ReplayCache, Seen};
-use crate::signature::SignatureError;
 use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
 
+mod answer;
 mod payload;
+mod request;
+
+use answer::json_response;
+pub use answer::{accepted_response, to_apigw_v2, Rejection};
 use payload::{envelope_surely_fits, Carry};
+use request::{envelope_headers, invocation, source_from, source_name, Invocation};
 
 /// The metrics' source dimension for requests to a source that is not configured.
 pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
 /// The header on a replayed response.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
-
-/// Why a request was not accepted. Mapped to its status and stable code in one place:
-/// [`Rejection::status_and_code`].
-#[derive(Debug, thiserror::Error)]
-pub enum Rejection {
-    #[error("method not allowed")]
-    MethodNotAllowed,
-    #[error("unknown source")]
-    UnknownSource,
-    #[error("body too large: {0}")]
-    PayloadTooLarge(&'static str),
-    #[error("malformed body: {0}")]
-    MalformedBody(&'static str),
-    #[error("invalid signature: {0}")]
-    InvalidSignature(#[from] SignatureError),
-    #[error("{0}")]
-    MissingKey(KeyError),
-    #[error("{0}")]
-    InvalidKey(KeyError),
-    #[error("same key, different payload")]
-    PayloadMismatch,
-    #[error("this body came within the replay guard's window under another key")]
-    ReplayedBody,
-    #[error("internal: {0}")]
-    Internal(String),
-}
-
-impl From<KeyError> for Rejection {
-    fn from(e: KeyError) -> Self {
-        match e {
-            KeyError::Missing(_) => Rejection::MissingKey(e),
-            KeyError::Invalid(..) => Rejection::InvalidKey(e),
-            KeyError::NotJson => {
-                Rejection::MalformedBody("not JSON where a key pointer needs JSON")
-            }
-            KeyError::Duplicate(_) => {
-                Rejection::MalformedBody("a member on a key or group path appears twice")
-            }
-        }
-    }
-}
-
-impl Rejection {
-    /// The one mapping from error to HTTP status and `error` code.
-    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
-        match self {
-            Rejection::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-            Rejection::UnknownSource => (StatusCode::NOT_FOUND, "unknown_source"),
-            Rejection::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Rejection::MalformedBody(_) => (StatusCode::BAD_REQUEST, "malformed_body"),
-            Rejection::InvalidSignature(_) => (StatusCode::UNAUTHORIZED, "invalid_signature"),
-            Rejection::MissingKey(_) => (StatusCode::BAD_REQUEST, "missing_idempotency_key"),
-            Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
-            Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
-            Rejection::ReplayedBody => (StatusCode::CONFLICT, "replayed_body"),
-            Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        }
-    }
-
-    /// The response: the code only; the reason goes to the log, never to the sender.
-    pub fn into_response(self) -> Response<Body> {
-        let (status, code) = self.status_and_code();
-        let mut resp = json_response(status, serde_json::json!({ "error": code }).to_string());
-        if let Rejection::MethodNotAllowed = self {
-            resp.headers_mut()
-                .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
-        }
-        resp
-    }
-}
-
-/// The answer to an accepted event: 200 and `{"key":<key>,"status":"accepted"}`. The claim
-/// stores it in the ledger and every duplicate of the key is answered with it again.
-pub fn accepted_response(key: &str) -> (u16, String) {
-    // The text `json!({"status": "accepted", "key": key})` gives (keys sorted), without
-    // building a map per request.
-    let key = serde_json::to_string(key).unwrap_or_default();
-    (200, format!(r#"{{"key":{key},"status":"accepted"}}"#))
-}
-
-fn json_response(status: StatusCode, body: String) -> Response<Body> {
-    let mut resp = Response::new(Body::Text(body));
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp
-}
 
 /// The receiver's tunables (`MAX_BODY_BYTES`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
 /// `REPLAY_CACHE_SECONDS`).
@@ -171,51 +85,6 @@ impl ReceiverSettings {
             ..self
         }
     }
-}
-
-/// Who is asking: the invocation's request id (the lease owner) and deadline.
-#[derive(Clone, Debug)]
-struct Invocation {
-    request_id: String,
-    deadline_ms: Option<i64>,
-}
-
-static LOCAL_INVOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-fn invocation(req: &Request) -> Invocation {
-    match req.lambda_context_ref() {
-        Some(ctx) if !ctx.request_id.is_empty() => Invocation {
-            request_id: ctx.request_id.clone(),
-            deadline_ms: lease::deadline_ms(ctx),
-        },
-        // No Lambda context: a unique owner for this process's call, never a key.
-        _ => Invocation {
-            request_id: format!(
-                "local-{}-{}",
-                std::process::id(),
-                LOCAL_INVOCATIONS.fetch_add(1, Ordering::Relaxed)
-            ),
-            deadline_ms: None,
-        },
-    }
-}
-
-/// The source: API Gateway's `{source}` path parameter, else the last segment of a path
-/// `/webhooks/<source>` (function URLs, `cargo lambda watch`).
-fn source_name(req: &Request) -> Option<String> {
-    source_from(
-        req.path_parameters_ref().and_then(|p| p.first("source")),
-        req.uri().path(),
-    )
-}
-
-fn source_from(path_parameter: Option<&str>, path: &str) -> Option<String> {
-    if let Some(source) = path_parameter {
-        return Some(source.to_owned());
-    }
-    let mut segments = path.trim_end_matches('/').rsplit('/');
-    let last = segments.next()?;
-    (segments.next() == Some("webhooks") && !last.is_empty()).then(|| last.to_owned())
 }
 
 /// The receiver, with its collaborators. The payload bucket is optional
@@ -632,54 +501,5 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         resp.headers_mut()
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
         resp
-    }
-}
-
-/// The headers the envelope carries: the source's signature, id and content-type headers.
-fn envelope_headers(source: &Source, headers: &HeaderMap) -> BTreeMap<String, String> {
-    source
-        .envelope_headers
-        .iter()
-        .filter_map(|name| {
-            let value = headers.get(name.as_str())?.to_str().ok()?.to_owned();
-            Some((name.clone(), value))
-        })
-        .collect()
-}
-
-/// An `http::Response` as API Gateway (payload v2) wants it.
-pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
-    let (parts, body) = response.into_parts();
-    let mut out = ApiGatewayV2httpResponse::default();
-    out.status_code = i64::from(parts.status.as_u16());
-    out.headers = parts.headers;
-    out.is_base64_encoded = false;
-    out.body = match body {
-        Body::Empty => None,
-        Body::Text(text) => Some(Body::Text(text)),
-        Body::Binary(bytes) => {
-            out.is_base64_encoded = true;
-            Some(Body::Text(
-                base64::engine::general_purpose::STANDARD.encode(bytes),
-            ))
-        }
-        _ => None,
-    };
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn accepted_response_is_what_json_would_write() {
-        for key in [
-            "github:d-1",
-            "s:caf\u{e9}",
-            "s:\"quoted\" \\ back",
-            "orders:a|b",
-        ] {
-            let expected = serde_json::json!({"status": "accepted", "key": key}).to_string();
-            assert_eq!(super::accepted_response(key), (200, expected));
-        }
     }
 }

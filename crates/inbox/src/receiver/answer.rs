@@ -1,0 +1,136 @@
+//! What the receiver answers: every rejection mapped to its status and stable code in one
+//! function, the accepted answer every duplicate replays, and the API Gateway response.
+
+use aws_lambda_events::apigw::ApiGatewayV2httpResponse;
+use base64::Engine as _;
+use http::{HeaderValue, StatusCode};
+use lambda_http::{Body, Response};
+
+use crate::key::KeyError;
+use crate::signature::SignatureError;
+
+/// Why a request was not accepted. Mapped to its status and stable code in one place:
+/// [`Rejection::status_and_code`].
+#[derive(Debug, thiserror::Error)]
+pub enum Rejection {
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("unknown source")]
+    UnknownSource,
+    #[error("body too large: {0}")]
+    PayloadTooLarge(&'static str),
+    #[error("malformed body: {0}")]
+    MalformedBody(&'static str),
+    #[error("invalid signature: {0}")]
+    InvalidSignature(#[from] SignatureError),
+    #[error("{0}")]
+    MissingKey(KeyError),
+    #[error("{0}")]
+    InvalidKey(KeyError),
+    #[error("same key, different payload")]
+    PayloadMismatch,
+    #[error("this body came within the replay guard's window under another key")]
+    ReplayedBody,
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl From<KeyError> for Rejection {
+    fn from(e: KeyError) -> Self {
+        match e {
+            KeyError::Missing(_) => Rejection::MissingKey(e),
+            KeyError::Invalid(..) => Rejection::InvalidKey(e),
+            KeyError::NotJson => {
+                Rejection::MalformedBody("not JSON where a key pointer needs JSON")
+            }
+            KeyError::Duplicate(_) => {
+                Rejection::MalformedBody("a member on a key or group path appears twice")
+            }
+        }
+    }
+}
+
+impl Rejection {
+    /// The one mapping from error to HTTP status and `error` code.
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Rejection::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Rejection::UnknownSource => (StatusCode::NOT_FOUND, "unknown_source"),
+            Rejection::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Rejection::MalformedBody(_) => (StatusCode::BAD_REQUEST, "malformed_body"),
+            Rejection::InvalidSignature(_) => (StatusCode::UNAUTHORIZED, "invalid_signature"),
+            Rejection::MissingKey(_) => (StatusCode::BAD_REQUEST, "missing_idempotency_key"),
+            Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
+            Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
+            Rejection::ReplayedBody => (StatusCode::CONFLICT, "replayed_body"),
+            Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+
+    /// The response: the code only; the reason goes to the log, never to the sender.
+    pub fn into_response(self) -> Response<Body> {
+        let (status, code) = self.status_and_code();
+        let mut resp = json_response(status, serde_json::json!({ "error": code }).to_string());
+        if let Rejection::MethodNotAllowed = self {
+            resp.headers_mut()
+                .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        resp
+    }
+}
+
+/// The answer to an accepted event: 200 and `{"key":<key>,"status":"accepted"}`. The claim
+/// stores it in the ledger and every duplicate of the key is answered with it again.
+pub fn accepted_response(key: &str) -> (u16, String) {
+    // The text `json!({"status": "accepted", "key": key})` gives (keys sorted), without
+    // building a map per request.
+    let key = serde_json::to_string(key).unwrap_or_default();
+    (200, format!(r#"{{"key":{key},"status":"accepted"}}"#))
+}
+
+pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> {
+    let mut resp = Response::new(Body::Text(body));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// An `http::Response` as API Gateway (payload v2) wants it.
+pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
+    let (parts, body) = response.into_parts();
+    let mut out = ApiGatewayV2httpResponse::default();
+    out.status_code = i64::from(parts.status.as_u16());
+    out.headers = parts.headers;
+    out.is_base64_encoded = false;
+    out.body = match body {
+        Body::Empty => None,
+        Body::Text(text) => Some(Body::Text(text)),
+        Body::Binary(bytes) => {
+            out.is_base64_encoded = true;
+            Some(Body::Text(
+                base64::engine::general_purpose::STANDARD.encode(bytes),
+            ))
+        }
+        _ => None,
+    };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn accepted_response_is_what_json_would_write() {
+        for key in [
+            "github:d-1",
+            "s:caf\u{e9}",
+            "s:\"quoted\" \\ back",
+            "orders:a|b",
+        ] {
+            let expected = serde_json::json!({"status": "accepted", "key": key}).to_string();
+            assert_eq!(super::accepted_response(key), (200, expected));
+        }
+    }
+}
