@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use aws_lambda_events::sqs::SqsBatchResponse;
-use devstack::bridge::Bridge;
+use devstack::bridge::{Bridge, Round};
 use devstack::runtime::{Emulator, FunctionProcess, Outcome, Supervisor};
 use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{github_headers, LocalAws, SystemOfRecord};
@@ -93,6 +93,30 @@ async fn deliver(emu: &Emulator, event: u32, started: Instant) -> Vec<u16> {
         pause = (pause * 2).min(Duration::from_millis(500));
     }
     panic!("{id}: no 200 within the deadline: {seen:?}");
+}
+
+/// One round of the event source mapping: receive, invoke the consumer under the emulator,
+/// settle. A consumer that died with its process fails the whole batch, which goes back.
+async fn consume_round(bridge: &Bridge, cx_emu: &Emulator) -> Option<Round> {
+    bridge
+        .pump_once(|event| async move {
+            let bytes = serde_json::to_vec(&event)?;
+            Ok(match cx_emu.invoke(bytes).await? {
+                Outcome::Response(b) => serde_json::from_slice::<SqsBatchResponse>(&b)?,
+                // The invocation died with its process: the whole batch goes back.
+                Outcome::Error(_) => {
+                    let mut all_failed = SqsBatchResponse::default();
+                    for r in &event.records {
+                        let mut f = aws_lambda_events::sqs::BatchItemFailure::default();
+                        f.item_identifier = r.message_id.clone().unwrap_or_default();
+                        all_failed.batch_item_failures.push(f);
+                    }
+                    all_failed
+                }
+            })
+        })
+        .await
+        .expect("a bridge round")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,37 +221,34 @@ async fn sigkilled_functions_lose_and_double_nothing() {
         }
     };
     let cx_emu = &cx_emu;
+    let ledger = aws.ledger();
+    let ledger = &ledger;
+    // Done when every key is COMPLETED in the ledger, not merely applied: a consumer killed
+    // between the side effect and `complete` leaves its key PROCESSING until the lease runs
+    // out, and only the message's next delivery completes it.
+    let all_completed = || async {
+        for key in &keys {
+            if sor.applied_for(key) == 0 {
+                return false;
+            }
+            let item = ledger.get(key).await.expect("get");
+            if item.map(|i| i.status) != Some(Status::Completed) {
+                return false;
+            }
+        }
+        true
+    };
     let pump = || async {
         loop {
-            let done =
-                senders_done.load(Ordering::SeqCst) && keys.iter().all(|k| sor.applied_for(k) > 0);
-            if done {
+            if senders_done.load(Ordering::SeqCst) && all_completed().await {
                 return;
             }
             assert!(
                 started.elapsed() < DEADLINE,
-                "not every event reached the system of record: {:?}",
+                "not every key was COMPLETED: applied {:?}",
                 sor.applied()
             );
-            let round = bridge
-                .pump_once(|event| async move {
-                    let bytes = serde_json::to_vec(&event)?;
-                    Ok(match cx_emu.invoke(bytes).await? {
-                        Outcome::Response(b) => serde_json::from_slice::<SqsBatchResponse>(&b)?,
-                        // The invocation died with its process: the whole batch goes back.
-                        Outcome::Error(_) => {
-                            let mut all_failed = SqsBatchResponse::default();
-                            for r in &event.records {
-                                let mut f = aws_lambda_events::sqs::BatchItemFailure::default();
-                                f.item_identifier = r.message_id.clone().unwrap_or_default();
-                                all_failed.batch_item_failures.push(f);
-                            }
-                            all_failed
-                        }
-                    })
-                })
-                .await
-                .expect("a bridge round");
+            let round = consume_round(&bridge, cx_emu).await;
             if round.is_none() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
@@ -250,15 +271,24 @@ async fn sigkilled_functions_lose_and_double_nothing() {
         "restarts (receivers, consumers) against kills"
     );
 
+    // What is left on the queue (redeliveries of completed keys) runs out without a call.
+    let at_completion = sor.applied();
+    while consume_round(&bridge, cx_emu).await.is_some() {
+        assert!(started.elapsed() < DEADLINE, "the queue did not drain");
+    }
+    let applied = sor.applied();
+    assert_eq!(
+        applied, at_completion,
+        "calls after every key was COMPLETED"
+    );
+
     // Nothing lost, nothing invented: exactly the accepted keys reached the system of record,
     // always under their own Idempotency-Key, and every one is COMPLETED.
-    let applied = sor.applied();
     assert_eq!(
         applied.keys().cloned().collect::<BTreeSet<_>>(),
         keys,
         "the keys the system of record applied"
     );
-    let ledger = aws.ledger();
     for key in &keys {
         let item = ledger.get(key).await.expect("get").expect("a ledger item");
         assert_eq!(item.status, Status::Completed, "{key}: {item:?}");
