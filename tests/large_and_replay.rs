@@ -11,7 +11,6 @@
 //!   that replay does not, and the original's redelivery still does nothing;
 //! - a replay by time range selects exactly the events of that hour.
 
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use devstack::bridge::Bridge;
 use devstack::faults::When;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
@@ -59,25 +58,9 @@ async fn bridge(aws: &LocalAws) -> Bridge {
     b
 }
 
-async fn invoke(cx: &Cx, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    let deadline = testkit::now_ms() + 30_000;
-    Ok(cx
-        .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
-        .await)
-}
-
 /// Pumps until the queue has nothing visible (bounded).
 async fn drain(b: &Bridge, cx: &Cx) {
-    for _ in 0..100 {
-        if b.pump_once(|e| invoke(cx, e))
-            .await
-            .expect("pump")
-            .is_none()
-        {
-            return;
-        }
-    }
-    panic!("the queue did not drain in 100 rounds");
+    b.drain(|e| testkit::consume(cx, e)).await.expect("drained");
 }
 
 /// The consumer as deployed: the shipped forwarder to `sor`, the stack's payload bucket.
@@ -209,7 +192,7 @@ async fn a_missing_object_reports_the_message_failed_with_a_clear_last_error() {
     let b = bridge(&aws).await;
     let messages = b.receive().await.expect("receive");
     assert_eq!(messages.len(), 1);
-    let answer = invoke(&cx, b.event(&messages)).await.unwrap();
+    let answer = testkit::consume(&cx, b.event(&messages)).await.unwrap();
     assert_eq!(
         answer.batch_item_failures.len(),
         1,

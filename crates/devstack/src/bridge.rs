@@ -236,6 +236,21 @@ impl Bridge {
         Ok(round)
     }
 
+    /// Pumps until the queue has nothing visible, invoking `invoke` on each round's event;
+    /// an error after 100 rounds.
+    pub async fn drain<F, Fut>(&self, invoke: F) -> anyhow::Result<()>
+    where
+        F: Fn(SqsEvent) -> Fut,
+        Fut: Future<Output = anyhow::Result<SqsBatchResponse>>,
+    {
+        for _ in 0..100 {
+            if self.pump_once(&invoke).await?.is_none() {
+                return Ok(());
+            }
+        }
+        anyhow::bail!("the queue did not drain in 100 rounds")
+    }
+
     /// One round: receive, invoke, settle. `None` when the queue had nothing visible (or the
     /// mapping is paused).
     pub async fn pump_once<F, Fut>(&self, invoke: F) -> anyhow::Result<Option<Round>>

@@ -13,7 +13,6 @@
 //! The selection and the messages themselves are tested at the library level in
 //! `tests/large_and_replay.rs`.
 
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use devstack::bridge::Bridge;
 use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
 use inbox::clock::SystemClock;
@@ -76,25 +75,9 @@ fn listed_keys(out: &str) -> Vec<String> {
     keys
 }
 
-async fn invoke(cx: &Cx, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    let deadline = testkit::now_ms() + 30_000;
-    Ok(cx
-        .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
-        .await)
-}
-
 /// Pumps until the queue has nothing visible (bounded).
 async fn drain(b: &Bridge, cx: &Cx) {
-    for _ in 0..100 {
-        if b.pump_once(|e| invoke(cx, e))
-            .await
-            .expect("pump")
-            .is_none()
-        {
-            return;
-        }
-    }
-    panic!("the queue did not drain in 100 rounds");
+    b.drain(|e| testkit::consume(cx, e)).await.expect("drained");
 }
 
 /// Messages on the webhook queue, visible and in flight.

@@ -6,13 +6,17 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use inbox::clock::SystemClock;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use inbox::clock::{Clock, SystemClock};
 use inbox::config::SourceSpecs;
 use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder, Processor};
 use inbox::ledger::dynamo::DynamoLedger;
+use inbox::ledger::LedgerStore;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
 use inbox::receiver::Receiver;
+use inbox::redelivery::Redelivery;
+use inbox::store::ObjectStore;
 
 use crate::local_stack::{env_secrets_to_secrets_manager, Secret};
 
@@ -91,6 +95,24 @@ pub type TestReceiver<S = inbox::store::NoStore> = Receiver<DynamoLedger, SqsQue
 pub type TestConsumer<P = HttpForwarder> = Consumer<DynamoLedger, P, SystemClock>;
 /// The EMF lines a function wrote (`Metrics::memory`).
 pub type MetricLines = Arc<Mutex<Vec<String>>>;
+
+/// One consumer invocation over `event`, as the event source mapping makes it: a fresh
+/// request id and 30 s to run.
+pub async fn consume<L, P, C, Q, S>(
+    cx: &Consumer<L, P, C, Q, S>,
+    event: SqsEvent,
+) -> anyhow::Result<SqsBatchResponse>
+where
+    L: LedgerStore,
+    P: Processor,
+    C: Clock,
+    Q: Redelivery,
+    S: ObjectStore,
+{
+    Ok(cx
+        .handle_batch(&event.records, &unique("inv"), Some(now_ms() + 30_000))
+        .await)
+}
 
 /// [`TEST_SOURCES`], parsed.
 pub fn test_sources() -> SourceSpecs {
