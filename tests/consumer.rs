@@ -316,7 +316,8 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
         devstack::bridge::Round {
             received: 1,
             deleted: 0,
-            failed: 1
+            failed: 1,
+            gone: 0,
         }
     );
     assert_eq!(
@@ -369,4 +370,44 @@ async fn receiver_then_consumer_100_events_delivered_3_times_forward_exactly_100
     assert!(items
         .iter()
         .all(|i| i.status == Status::Completed && i.attempts == 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settle_after_a_later_receive_deleted_the_message_is_dropped_not_an_error() {
+    // As on a standard queue, or after a visibility timeout ran out: the message went out
+    // again and that receive deleted it, then the first receive settles. SQS (moto too)
+    // answers the stale receipt handle with ReceiptHandleIsInvalid; the event source mapping
+    // drops such a settle, and so does the bridge.
+    let aws = LocalAws::new("c-stale").await;
+    aws.queue()
+        .send(inbox::queue::Outgoing::new("g", "stale", "{}".into()))
+        .await
+        .expect("send");
+    let b = bridge(&aws).await;
+    let first = b.receive().await.expect("receive");
+    assert_eq!(first.len(), 1);
+    let handle = first[0].receipt_handle().expect("a receipt handle");
+    aws.sqs
+        .change_message_visibility()
+        .queue_url(&aws.resources.queue_url)
+        .receipt_handle(handle)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .expect("visible again");
+    let second = b.receive().await.expect("receive again");
+    assert_eq!(second.len(), 1, "the same message, received again");
+    let done = b
+        .settle(&second, &SqsBatchResponse::default())
+        .await
+        .expect("settled");
+    assert_eq!(done.deleted, 1);
+    // The first receive reports it failed: its visibility change meets a deleted message.
+    let mut failed = SqsBatchResponse::default();
+    let mut f = aws_lambda_events::sqs::BatchItemFailure::default();
+    f.item_identifier = first[0].message_id().unwrap_or_default().to_owned();
+    failed.batch_item_failures.push(f);
+    let stale = b.settle(&first, &failed).await.expect("no error");
+    assert_eq!((stale.failed, stale.gone), (1, 1));
+    assert!(aws.receive_all(&aws.resources.queue_url).await.is_empty());
 }

@@ -88,6 +88,10 @@ pub struct Round {
     pub received: usize,
     pub deleted: usize,
     pub failed: usize,
+    /// Messages already deleted through a later receive of theirs when this round settled
+    /// (`ReceiptHandleIsInvalid`): the event source mapping drops such a settle, and so does
+    /// the bridge.
+    pub gone: usize,
 }
 
 /// The mapping's settings the bridge follows.
@@ -215,22 +219,43 @@ impl Bridge {
             if failed.contains(id) {
                 round.failed += 1;
                 if self.retry_failed_now && !consumer_delayed {
-                    self.sqs
+                    let changed = self
+                        .sqs
                         .change_message_visibility()
                         .queue_url(&self.queue_url)
                         .receipt_handle(handle)
                         .visibility_timeout(0)
                         .send()
-                        .await?;
+                        .await;
+                    match changed {
+                        Ok(_) => {}
+                        Err(e)
+                            if e.as_service_error()
+                                .is_some_and(|e| e.is_receipt_handle_is_invalid()) =>
+                        {
+                            round.gone += 1;
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
                 }
             } else {
-                self.sqs
+                let deleted = self
+                    .sqs
                     .delete_message()
                     .queue_url(&self.queue_url)
                     .receipt_handle(handle)
                     .send()
-                    .await?;
-                round.deleted += 1;
+                    .await;
+                match deleted {
+                    Ok(_) => round.deleted += 1,
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|e| e.is_receipt_handle_is_invalid()) =>
+                    {
+                        round.gone += 1;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
         }
         Ok(round)
