@@ -245,12 +245,7 @@ async fn drain(b: &Bridge, cx: &TestConsumer) -> u64 {
     let mut rounds = 0;
     for _ in 0..200 {
         let round = b
-            .pump_once(|event| async move {
-                let deadline = testkit::now_ms() + 30_000;
-                Ok(cx
-                    .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
-                    .await)
-            })
+            .pump_once(|event| testkit::consume(cx, event))
             .await
             .expect("pump");
         match round {

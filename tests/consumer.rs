@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use aws_lambda_events::sqs::SqsBatchResponse;
 use devstack::bridge::Bridge;
 use devstack::testkit::{
     self, github_headers, post, LocalAws, SystemOfRecord, TestConsumer, TestReceiver,
@@ -21,19 +21,15 @@ async fn bridge(aws: &LocalAws) -> Bridge {
     b
 }
 
-/// Invokes the consumer as Lambda would, with a fresh request id and a 30 s deadline.
-async fn invoke(cx: &TestConsumer, event: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    let deadline = testkit::now_ms() + 30_000;
-    Ok(cx
-        .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
-        .await)
-}
-
 /// Pumps until the queue has nothing visible (bounded).
 async fn drain(b: &Bridge, cx: &TestConsumer) -> usize {
     let mut rounds = 0;
     for _ in 0..500 {
-        match b.pump_once(|e| invoke(cx, e)).await.expect("pump") {
+        match b
+            .pump_once(|e| testkit::consume(cx, e))
+            .await
+            .expect("pump")
+        {
             Some(_) => rounds += 1,
             None => return rounds,
         }
@@ -153,7 +149,7 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
             .and_then(|r| r.message_id.clone())
             .expect("message for key")
     };
-    let response = invoke(&cx, event.clone()).await.expect("invoke");
+    let response = testkit::consume(&cx, event.clone()).await.expect("invoke");
     let mut failed: Vec<String> = response
         .batch_item_failures
         .iter()
@@ -307,7 +303,7 @@ async fn an_unparseable_message_is_reported_failed_never_dropped() {
         .expect("send");
     let b = bridge(&aws).await;
     let round = b
-        .pump_once(|e| invoke(&cx, e))
+        .pump_once(|e| testkit::consume(&cx, e))
         .await
         .expect("pump")
         .expect("a message");

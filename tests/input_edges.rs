@@ -5,7 +5,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use aws_lambda_events::sqs::SqsEvent;
 use devstack::bridge::Bridge;
 use devstack::testkit::{self, post, LocalAws};
 use inbox::consumer::{Job, ProcessError, Processor};
@@ -92,15 +91,7 @@ async fn a_body_sqs_cannot_carry_as_text_is_accepted_and_handed_on_byte_for_byte
         .await
         .expect("bridge");
     let ran = bridge
-        .pump_once(|event: SqsEvent| {
-            let cx = &cx;
-            async move {
-                let deadline = testkit::now_ms() + 30_000;
-                Ok(cx
-                    .handle_batch(&event.records, &testkit::unique("inv"), Some(deadline))
-                    .await)
-            }
-        })
+        .pump_once(|event| testkit::consume(&cx, event))
         .await
         .expect("pump");
     assert!(ran.is_some(), "a batch ran");

@@ -89,15 +89,7 @@ async fn a_thousand_deliveries_of_a_hundred_events_give_a_hundred_side_effects()
         let give_up = Instant::now() + Duration::from_secs(120);
         loop {
             let round = b
-                .pump_once(|e| async move {
-                    Ok(cx
-                        .handle_batch(
-                            &e.records,
-                            &testkit::unique("inv"),
-                            Some(testkit::now_ms() + 30_000),
-                        )
-                        .await)
-                })
+                .pump_once(|e| testkit::consume(cx, e))
                 .await
                 .expect("pump");
             match round {
