@@ -18,6 +18,7 @@ use std::future::Future;
 use std::sync::{Mutex, PoisonError};
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_sdk_sqs::error::SdkError;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use inbox::queue::QueueError;
 use inbox::redelivery::Redelivery;
@@ -92,6 +93,23 @@ pub struct Round {
     /// (`ReceiptHandleIsInvalid`): the event source mapping drops such a settle, and so does
     /// the bridge.
     pub gone: usize,
+}
+
+/// Whether a settle call took effect: `Ok(false)` where its receipt handle is stale
+/// (`stale`: the message was already deleted through a later receive), the error otherwise.
+fn took_effect<T, E, R>(
+    result: Result<T, SdkError<E, R>>,
+    stale: impl Fn(&E) -> bool,
+) -> anyhow::Result<bool>
+where
+    E: std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(e) if e.as_service_error().is_some_and(&stale) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The mapping's settings the bridge follows.
@@ -227,15 +245,8 @@ impl Bridge {
                         .visibility_timeout(0)
                         .send()
                         .await;
-                    match changed {
-                        Ok(_) => {}
-                        Err(e)
-                            if e.as_service_error()
-                                .is_some_and(|e| e.is_receipt_handle_is_invalid()) =>
-                        {
-                            round.gone += 1;
-                        }
-                        Err(e) => return Err(e.into()),
+                    if !took_effect(changed, |e| e.is_receipt_handle_is_invalid())? {
+                        round.gone += 1;
                     }
                 }
             } else {
@@ -246,15 +257,10 @@ impl Bridge {
                     .receipt_handle(handle)
                     .send()
                     .await;
-                match deleted {
-                    Ok(_) => round.deleted += 1,
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|e| e.is_receipt_handle_is_invalid()) =>
-                    {
-                        round.gone += 1;
-                    }
-                    Err(e) => return Err(e.into()),
+                if took_effect(deleted, |e| e.is_receipt_handle_is_invalid())? {
+                    round.deleted += 1;
+                } else {
+                    round.gone += 1;
                 }
             }
         }
