@@ -54,8 +54,8 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     }
 }
 
-/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
-/// `REPLAY_CACHE_SECONDS`.
+/// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`,
+/// `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`, `REPLAY_CACHE_SECONDS`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,

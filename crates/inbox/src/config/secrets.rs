@@ -159,18 +159,19 @@ mod tests {
             "INBOX_TEST_WHSEC_24",
             "whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0",
         );
+        // Resolves the sources of `json` from the environment: the start-up error's text, if any.
+        let resolve_json = |json: String| async move {
+            SourceSpecs::parse(&json)
+                .unwrap()
+                .resolve(&AwsSecretResolver::env_only())
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
         let resolve = |scheme: &str, var: &str| {
-            let json = format!(
+            resolve_json(format!(
                 r#"{{"src": {{"signature": {{"scheme": "{scheme}", "secrets": ["env:INBOX_TEST_SECRET_SIXTEEN", "env:{var}"]}}, "key": {{"from": "payload_sha256"}}}}}}"#
-            );
-            async move {
-                SourceSpecs::parse(&json)
-                    .unwrap()
-                    .resolve(&AwsSecretResolver::env_only())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
+            ))
         };
         for scheme in ["github", "shopify", "stripe"] {
             let e = resolve(scheme, "INBOX_TEST_SECRET_SHORT")
@@ -184,17 +185,9 @@ mod tests {
             assert_eq!(resolve(scheme, "INBOX_TEST_SECRET_SIXTEEN").await, Ok(()));
         }
         let sw = |var: &str| {
-            let json = format!(
+            resolve_json(format!(
                 r#"{{"src": {{"signature": {{"scheme": "standard-webhooks", "secrets": ["env:{var}"]}}, "key": {{"from": "payload_sha256"}}}}}}"#
-            );
-            async move {
-                SourceSpecs::parse(&json)
-                    .unwrap()
-                    .resolve(&AwsSecretResolver::env_only())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
+            ))
         };
         for (var, bytes) in [("INBOX_TEST_WHSEC_23", 23), ("INBOX_TEST_WHSEC_65", 65)] {
             let e = sw(var).await.unwrap_err();
