@@ -138,9 +138,10 @@ async fn receiver_dies_after_send_before_its_answer() {
     report("receiver dies after send", &answers, 0);
 }
 
-/// As above, but the sender retries only after the dead claim's lease ran out: the retry
-/// takes the claim over, sends again (the queue's deduplication keeps one copy, the ledger
-/// covers any other) and gets a first-delivery 200.
+/// As above, but the sender retries only after the dead claim's lease ran out: the item is
+/// never claimed anew (its event is on the queue); the retry, with the stored body, sends it
+/// again (the queue's deduplication keeps one copy, the ledger covers any other) and gets the
+/// first answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn receiver_dies_after_send_and_its_lease_runs_out_first() {
     let aws = LocalAws::new("f-rx-dies-lease").await;
@@ -176,7 +177,8 @@ async fn receiver_dies_after_send_and_its_lease_runs_out_first() {
         }
     })
     .await;
-    assert_eq!(answers, ["lost", "200"], "taken over");
+    assert_eq!(answers, ["lost", "200 replayed"], "not claimed anew");
+    assert_eq!(aws.faults.calls("SendMessage"), 1, "the retry sent too");
 
     let cx = consumer(&aws, &sor);
     consume(&aws, &bridge(&aws).await, &cx, key, LEASE_MS).await;

@@ -332,27 +332,28 @@ pub async fn expires_at_is_seconds_and_leases_are_milliseconds<L: LedgerStore>(
     assert_eq!(rec.expires_at, T / 1000 + HOUR_S);
     assert_eq!(lease, T + LEASE_MS);
     // The two units in conditions: an hour of seconds is not an hour of milliseconds.
-    // At T + 1 hour (ms) the item is not expired and the lease (ms) has run out.
+    // At T + 1 hour (ms) the item is in its last second; one second later it has expired.
     let hour_later = T + HOUR_S * 1000;
-    assert_eq!(
-        r.claim(&claim_at("rx2", hour_later)).await,
-        ClaimOutcome::Claimed
-    );
+    r.refused_claim("rx2", hour_later, &rec, "its last second")
+        .await;
+    let next = first_expired_ms(rec.expires_at);
+    assert_eq!(next, hour_later + 1000);
+    assert_eq!(r.claim(&claim_at("rx2", next)).await, ClaimOutcome::Claimed);
     let q = r.get().await.expect("claimed");
     assert!(
-        !q.is_expired(hour_later + 1000),
+        !q.is_expired(next + 1000),
         "a seconds value compared as milliseconds would look long expired"
     );
     // The consumer: the same units.
-    r.taken("c1", hour_later + 1, 45_000, 1).await;
+    r.taken("c1", next + 1, 45_000, 1).await;
     let p = r.get().await.expect("processing");
-    assert_eq!(p.lease_until, Some(hour_later + 1 + 45_000));
+    assert_eq!(p.lease_until, Some(next + 1 + 45_000));
     assert!(
         (1_000_000_000..10_000_000_000).contains(&p.expires_at),
         "{}",
         p.expires_at
     );
-    assert!(r.complete("c1", hour_later + 2).await);
+    assert!(r.complete("c1", next + 2).await);
     let done = r.get().await.expect("completed");
     let completed_at = done.completed_at.expect("completed_at");
     assert!((1_000_000_000_000..10_000_000_000_000).contains(&completed_at));

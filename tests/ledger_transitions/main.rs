@@ -76,7 +76,7 @@ macro_rules! on_every_backend {
 on_every_backend!(
     receiver_side::claim_on_absent_writes_the_whole_record,
     receiver_side::claim_on_expired_item_is_a_fresh_claim,
-    receiver_side::claim_takes_over_a_received_claim_whose_lease_ran_out,
+    receiver_side::claim_on_received_is_refused_whatever_its_lease_until_it_expires,
     receiver_side::claim_on_live_received_returns_the_old_record,
     receiver_side::claim_on_queued_processing_completed_failed_is_refused,
     receiver_side::release_only_by_the_owner_and_only_before_queued,

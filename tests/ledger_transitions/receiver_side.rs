@@ -54,24 +54,24 @@ pub async fn claim_on_expired_item_is_a_fresh_claim<L: LedgerStore>(l: &L) -> Ve
     r.trace
 }
 
-pub async fn claim_takes_over_a_received_claim_whose_lease_ran_out<L: LedgerStore>(
+pub async fn claim_on_received_is_refused_whatever_its_lease_until_it_expires<L: LedgerStore>(
     l: &L,
 ) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     let first = r.received("dead").await;
-    // The lease's last millisecond: still live.
+    // Live or run out, a RECEIVED item may already be on the queue: never claimed anew.
     r.refused_claim("rx2", T + LEASE_MS, &first, "lease still live")
         .await;
-    let now = T + LEASE_MS + 1;
+    r.refused_claim("rx2", T + LEASE_MS + 1, &first, "lease ran out")
+        .await;
+    let last_ms = first_expired_ms(first.expires_at) - 1;
+    r.refused_claim("rx2", last_ms, &first, "an hour on, not yet expired")
+        .await;
+    let now = first_expired_ms(first.expires_at);
+    assert_eq!(r.get().await, Some(first), "a refused claim writes nothing");
+    // Only past expires_at is it absent, and claimed as a first delivery.
     assert_eq!(r.claim(&claim_at("rx2", now)).await, ClaimOutcome::Claimed);
-    let taken = r.get().await.expect("claimed");
-    assert_eq!(taken.status, Status::Received);
-    assert_eq!(taken.lease_owner.as_deref(), Some("rx2"));
-    assert_eq!(taken.lease_until, Some(now + LEASE_MS));
-    assert_eq!(taken.received_at, now);
-    // The dead invocation has lost it: it cannot release it.
-    assert!(!r.release("dead").await);
-    assert_eq!(r.get().await, Some(taken));
+    assert_eq!(r.get().await, Some(claimed_record(&claim_at("rx2", now))));
     r.trace
 }
 
@@ -94,8 +94,7 @@ pub async fn claim_on_queued_processing_completed_failed_is_refused<L: LedgerSto
     assert_eq!(queued.lease_until, None);
     r.refused_claim("rx2", T + 10 * LEASE_MS, &queued, "QUEUED")
         .await;
-    // PROCESSING, live lease and run-out lease alike: the claim condition only takes
-    // over RECEIVED.
+    // PROCESSING, live lease and run-out lease alike.
     let t = take_at("c1", T + 1000, 5000);
     assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 2 });
     let processing = r.get().await.expect("processing");

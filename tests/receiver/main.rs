@@ -4,11 +4,13 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use devstack::faults::When;
 use devstack::testkit::apigw::ApiGatewayEvent;
-use devstack::testkit::{self, github_headers, post, LocalAws};
+use devstack::testkit::{self, github_headers, post, post_with_deadline, LocalAws};
+use inbox::clock::{Clock, ManualClock};
 use inbox::ledger::Status;
 use inbox::metrics::{tally, Metric};
 use inbox::queue::Envelope;
 use inbox::receiver::ReceiverSettings;
+use inbox::store::ObjectStore;
 use lambda_http::{Body, Response};
 
 mod inputs;
@@ -199,12 +201,14 @@ async fn a_first_delivery_makes_no_update_item() {
     assert_eq!(aws.ledger_items().await[0].status, Status::Received);
 }
 
+/// An item as an invocation would have left it, its `payload_sha256` that of `body`.
 async fn put_raw_item(
     aws: &LocalAws,
     key: &str,
     status: &str,
     expires_at: i64,
     lease: Option<(i64, &str)>,
+    body: &[u8],
 ) {
     let mut req = aws
         .dynamo
@@ -213,7 +217,10 @@ async fn put_raw_item(
         .item("pk", AttributeValue::S(key.to_owned()))
         .item("status", AttributeValue::S(status.to_owned()))
         .item("expires_at", AttributeValue::N(expires_at.to_string()))
-        .item("payload_sha256", AttributeValue::S("old".to_owned()))
+        .item(
+            "payload_sha256",
+            AttributeValue::S(inbox::key::sha256_hex(body)),
+        )
         .item("response_status", AttributeValue::N("200".to_owned()))
         .item(
             "response_body",
@@ -233,8 +240,8 @@ async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let now_s = testkit::now_ms() / 1000;
     // Past its TTL but not yet deleted by DynamoDB.
-    put_raw_item(&aws, "github:d-7", "COMPLETED", now_s - 10, None).await;
     let body = gh_body(7);
+    put_raw_item(&aws, "github:d-7", "COMPLETED", now_s - 10, None, b"old").await;
     let resp = rx
         .handle(post("github", &github_headers("d-7", &body), &body))
         .await;
@@ -247,10 +254,11 @@ async fn an_expired_item_counts_as_absent_and_is_claimed_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_claim_whose_lease_ran_out_is_taken_over() {
-    let aws = LocalAws::new("takeover").await;
+async fn a_claim_whose_claimant_died_before_its_send_is_sent_by_the_next_delivery() {
+    let aws = LocalAws::new("dead-claimant").await;
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let now = testkit::now_ms();
+    let body = gh_body(8);
     // An invocation claimed it and died before enqueueing: its lease ran out a second ago.
     put_raw_item(
         &aws,
@@ -258,16 +266,188 @@ async fn a_claim_whose_lease_ran_out_is_taken_over() {
         "RECEIVED",
         now / 1000 + 3600,
         Some((now - 1000, "dead-invocation")),
+        &body,
     )
     .await;
-    let body = gh_body(8);
+    let before = aws.ledger_items().await;
     let resp = rx
         .handle(post("github", &github_headers("d-8", &body), &body))
         .await;
     assert_eq!(resp.status(), 200);
-    assert!(!replayed(&resp));
+    assert!(replayed(&resp), "the first answer, not a new claim");
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
-    assert_eq!(aws.ledger_items().await[0].status, Status::Received);
+    assert_eq!(
+        aws.ledger_items().await,
+        before,
+        "the item is left as it was"
+    );
+}
+
+/// The lease as deployed (the receiver's 10 s function timeout), run out on the test's clock,
+/// with no replay cache (the retry reaching another execution environment, as on AWS): an
+/// item whose event may be on the queue is never claimed anew. A changed body is refused on
+/// a `reject` source, and never sent or archived; the stored body is sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_received_item_past_its_deployed_lease_is_never_claimed_anew() {
+    const TIMEOUT_MS: i64 = 10_000;
+    let aws = LocalAws::new("lease-out").await;
+    let timeout_s = aws.stack.receiver.timeout_seconds.expect("a Timeout");
+    assert_eq!(
+        i64::from(timeout_s) * 1000,
+        TIMEOUT_MS,
+        "the template's receiver Timeout"
+    );
+    // Five seconds before an hour: the retries come in the next hour of the archive.
+    let now = testkit::now_ms();
+    let clock = ManualClock::at_ms(now - now.rem_euclid(3_600_000) - 5_000);
+    let (rx, lines) = aws
+        .receiver_at(clock.clone(), ReceiverSettings::default())
+        .await;
+    let deliver = |id: &str, body: &[u8]| {
+        post_with_deadline(
+            "strict",
+            &github_headers(id, body),
+            body,
+            clock.now_ms() + TIMEOUT_MS,
+        )
+    };
+    let (first, changed) = (gh_body(31), gh_body(32));
+    let resp = rx.handle(deliver("s-1", &first)).await;
+    assert_eq!(resp.status(), 200);
+    assert!(!replayed(&resp));
+    let claimed = aws.ledger_items().await;
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].lease_until, Some(clock.now_ms() + TIMEOUT_MS));
+    let sends = aws.faults.calls("SendMessage");
+
+    // The consumer is not there yet; the claimant's lease has run out.
+    clock.advance_ms(TIMEOUT_MS + 1_000);
+    let resp = rx.handle(deliver("s-1", &changed)).await;
+    assert_eq!(resp.status(), 422, "the mismatch rule holds at any age");
+    assert_eq!(body_json(&resp)["error"], "payload_mismatch");
+    assert_eq!(
+        aws.faults.calls("SendMessage"),
+        sends,
+        "a changed body is never sent"
+    );
+    assert_eq!(aws.ledger_items().await, claimed, "nor written");
+
+    // The sender's own retry of the original: the first answer, and the stored event sent
+    // again under the same deduplication id.
+    let resp = rx.handle(deliver("s-1", &first)).await;
+    assert_eq!(resp.status(), 200);
+    assert!(replayed(&resp));
+    assert_eq!(
+        body_json(&resp),
+        serde_json::json!({"status": "accepted", "key": "strict:s-1"})
+    );
+    assert_eq!(aws.faults.calls("SendMessage"), sends + 1, "sent again");
+    assert_eq!(aws.ledger_items().await, claimed, "still the first claim");
+    let msgs = aws.receive_all(&aws.resources.queue_url).await;
+    assert_eq!(
+        msgs.len(),
+        1,
+        "one message: the deduplication id is the key"
+    );
+    let env = Envelope::parse(msgs[0].body().expect("body")).expect("an envelope");
+    assert_eq!(env.body.as_bytes(), first.as_slice());
+    assert_eq!(env.received_at, claimed[0].received_at);
+
+    // One archive copy, of the first body, under the first receipt's hour.
+    let store = aws.payload_store();
+    let archived = store.list("archive/strict/").await.expect("list");
+    assert_eq!(
+        archived,
+        [inbox::store::archive_key(
+            "strict",
+            "strict:s-1",
+            claimed[0].received_at
+        )]
+    );
+    let copy = store.get(&archived[0]).await.expect("get").expect("object");
+    let copy = Envelope::parse(std::str::from_utf8(&copy).expect("text")).expect("envelope");
+    assert_eq!(copy.body.as_bytes(), first.as_slice());
+
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "strict", Metric::Accepted), 1);
+    assert_eq!(tally(&lines, "strict", Metric::PayloadMismatch), 1);
+}
+
+/// Issue 20, 5(a): a duplicate with a changed body behind a live claim (the claimant's
+/// lease not run out) is not sent, and the archive keeps the first body, which `lookup
+/// --body` and replay read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_body_behind_a_live_claim_leaves_the_archive_copy_alone() {
+    let aws = LocalAws::new("archive-keep").await;
+    let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
+    let (first, changed) = (gh_body(51), gh_body(52));
+    let resp = rx
+        .handle(post("github", &github_headers("k-1", &first), &first))
+        .await;
+    assert_eq!(resp.status(), 200);
+    let claimed = aws.ledger_items().await;
+    assert!(
+        claimed[0].lease_until > Some(testkit::now_ms()),
+        "a live claim"
+    );
+    let sends = aws.faults.calls("SendMessage");
+    let resp = rx
+        .handle(post("github", &github_headers("k-1", &changed), &changed))
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert!(replayed(&resp));
+    assert_eq!(aws.faults.calls("SendMessage"), sends, "not sent");
+    let store = aws.payload_store();
+    let object = inbox::store::archive_key("github", "github:k-1", claimed[0].received_at);
+    let copy = store.get(&object).await.expect("get").expect("archived");
+    let copy = Envelope::parse(std::str::from_utf8(&copy).expect("text")).expect("envelope");
+    assert_eq!(copy.body.as_bytes(), first.as_slice(), "the first body");
+    assert_eq!(store.list("archive/github/").await.expect("list"), [object]);
+}
+
+/// As above on a source that accepts a changed body (`on_payload_mismatch: accept`): the
+/// first answer, counted as a mismatch, nothing sent; the original's retry is still answered
+/// 200 and sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_body_past_the_lease_gets_the_first_answer_and_is_not_sent() {
+    const TIMEOUT_MS: i64 = 10_000;
+    let aws = LocalAws::new("lease-out-accept").await;
+    assert_eq!(aws.stack.receiver.timeout_seconds, Some(10));
+    let clock = ManualClock::at_ms(testkit::now_ms());
+    let (rx, lines) = aws
+        .receiver_at(clock.clone(), ReceiverSettings::default())
+        .await;
+    let deliver = |body: &[u8]| {
+        post_with_deadline(
+            "github",
+            &github_headers("a-1", body),
+            body,
+            clock.now_ms() + TIMEOUT_MS,
+        )
+    };
+    let (first, changed) = (gh_body(41), gh_body(42));
+    assert_eq!(rx.handle(deliver(&first)).await.status(), 200);
+    let claimed = aws.ledger_items().await;
+    let sends = aws.faults.calls("SendMessage");
+    clock.advance_ms(TIMEOUT_MS + 1_000);
+
+    let resp = rx.handle(deliver(&changed)).await;
+    assert_eq!(resp.status(), 200);
+    assert!(replayed(&resp), "the first answer");
+    assert_eq!(
+        aws.faults.calls("SendMessage"),
+        sends,
+        "the changed body is not sent"
+    );
+    assert_eq!(aws.ledger_items().await, claimed);
+    let resp = rx.handle(deliver(&first)).await;
+    assert_eq!(resp.status(), 200, "the original's retry is not a mismatch");
+    assert!(replayed(&resp));
+    assert_eq!(aws.faults.calls("SendMessage"), sends + 1);
+    assert_eq!(aws.ledger_items().await, claimed);
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "github", Metric::Accepted), 1);
+    assert_eq!(tally(&lines, "github", Metric::PayloadMismatch), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,15 +456,16 @@ async fn an_in_flight_duplicate_sends_the_event_itself_and_replays_the_first_ans
     let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
     let now = testkit::now_ms();
     // A live claim whose invocation has not sent yet (or died before it could).
+    let body = gh_body(9);
     put_raw_item(
         &aws,
         "github:d-9",
         "RECEIVED",
         now / 1000 + 3600,
         Some((now + 60_000, "live-invocation")),
+        &body,
     )
     .await;
-    let body = gh_body(9);
     let resp = rx
         .handle(post("github", &github_headers("d-9", &body), &body))
         .await;
@@ -315,16 +496,17 @@ async fn an_in_flight_duplicate_whose_send_fails_answers_500_and_leaves_the_clai
     let aws = LocalAws::new("inflight2").await;
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let now = testkit::now_ms();
+    let body = gh_body(10);
     put_raw_item(
         &aws,
         "github:d-10",
         "RECEIVED",
         now / 1000 + 3600,
         Some((now + 60_000, "first")),
+        &body,
     )
     .await;
     aws.faults.fail("SendMessage", When::Before, 1);
-    let body = gh_body(10);
     let resp = rx
         .handle(post("github", &github_headers("d-10", &body), &body))
         .await;

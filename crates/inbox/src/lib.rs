@@ -16,6 +16,7 @@
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
 //! - [`store`]: the payload bucket (bodies too big for the queue, the replay archive).
 //! - [`metrics`]: the counters both handlers emit.
+//! - [`log_text`]: outside text (a path segment, a queue message's key) capped for a log line.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
 
@@ -29,6 +30,7 @@ pub mod json_fields;
 pub mod key;
 pub mod lease;
 pub mod ledger;
+pub mod log_text;
 pub mod metrics;
 pub mod queue;
 pub mod receiver;

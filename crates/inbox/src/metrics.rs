@@ -26,6 +26,8 @@ pub enum Metric {
     DeadLettered,
     /// A replay's side effect completed (`inbox-ops replay`).
     ReplayCompleted,
+    /// A message whose envelope's parts disagree, refused before any effect.
+    Refused,
 }
 
 impl Metric {
@@ -44,6 +46,7 @@ impl Metric {
             Metric::Throttled => "Throttled",
             Metric::DeadLettered => "DeadLettered",
             Metric::ReplayCompleted => "ReplayCompleted",
+            Metric::Refused => "Refused",
         }
     }
 }

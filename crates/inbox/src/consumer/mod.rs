@@ -29,6 +29,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
 use crate::key::sha256_hex;
 use crate::ledger::{self, LedgerStore, Take, TakeOutcome};
+use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics};
 use crate::queue::{BodyRef, Envelope};
 use crate::receiver::{accepted_response, UNKNOWN_SOURCE_DIMENSION};
@@ -36,10 +37,12 @@ use crate::redelivery::{NoRedelivery, Redelivery};
 use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
 
+mod admit;
 mod invocation;
 mod processor;
 mod requeue;
 
+pub use admit::Refusal;
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
@@ -258,6 +261,9 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                 }
             },
         };
+        if let Err(refusal) = admit::check(&envelope, &body) {
+            return self.refuse(msg, &envelope, &refusal).await;
+        }
         let mut job = Job {
             key: key.to_owned(),
             source: source.to_owned(),
@@ -295,6 +301,31 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         };
         self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
             .await
+    }
+
+    /// An envelope whose parts disagree ([`admit::check`]): no side effect; the reason as the
+    /// key's `last_error` where its item exists (never on a body guard item); dead-lettered at
+    /// once where there is a dead-letter queue, since it will never become valid.
+    async fn refuse(&self, msg: &SqsMessage, envelope: &Envelope, refusal: &Refusal) -> Verdict {
+        let message_id = msg.message_id.as_deref().unwrap_or_default();
+        let source = envelope.source.as_str();
+        let key = capped(&envelope.key, MAX_LOGGED_BYTES);
+        self.metrics.count(source, Metric::Refused);
+        warn!(message_id, source, key, error = %refusal, outcome = "refused");
+        if !envelope.key.starts_with('#') {
+            let reason = refusal.to_string();
+            if let Err(e) = self
+                .ledger
+                .note_refusal(&envelope.key, &reason, self.clock.now_ms())
+                .await
+            {
+                warn!(message_id, source, key, error = %e, outcome = "refused", "could not note the refusal");
+            }
+        }
+        if self.redelivery.dead_letters() {
+            return self.dead_letter(msg, source, Some(key)).await;
+        }
+        Verdict::Failed
     }
 
     /// Declared at-most-once: run once, never retried, no ledger; acknowledged whatever

@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::Client;
 use super::{
     refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
     Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION,
-    FINISH_CONDITION, GUARD_BODY_CONDITION, RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION,
-    REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    FINISH_CONDITION, GUARD_BODY_CONDITION, NOTE_REFUSAL_CONDITION, RELEASE_CONDITION,
+    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -190,6 +190,29 @@ impl DynamoLedger {
 }
 
 impl LedgerStore for DynamoLedger {
+    async fn note_refusal(&self, key: &str, reason: &str, now_ms: i64) -> Result<bool, StoreError> {
+        // Not through update_if: this condition names no `#status`, and DynamoDB refuses an
+        // expression attribute name an expression does not use.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(key))
+            .update_expression("SET last_error = :err")
+            .condition_expression(NOTE_REFUSAL_CONDITION)
+            .expression_attribute_values(":err", s(reason))
+            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) => match err.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         let result = self
             .client
@@ -235,10 +258,7 @@ impl LedgerStore for DynamoLedger {
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression(CLAIM_CONDITION)
-            .expression_attribute_names("#status", "status")
             .expression_attribute_values(":now_s", n(c.now_ms.div_euclid(1000)))
-            .expression_attribute_values(":now_ms", n(c.now_ms))
-            .expression_attribute_values(":received", status(Status::Received))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;

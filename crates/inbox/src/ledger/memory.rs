@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, refused_replay_take,
-    refused_take, release_allowed, replay_complete_allowed, replay_take_allowed, take_allowed,
-    BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take,
-    TakeOutcome,
+    claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, note_refusal_allowed,
+    refused_replay_take, refused_take, release_allowed, replay_complete_allowed,
+    replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
+    Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -88,6 +88,16 @@ impl MemoryLedger {
 }
 
 impl LedgerStore for MemoryLedger {
+    async fn note_refusal(&self, key: &str, reason: &str, now_ms: i64) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = note_refusal_allowed(items.get(key), now_ms);
+            if let Some(r) = items.get_mut(key).filter(|_| ok) {
+                r.last_error = Some(reason.to_owned());
+            }
+            ok
+        }))
+    }
+
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         let mut guards = match self.guards.lock() {
             Ok(guard) => guard,

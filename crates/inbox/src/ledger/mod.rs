@@ -3,7 +3,8 @@
 //! ```text
 //!  (absent/expired) --claim--> RECEIVED ----------------take--> PROCESSING --complete--> COMPLETED
 //!                                 |  \--release--> (absent)          |  \--fail--> FAILED --take--> ...
-//!                                 \--(lease ran out) claim again      \--defer--> QUEUED --take--> ...
+//!                                 |                                   \--defer--> QUEUED --take--> ...
+//!                                 \--(a duplicate, same body) sent again, still RECEIVED
 //! ```
 //!
 //! A **replay** (`inbox-ops replay`, docs/design.md §12) takes the key once more for one
@@ -192,17 +193,16 @@ pub enum TakeOutcome {
 // `#status` stands for `status`, a DynamoDB reserved word.
 // ---------------------------------------------------------------------------------------
 
-/// Claim (receiver, PutItem): the key is free, expired, or a claim whose lease ran out.
-pub const CLAIM_CONDITION: &str =
-    "attribute_not_exists(pk) OR expires_at < :now_s OR (#status = :received AND lease_until < :now_ms)";
+/// Claim (receiver, PutItem): the key is free or expired, nothing else. An item that exists
+/// is never claimed anew, whatever its lease: a RECEIVED item whose claimant's lease ran out
+/// may well be on the queue already (its answer given, the consumer not there yet), and a new
+/// claim would rewrite its body hash and receipt time under it (issue 20). A duplicate that
+/// finds it sends the stored event again instead, only with the stored body (the receiver),
+/// which also recovers a claimant that died before its send.
+pub const CLAIM_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s";
 
 pub fn claim_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
-    match existing {
-        None => true,
-        Some(r) => {
-            r.is_expired(now_ms) || (r.status == Status::Received && r.lease_ran_out(now_ms))
-        }
-    }
+    existing.is_none_or(|r| r.is_expired(now_ms))
 }
 
 /// Release (receiver, DeleteItem): only our own claim, only before it was queued.
@@ -245,6 +245,16 @@ pub const DEFER_CONDITION: &str = FINISH_CONDITION;
 
 pub fn defer_allowed(existing: Option<&Record>, owner: &str) -> bool {
     finish_allowed(existing, owner)
+}
+
+/// Note a refusal (consumer, UpdateItem: `last_error` only, nothing else): a message whose
+/// envelope's parts disagree (crate::consumer's admission check) names a key; where that
+/// key's item exists and has not expired, its `last_error` says why the message was refused.
+/// Status, lease and counts stay as they were: no transition, only a note for operators.
+pub const NOTE_REFUSAL_CONDITION: &str = "attribute_exists(pk) AND expires_at >= :now_s";
+
+pub fn note_refusal_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
+    existing.is_some_and(|r| !r.is_expired(now_ms))
 }
 
 /// The body guard (receiver, PutItem, before the claim, only on a source with
@@ -331,8 +341,8 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     }
 }
 
-/// The ledger's port: the six transitions, a replay's take and complete, the body guard, and
-/// a read for operators.
+/// The ledger's port: the six transitions, a replay's take and complete, the body guard, a
+/// refusal's note, and a read for operators.
 ///
 /// `Ok(false)` from release, complete and defer, and `Ok(None)` from fail, mean
 /// the condition failed (the lease was lost or the item moved on); `Err` means no answer from
@@ -366,6 +376,14 @@ pub trait LedgerStore: Send + Sync + 'static {
         &self,
         key: &str,
         owner: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// A refused message's reason as the item's `last_error`, where the item exists and has
+    /// not expired ([`NOTE_REFUSAL_CONDITION`]); `Ok(false)`: no such item.
+    fn note_refusal(
+        &self,
+        key: &str,
         reason: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
@@ -436,6 +454,14 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).defer(key, owner, reason, now_ms)
+    }
+    fn note_refusal(
+        &self,
+        key: &str,
+        reason: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).note_refusal(key, reason, now_ms)
     }
     fn guard_body(
         &self,

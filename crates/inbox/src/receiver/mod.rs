@@ -25,6 +25,7 @@ use crate::key::{self, KeyError};
 use crate::ledger::{
     self, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
 };
+use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics};
 use crate::queue::{Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::replay_cache::{ReplayCache, Seen};
@@ -190,7 +191,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     #[tracing::instrument(name = "webhook", skip_all, fields(source, key))]
     pub async fn handle(&self, req: Request) -> Response<Body> {
         let source = source_name(&req).unwrap_or_default();
-        tracing::Span::current().record("source", source.as_str());
+        tracing::Span::current().record("source", capped(&source, MAX_LOGGED_BYTES));
         match self.process(&req, &source).await {
             Ok(resp) => resp,
             Err(rejection) => self.reject(&source, rejection),
@@ -212,7 +213,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             _ => Metric::Rejected,
         };
         self.metrics.count(dimension, metric);
-        warn!(source = %source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
+        let source = capped(source, MAX_LOGGED_BYTES);
+        warn!(source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
         rejection.into_response()
     }
 
@@ -360,11 +362,13 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             response_body: existing.response_body.clone().unwrap_or(accepted),
         };
         self.check_payload(source, &key, &body_sha256, &seen)?;
-        if existing.status == Status::Received {
-            // A live claim that is not final: the first delivery is between its claim and its
-            // send, or died after (or before) it. Send the event ourselves with the same
-            // deduplication id (SQS keeps one message per id for five minutes; beyond that the
-            // consumer's take keeps one side effect), and answer once it is on the queue. A
+        if existing.status == Status::Received && existing.payload_sha256 == body_sha256 {
+            // A claim not yet taken by the consumer: the event is on the queue waiting, or its
+            // first delivery is between its claim and its send, or died before (or after) it.
+            // Send the event ourselves with the same deduplication id (SQS keeps one message
+            // per id for five minutes; beyond that the consumer's take keeps one side effect),
+            // and answer once it is on the queue. Only the stored body is ever sent: a changed
+            // body (replayed above as a mismatch) never reaches the queue or the archive. A
             // failure here is a 500 with nothing to release: the claim is not ours. The
             // envelope and its objects are the first delivery's: same receipt time, same keys.
             let text = prepare(existing.received_at)

@@ -71,6 +71,11 @@ impl LedgerStore for SimLedger {
         self.inner.guard_body(g, now_ms).await
     }
 
+    /// The simulated queue carries only the receiver's envelopes: nothing is ever refused.
+    async fn note_refusal(&self, key: &str, reason: &str, now_ms: i64) -> Result<bool, StoreError> {
+        self.inner.note_refusal(key, reason, now_ms).await
+    }
+
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
         step().await;
         let f = self.fault("claim", &c.key);

@@ -1,0 +1,144 @@
+//! What the consumer checks of an envelope before any effect. The queue is a trust boundary
+//! (docs/design.md §5): a principal that can send to it must not be able to make the
+//! consumer forward a body under another source's key, read another source's large bodies,
+//! or forward a body the receiver never hashed. Every part of an envelope that names another
+//! must agree with it; an envelope whose parts disagree never will, so it is refused with no
+//! side effect and dead-lettered at once.
+
+use crate::key::sha256_hex;
+use crate::queue::Envelope;
+use crate::store::payload_key;
+
+/// Why an envelope was refused: its `last_error` and its log line's `error`.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The key does not start with `<source>:` (the receiver derives every key so).
+    #[error("refused: the key is not of the envelope's source")]
+    KeyOfAnotherSource,
+    /// `body_ref.s3_key` is not the object the envelope's source, key and hash name.
+    #[error("refused: body_ref.s3_key is not this event's payload object")]
+    PointerElsewhere,
+    /// `body_ref.sha256` is not the envelope's `payload_sha256`.
+    #[error("refused: body_ref.sha256 is not payload_sha256")]
+    PointerHashDiffers,
+    /// The inline body does not hash to `payload_sha256`.
+    #[error("refused: the body does not hash to payload_sha256")]
+    BodyHashDiffers,
+    /// Both an inline body and a pointer: which one is the event?
+    #[error("refused: both an inline body and a body_ref")]
+    BodyAndPointer,
+}
+
+/// Checks that the envelope's parts agree; `body` is its inline body, decoded (empty where a
+/// pointer carries it).
+pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
+    let of_source = envelope
+        .key
+        .strip_prefix(envelope.source.as_str())
+        .and_then(|rest| rest.strip_prefix(':'))
+        .is_some_and(|id| !id.is_empty());
+    if !of_source {
+        return Err(Refusal::KeyOfAnotherSource);
+    }
+    match &envelope.body_ref {
+        Some(pointer) => {
+            if !body.is_empty() {
+                return Err(Refusal::BodyAndPointer);
+            }
+            if pointer.sha256 != envelope.payload_sha256 {
+                return Err(Refusal::PointerHashDiffers);
+            }
+            if pointer.s3_key
+                != payload_key(&envelope.source, &envelope.key, &envelope.payload_sha256)
+            {
+                return Err(Refusal::PointerElsewhere);
+            }
+        }
+        None => {
+            if sha256_hex(body) != envelope.payload_sha256 {
+                return Err(Refusal::BodyHashDiffers);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::BodyRef;
+
+    fn inline(key: &str, source: &str, body: &[u8]) -> Envelope {
+        Envelope::new(key, source, 1, &sha256_hex(body), Default::default(), body)
+    }
+
+    fn pointing(key: &str, source: &str, body: &[u8]) -> Envelope {
+        let sha = sha256_hex(body);
+        let mut env = Envelope::new(key, source, 1, &sha, Default::default(), b"");
+        env.body = String::new();
+        env.body_ref = Some(BodyRef {
+            s3_key: payload_key(source, key, &sha),
+            sha256: sha,
+            size: body.len() as u64,
+        });
+        env
+    }
+
+    #[test]
+    fn an_envelope_whose_parts_agree_is_admitted() {
+        assert_eq!(check(&inline("github:1", "github", b"{}"), b"{}"), Ok(()));
+        assert_eq!(check(&pointing("github:1", "github", b"{}"), b""), Ok(()));
+    }
+
+    #[test]
+    fn a_key_of_another_source_is_refused() {
+        for (key, source) in [
+            ("stripe:evt_1", "github"),
+            ("githubx:1", "github"),
+            ("github", "github"),
+            ("github:", "github"),
+            ("#guard:github:ab", "github"),
+            ("", "github"),
+        ] {
+            let env = inline(key, source, b"{}");
+            assert_eq!(
+                check(&env, b"{}"),
+                Err(Refusal::KeyOfAnotherSource),
+                "{key:?} on {source:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pointer_must_name_this_events_object_and_hash() {
+        let mut env = pointing("github:1", "github", b"{}");
+        env.body_ref.as_mut().expect("pointer").s3_key =
+            payload_key("stripe", "stripe:evt_1", &env.payload_sha256);
+        assert_eq!(check(&env, b""), Err(Refusal::PointerElsewhere));
+
+        let mut env = pointing("github:1", "github", b"{}");
+        env.body_ref.as_mut().expect("pointer").sha256 = sha256_hex(b"other");
+        assert_eq!(check(&env, b""), Err(Refusal::PointerHashDiffers));
+
+        // Hash and pointer moved together to another body: the object is not this event's.
+        let mut env = pointing("github:1", "github", b"{}");
+        env.payload_sha256 = sha256_hex(b"other");
+        env.body_ref.as_mut().expect("pointer").sha256 = sha256_hex(b"other");
+        assert_eq!(check(&env, b""), Err(Refusal::PointerElsewhere));
+
+        let env = pointing("github:1", "github", b"{}");
+        assert_eq!(check(&env, b"{}"), Err(Refusal::BodyAndPointer));
+    }
+
+    #[test]
+    fn an_inline_body_must_hash_to_payload_sha256() {
+        let env = inline("github:1", "github", b"{}");
+        assert_eq!(
+            check(&env, b"{\"forged\":1}"),
+            Err(Refusal::BodyHashDiffers)
+        );
+        let mut env = inline("github:1", "github", b"{}");
+        env.payload_sha256 = "h".to_owned();
+        assert_eq!(check(&env, b"{}"), Err(Refusal::BodyHashDiffers));
+    }
+}
