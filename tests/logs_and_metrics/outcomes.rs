@@ -265,3 +265,31 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
         "the duplicate ran no side effect"
     );
 }
+
+/// Issue 20, 5(i): the caller's path segment is the `source` of the rejection's line and of
+/// the request's span; it reaches the log capped, however long it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_path_segment_is_logged_capped() {
+    let logs = logs();
+    let aws = LocalAws::new("logs-cap").await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    // Long, though within what an http::Uri holds (lambda_http builds one from the path).
+    let segment = "s".repeat(8_000);
+    let (status, request_id) = post(&rx, &segment, &[], b"{}").await;
+    assert_eq!(status, 404);
+    let lines = parsed(&logs.text());
+    let rejected = outcome(&lines, "rejected", None, &request_id);
+    assert_eq!(rejected.len(), 1);
+    let logged = rejected[0].get("source").expect("a source field");
+    assert_eq!(logged, &segment[..inbox::log_text::MAX_LOGGED_BYTES]);
+    let text = logs.text();
+    let this_request: Vec<&str> = text.lines().filter(|l| l.contains(&request_id)).collect();
+    assert!(!this_request.is_empty());
+    for line in this_request {
+        assert!(
+            line.len() < 4 * inbox::log_text::MAX_LOGGED_BYTES + 1024,
+            "a line of {} bytes",
+            line.len()
+        );
+    }
+}

@@ -98,6 +98,7 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
             max_body_bytes: usize::try_from(env.max_body_bytes).unwrap_or(usize::MAX),
             archive_bodies: env.archive_bodies,
             replay_cache_keys: usize::try_from(env.replay_cache_keys).unwrap_or(usize::MAX),
+            replay_cache_bytes: usize::try_from(env.replay_cache_bytes).unwrap_or(usize::MAX),
             replay_cache_max_age: Duration::from_secs(env.replay_cache_seconds),
         },
         Metrics::stdout("receiver"),

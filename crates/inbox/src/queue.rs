@@ -141,8 +141,8 @@ impl Envelope {
     }
 
     /// The JSON of `Envelope::new(..)` written straight from borrowed parts: the body is
-    /// copied once, into the JSON, instead of into an owned envelope first (up to 256 KiB
-    /// per request on the receiver's path). Same text as `Envelope::new(..).to_json()`.
+    /// copied once, into the JSON, instead of into an owned envelope first (up to 1 MiB per
+    /// request on the receiver's path; larger bodies go to the bucket). Same text as `Envelope::new(..).to_json()`.
     pub fn json_of(
         key: &str,
         source: &str,
@@ -238,7 +238,7 @@ struct Wire<'a> {
 
 impl Wire<'_> {
     fn to_json(&self) -> String {
-        // Sized up front: growing a 256 KiB string by doubling copies it a dozen times.
+        // Sized up front: growing a 1 MiB string by doubling copies it a score of times.
         let body_len = self.body.as_ref().map_or(0, |b| b.len());
         let room = body_len + body_len / 16 + self.key.len() * 2 + 512;
         let mut out = Vec::with_capacity(room);
@@ -292,8 +292,8 @@ impl Outgoing {
 #[error("queue unavailable: {0}")]
 pub struct QueueError(pub String);
 
-/// The queue's port. It takes the message by value: the body (up to the envelope of a 256 KiB
-/// request) moves into the request instead of being copied.
+/// The queue's port. It takes the message by value: the body (an envelope of up to 1 MiB)
+/// moves into the request instead of being copied.
 pub trait Queue: Send + Sync + 'static {
     fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send;
 }

@@ -16,6 +16,9 @@ pub const API_GATEWAY_EVENT_ROOM: u64 = 32_768;
 pub const MAX_BASE64_BODY_BYTES: u64 = DEFAULT_MAX_BODY_BYTES / 4 * 3;
 /// The replay cache's size (`REPLAY_CACHE_KEYS`): keys one warm receiver remembers.
 pub const DEFAULT_REPLAY_CACHE_KEYS: u64 = 10_000;
+/// The replay cache's size in bytes (`REPLAY_CACHE_BYTES`): 8 MiB, a small part of the
+/// receiver's 128 MB however long its keys (`inbox::replay_cache::entry_bytes`).
+pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 /// The replay cache's maximum age (`REPLAY_CACHE_SECONDS`).
 pub const DEFAULT_REPLAY_CACHE_SECONDS: u64 = 300;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
@@ -55,7 +58,7 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
 }
 
 /// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`,
-/// `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`, `REPLAY_CACHE_SECONDS`.
+/// `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`, `REPLAY_CACHE_BYTES`, `REPLAY_CACHE_SECONDS`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,
@@ -67,6 +70,7 @@ pub struct ReceiverEnv {
     /// `ARCHIVE_BODIES`: archive every source's envelopes (a source's `archive` overrides it).
     pub archive_bodies: bool,
     pub replay_cache_keys: u64,
+    pub replay_cache_bytes: u64,
     pub replay_cache_seconds: u64,
 }
 
@@ -98,6 +102,7 @@ impl ReceiverEnv {
             payload_bucket: optional("PAYLOAD_BUCKET"),
             archive_bodies: archive_bodies()?,
             replay_cache_keys: number_or("REPLAY_CACHE_KEYS", DEFAULT_REPLAY_CACHE_KEYS)?,
+            replay_cache_bytes: number_or("REPLAY_CACHE_BYTES", DEFAULT_REPLAY_CACHE_BYTES)?,
             replay_cache_seconds: number_or("REPLAY_CACHE_SECONDS", DEFAULT_REPLAY_CACHE_SECONDS)?,
         })
     }

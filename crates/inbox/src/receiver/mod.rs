@@ -60,6 +60,8 @@ pub struct ReceiverSettings {
     pub archive_bodies: bool,
     /// Keys the replay cache holds at most (0: no cache).
     pub replay_cache_keys: usize,
+    /// Bytes the replay cache holds at most ([`crate::replay_cache::entry_bytes`]; 0: no cache).
+    pub replay_cache_bytes: usize,
     /// How long a key answered stays in the replay cache.
     pub replay_cache_max_age: Duration,
 }
@@ -68,9 +70,11 @@ impl Default for ReceiverSettings {
     fn default() -> Self {
         Self {
             max_body_bytes: usize::try_from(crate::config::env::DEFAULT_MAX_BODY_BYTES)
-                .unwrap_or(262_144),
+                .unwrap_or(usize::MAX),
             archive_bodies: false,
             replay_cache_keys: 0,
+            replay_cache_bytes: usize::try_from(crate::config::env::DEFAULT_REPLAY_CACHE_BYTES)
+                .unwrap_or(usize::MAX),
             replay_cache_max_age: Duration::from_secs(
                 crate::config::env::DEFAULT_REPLAY_CACHE_SECONDS,
             ),
@@ -119,7 +123,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             settings,
             metrics,
             store: NoStore,
-            cache: ReplayCache::new(settings.replay_cache_keys, max_age_ms),
+            cache: ReplayCache::new(
+                settings.replay_cache_keys,
+                settings.replay_cache_bytes,
+                max_age_ms,
+            ),
         }
     }
 }
