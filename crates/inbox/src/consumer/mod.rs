@@ -367,38 +367,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         body_ref: Option<&BodyRef>,
         inv: &Invocation<'_>,
     ) -> Verdict {
-        let (key, source, owner) = (take.key.as_str(), take.source.as_str(), take.owner.as_str());
-        let taken = match job.replay_id.as_deref() {
-            Some(rid) => self.ledger.take_replay(&take, rid).await,
-            None => self.ledger.take(&take).await,
-        };
-        match taken {
-            Err(e) => {
-                warn!(key, source, error = %e, outcome = "failed", "take failed");
-                return Verdict::Failed;
-            }
-            Ok(TakeOutcome::Completed) => {
-                self.metrics.count(source, Metric::DuplicateDelivery);
-                info!(
-                    key,
-                    source,
-                    replay_id = job.replay_id.as_deref(),
-                    outcome = "duplicate",
-                    "already completed: acknowledged without side effect"
-                );
-                return Verdict::Done;
-            }
-            Ok(TakeOutcome::Busy { lease_until }) => {
-                info!(
-                    key,
-                    source,
-                    lease_until,
-                    outcome = "busy",
-                    "another consumer holds the lease"
-                );
-                return Verdict::Failed;
-            }
-            Ok(TakeOutcome::Taken { attempts }) => job.attempt = attempts,
+        let owner = take.owner.as_str();
+        match self.take_key(&take, job.replay_id.as_deref()).await {
+            Ok(attempts) => job.attempt = attempts,
+            Err(verdict) => return verdict,
         }
         if let Some(body_ref) = body_ref {
             match self.fetch_body(body_ref).await {
@@ -415,54 +387,96 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             None => self.processor.run(&job).await,
         };
         match outcome {
-            Outcome::Done => {
-                self.complete(key, source, owner, job.attempt, job.replay_id.as_deref())
-                    .await
-            }
+            Outcome::Done => self.complete(&job, owner).await,
             Outcome::Failed(e) => self.fail(msg, &job, owner, &e).await,
             Outcome::Throttled {
                 retry_after,
                 reason,
-            } => {
-                let held = inv.throttled().is_some();
-                if !held {
-                    self.metrics.count(source, Metric::Throttled);
-                }
-                inv.throttle(retry_after);
-                match self
-                    .ledger
-                    .defer(key, owner, &reason.0, self.clock.now_ms())
-                    .await
-                {
-                    Ok(true) => {
-                        info!(key, source, attempts = job.attempt, retry_after_s = retry_after.as_secs(), error = %reason, outcome = if held { "held" } else { "throttled" })
-                    }
-                    Ok(false) => {
-                        self.metrics.count(source, Metric::LeaseLost);
-                        warn!(key, source, error = %reason, outcome = "lease_lost");
-                    }
-                    Err(se) => {
-                        warn!(key, source, error = %reason, store_error = %se, outcome = "throttled")
-                    }
-                }
-                if held {
-                    Verdict::Held
-                } else {
-                    Verdict::Throttled(retry_after)
-                }
+            } => self.defer(&job, owner, retry_after, &reason, inv).await,
+        }
+    }
+
+    /// The take (a replay's own where the message is a replay): the attempt number where the
+    /// key is ours to run, else what the message comes to without a side effect.
+    async fn take_key(&self, take: &Take, replay_id: Option<&str>) -> Result<u32, Verdict> {
+        let (key, source) = (take.key.as_str(), take.source.as_str());
+        let taken = match replay_id {
+            Some(rid) => self.ledger.take_replay(take, rid).await,
+            None => self.ledger.take(take).await,
+        };
+        match taken {
+            Ok(TakeOutcome::Taken { attempts }) => Ok(attempts),
+            Err(e) => {
+                warn!(key, source, error = %e, outcome = "failed", "take failed");
+                Err(Verdict::Failed)
+            }
+            Ok(TakeOutcome::Completed) => {
+                self.metrics.count(source, Metric::DuplicateDelivery);
+                info!(
+                    key,
+                    source,
+                    replay_id,
+                    outcome = "duplicate",
+                    "already completed: acknowledged without side effect"
+                );
+                Err(Verdict::Done)
+            }
+            Ok(TakeOutcome::Busy { lease_until }) => {
+                info!(
+                    key,
+                    source,
+                    lease_until,
+                    outcome = "busy",
+                    "another consumer holds the lease"
+                );
+                Err(Verdict::Failed)
             }
         }
     }
 
-    /// The side effect ran: COMPLETED (and, for a replay, its id recorded).
-    async fn complete(
+    /// A throttled try (or one held back behind another group's): back to QUEUED, no failure
+    /// counted, and nothing else starts in this invocation.
+    async fn defer(
         &self,
-        key: &str,
-        source: &str,
+        job: &Job,
         owner: &str,
-        attempts: u32,
-        replay_id: Option<&str>,
+        retry_after: std::time::Duration,
+        reason: &ProcessError,
+        inv: &Invocation<'_>,
     ) -> Verdict {
+        let (key, source) = (job.key.as_str(), job.source.as_str());
+        let held = inv.throttled().is_some();
+        if !held {
+            self.metrics.count(source, Metric::Throttled);
+        }
+        inv.throttle(retry_after);
+        match self
+            .ledger
+            .defer(key, owner, &reason.0, self.clock.now_ms())
+            .await
+        {
+            Ok(true) => {
+                info!(key, source, attempts = job.attempt, retry_after_s = retry_after.as_secs(), error = %reason, outcome = if held { "held" } else { "throttled" })
+            }
+            Ok(false) => {
+                self.metrics.count(source, Metric::LeaseLost);
+                warn!(key, source, error = %reason, outcome = "lease_lost");
+            }
+            Err(se) => {
+                warn!(key, source, error = %reason, store_error = %se, outcome = "throttled")
+            }
+        }
+        if held {
+            Verdict::Held
+        } else {
+            Verdict::Throttled(retry_after)
+        }
+    }
+
+    /// The side effect ran: COMPLETED (and, for a replay, its id recorded).
+    async fn complete(&self, job: &Job, owner: &str) -> Verdict {
+        let (key, source, attempts) = (job.key.as_str(), job.source.as_str(), job.attempt);
+        let replay_id = job.replay_id.as_deref();
         let now = self.clock.now_ms();
         let completed = match replay_id {
             Some(rid) => self.ledger.complete_replay(key, owner, rid, now).await,

@@ -21,16 +21,17 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, GroupSpec, OnPayloadMismatch, Source, Sources};
+use crate::json_fields::Fields;
 use crate::key::{self, KeyError};
+use crate::lease;
 use crate::ledger::{
     self, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
 };
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics};
-use crate::queue::{Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
+use crate::queue::Queue;
 use crate::replay_cache::{ReplayCache, Seen};
 use crate::store::{NoStore, ObjectStore};
-use crate::{fifo, lease};
 
 mod answer;
 mod payload;
@@ -38,8 +39,8 @@ mod request;
 
 use answer::json_response;
 pub use answer::{accepted_response, to_apigw_v2, Rejection};
-use payload::{envelope_surely_fits, Carry};
-use request::{envelope_headers, invocation, source_from, source_name, Invocation};
+use payload::{Carry, Event};
+use request::{invocation, source_from, source_name, Invocation};
 
 /// The metrics' source dimension for requests to a source that is not configured.
 pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
@@ -226,7 +227,53 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         rejection.into_response()
     }
 
+    /// The checks in their documented order (docs/design.md §2), then the claim, then the
+    /// first delivery's send or a duplicate's answer.
     async fn process(&self, req: &Request, source_name: &str) -> Result<Response<Body>, Rejection> {
+        let (source, body) = self.verified(req, source_name)?;
+        let body_sha256 = key::sha256_hex(body);
+        let (key, json) = derive_key(source, req, body, &body_sha256)?;
+        tracing::Span::current().record("key", key.as_str());
+        let now = self.clock.now_ms();
+        // A key this instance answered 200 already: its first answer, no AWS call.
+        if let Some(seen) = self.cache.get(&key, now) {
+            self.check_payload(source, &key, &body_sha256, &seen)?;
+            return Ok(self.replay(source, &key, &seen, "cache"));
+        }
+        let (event, carry) =
+            self.event(source, req.headers(), body, body_sha256, key, json, now)?;
+        if source.spec.delivery == Delivery::AtMostOnce {
+            return self.accept_at_most_once(&event, carry).await;
+        }
+        if let Some(window) = source.spec.replay_guard_seconds {
+            self.guard_body(source_name, &event.key, &event.body_sha256, window)
+                .await?;
+        }
+        let inv = invocation(req);
+        let (status, accepted) = accepted_response(&event.key);
+        match self
+            .claim(
+                source,
+                &event.key,
+                &event.body_sha256,
+                &inv,
+                status,
+                &accepted,
+            )
+            .await?
+        {
+            None => self.accept_first(&event, carry, &inv).await,
+            Some(existing) => self.answer_duplicate(&event, carry, &existing).await,
+        }
+    }
+
+    /// Method, source, body size and signature, in that order: a forged request costs no
+    /// AWS call. The source and the raw body.
+    fn verified<'r>(
+        &self,
+        req: &'r Request,
+        source_name: &str,
+    ) -> Result<(&Source, &'r [u8]), Rejection> {
         if req.method() != Method::POST {
             return Err(Rejection::MethodNotAllowed);
         }
@@ -241,160 +288,92 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         source
             .verifier
             .verify(req.headers(), body, self.clock.now_secs())?;
+        Ok((source, body))
+    }
 
-        let spec = &source.spec;
-        let body_sha256 = key::sha256_hex(body);
-        // The body is read once, where a key or group pointer needs it: the values at those
-        // pointers, numbers as sent, a member twice on their paths refused. Where only the
-        // group needs it and the body is not JSON, the key is the group (crate::fifo).
-        let json = if spec.key.needs_json() || matches!(spec.group, GroupSpec::Json(_)) {
-            match key::fields(body, &spec.key, &spec.group) {
-                Ok(fields) => Some(fields),
-                Err(KeyError::NotJson) if !spec.key.needs_json() => None,
-                Err(e) => return Err(e.into()),
+    /// Declared at-most-once: no ledger; the queue's five-minute window is all there is.
+    async fn accept_at_most_once(
+        &self,
+        event: &Event<'_>,
+        carry: Carry,
+    ) -> Result<Response<Body>, Rejection> {
+        let name = event.source.spec.name.as_str();
+        self.send(event, carry, event.measured_at)
+            .await
+            .map_err(Rejection::Internal)?;
+        self.metrics.count(name, Metric::Accepted);
+        info!(source = name, key = %event.key, outcome = "accepted", delivery = "at_most_once");
+        Ok(json_response(
+            StatusCode::OK,
+            accepted_response(&event.key).1,
+        ))
+    }
+
+    /// The key is ours: send, and answer 200 once the event is on the queue. The item stays
+    /// RECEIVED until the consumer takes it (take accepts RECEIVED): no third call on the
+    /// sender's path. A failed send releases the claim before the 500.
+    async fn accept_first(
+        &self,
+        event: &Event<'_>,
+        carry: Carry,
+        inv: &Invocation,
+    ) -> Result<Response<Body>, Rejection> {
+        let (name, key) = (event.source.spec.name.as_str(), event.key.as_str());
+        if let Err(e) = self.send(event, carry, event.measured_at).await {
+            match self.ledger.release(key, &inv.request_id).await {
+                Ok(released) => info!(source = name, key, released, outcome = "released"),
+                Err(re) => warn!(source = name, key, error = %re, outcome = "release_failed"),
             }
-        } else {
-            None
-        };
-        let key = key::derive(
-            source_name,
-            &spec.key,
-            req.headers(),
-            json.as_ref(),
-            &body_sha256,
-        )?;
-        tracing::Span::current().record("key", key.as_str());
-        let now = self.clock.now_ms();
-        // A key this instance answered 200 already: its first answer, no AWS call.
-        if let Some(seen) = self.cache.get(&key, now) {
-            self.check_payload(source, &key, &body_sha256, &seen)?;
-            return Ok(self.replay(source, &key, &seen, "cache"));
+            self.metrics.count(name, Metric::Released);
+            return Err(Rejection::Internal(e));
         }
-        let headers = envelope_headers(source, req.headers());
-        // Does the envelope fit the queue's 1 MiB? Measured (the envelope, not the body) only
-        // where it might not; without a bucket, one that does not is refused before the claim.
-        let carry = if envelope_surely_fits(body.len(), &key, &headers) {
-            Carry::Inline(None)
-        } else {
-            let text = Envelope::json_of(&key, source_name, now, &body_sha256, &headers, body);
-            if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
-                Carry::Inline(Some(text))
-            } else if !self.store.is_configured() {
-                return Err(Rejection::PayloadTooLarge(
-                    "the envelope would not fit the queue and no PAYLOAD_BUCKET is configured",
-                ));
-            } else {
-                Carry::InBucket
-            }
-        };
-        let archive = spec.archive.unwrap_or(self.settings.archive_bodies);
-        // Built only once the message is to be sent: a duplicate never pays for the group's
-        // parse, the copy of the body into the envelope, or a write to the bucket.
-        let outgoing = |text: String| {
-            Outgoing::new(
-                &fifo::group(&key, &spec.group, source_name, json.as_ref()),
-                &key,
-                text,
-            )
-        };
-        let prepare = |received_at: i64| {
-            self.envelope_text(
-                carry,
-                archive,
-                &key,
-                source_name,
-                received_at,
-                &body_sha256,
-                &headers,
-                body,
-            )
-        };
-        let (status, accepted) = accepted_response(&key);
+        let (status, accepted) = accepted_response(key);
+        self.remember(
+            key,
+            event.body_sha256.clone(),
+            status,
+            accepted.clone(),
+            event.measured_at,
+        );
+        self.metrics.count(name, Metric::Accepted);
+        info!(source = name, key, outcome = "accepted");
+        Ok(json_response(StatusCode::OK, accepted))
+    }
 
-        if spec.delivery == Delivery::AtMostOnce {
-            // Declared at-most-once: no ledger; the queue's five-minute window is all there is.
-            let text = prepare(now)
-                .await
-                .map_err(|e| Rejection::Internal(e.to_string()))?;
-            self.queue
-                .send(outgoing(text))
-                .await
-                .map_err(|e| Rejection::Internal(e.to_string()))?;
-            self.metrics.count(source_name, Metric::Accepted);
-            info!(source = source_name, key = %key, outcome = "accepted", delivery = "at_most_once");
-            return Ok(json_response(StatusCode::OK, accepted));
-        }
-
-        if let Some(window) = spec.replay_guard_seconds {
-            self.guard_body(source_name, &key, &body_sha256, window)
-                .await?;
-        }
-
-        let inv = invocation(req);
-        let existing = self
-            .claim(source, &key, &body_sha256, &inv, status, &accepted)
-            .await?;
-        let Some(existing) = existing else {
-            // The body (where it does not fit) and the archived envelope go to the bucket after
-            // the claim and before the send; a failure there is a failure to enqueue.
-            let sent = match prepare(now).await {
-                Ok(text) => self
-                    .queue
-                    .send(outgoing(text))
-                    .await
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            if let Err(e) = sent {
-                match self.ledger.release(&key, &inv.request_id).await {
-                    Ok(released) => {
-                        info!(source = source_name, key = %key, released, outcome = "released")
-                    }
-                    Err(re) => {
-                        warn!(source = source_name, key = %key, error = %re, outcome = "release_failed")
-                    }
-                }
-                self.metrics.count(source_name, Metric::Released);
-                return Err(Rejection::Internal(e));
-            }
-            // On the queue: the item stays RECEIVED until the consumer takes it (take accepts
-            // RECEIVED); no third call on the sender's path.
-            self.remember(&key, body_sha256.clone(), status, accepted.clone(), now);
-            self.metrics.count(source_name, Metric::Accepted);
-            info!(source = source_name, key = %key, outcome = "accepted");
-            return Ok(json_response(StatusCode::OK, accepted));
-        };
+    /// Someone holds the key: the mismatch rule, then the first answer. While the item is
+    /// RECEIVED (the event on the queue waiting, or its first delivery between its claim and
+    /// its send, or died before or after it) and the body is the stored one, the stored event
+    /// is sent first, with the same deduplication id (SQS keeps one message per id for five
+    /// minutes; beyond that the consumer's take keeps one side effect) and the first receipt
+    /// time; a changed body never reaches the queue or the archive. A failed send is a 500
+    /// with nothing to release: the claim is not ours.
+    async fn answer_duplicate(
+        &self,
+        event: &Event<'_>,
+        carry: Carry,
+        existing: &Record,
+    ) -> Result<Response<Body>, Rejection> {
+        let (source, key) = (event.source, event.key.as_str());
+        let (status, accepted) = accepted_response(key);
         let seen = Seen {
             payload_sha256: existing.payload_sha256.clone(),
             response_status: existing.response_status.unwrap_or(status),
             response_body: existing.response_body.clone().unwrap_or(accepted),
         };
-        self.check_payload(source, &key, &body_sha256, &seen)?;
-        if existing.status == Status::Received && existing.payload_sha256 == body_sha256 {
-            // A claim not yet taken by the consumer: the event is on the queue waiting, or its
-            // first delivery is between its claim and its send, or died before (or after) it.
-            // Send the event ourselves with the same deduplication id (SQS keeps one message
-            // per id for five minutes; beyond that the consumer's take keeps one side effect),
-            // and answer once it is on the queue. Only the stored body is ever sent: a changed
-            // body (replayed above as a mismatch) never reaches the queue or the archive. A
-            // failure here is a 500 with nothing to release: the claim is not ours. The
-            // envelope and its objects are the first delivery's: same receipt time, same keys.
-            let text = prepare(existing.received_at)
+        self.check_payload(source, key, &event.body_sha256, &seen)?;
+        if existing.status == Status::Received && existing.payload_sha256 == event.body_sha256 {
+            self.send(event, carry, existing.received_at)
                 .await
-                .map_err(|e| Rejection::Internal(e.to_string()))?;
-            self.queue
-                .send(outgoing(text))
-                .await
-                .map_err(|e| Rejection::Internal(e.to_string()))?;
-            info!(source = source_name, key = %key, "sent behind a live claim");
+                .map_err(Rejection::Internal)?;
+            info!(source = %source.spec.name, key, "sent behind a live claim");
         }
-        let resp = self.replay(source, &key, &seen, existing.status.as_str());
+        let resp = self.replay(source, key, &seen, existing.status.as_str());
         self.remember(
-            &key,
+            key,
             seen.payload_sha256,
             seen.response_status,
             seen.response_body,
-            now,
+            event.measured_at,
         );
         Ok(resp)
     }
@@ -514,4 +493,34 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
         resp
     }
+}
+
+/// The key, from the sender's identifier. The body is read once, where a key or group
+/// pointer needs it: the values at those pointers, numbers as sent, a member twice on their
+/// paths refused. Where only the group needs it and the body is not JSON, the key is the
+/// group (crate::fifo).
+fn derive_key(
+    source: &Source,
+    req: &Request,
+    body: &[u8],
+    body_sha256: &str,
+) -> Result<(String, Option<Fields>), Rejection> {
+    let spec = &source.spec;
+    let json = if spec.key.needs_json() || matches!(spec.group, GroupSpec::Json(_)) {
+        match key::fields(body, &spec.key, &spec.group) {
+            Ok(fields) => Some(fields),
+            Err(KeyError::NotJson) if !spec.key.needs_json() => None,
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        None
+    };
+    let key = key::derive(
+        &spec.name,
+        &spec.key,
+        req.headers(),
+        json.as_ref(),
+        body_sha256,
+    )?;
+    Ok((key, json))
 }

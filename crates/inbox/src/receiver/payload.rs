@@ -6,10 +6,16 @@ use std::collections::BTreeMap;
 
 use tracing::info;
 
-use super::Receiver;
+use http::HeaderMap;
+
+use super::request::envelope_headers;
+use super::{Receiver, Rejection};
 use crate::clock::Clock;
+use crate::config::Source;
+use crate::fifo;
+use crate::json_fields::Fields;
 use crate::ledger::LedgerStore;
-use crate::queue::{BodyRef, Envelope, Queue, MAX_INLINE_ENVELOPE_BYTES};
+use crate::queue::{BodyRef, Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::store::{self, ObjectStore, StoreError};
 
 /// Where the body travels: in the envelope (its text, when already built to measure it) or
@@ -87,6 +93,107 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 .await?;
         }
         Ok(text)
+    }
+}
+
+/// A verified event, its key derived, measured for the queue: what a send needs.
+pub(super) struct Event<'a> {
+    pub(super) source: &'a Source,
+    pub(super) key: String,
+    pub(super) body: &'a [u8],
+    pub(super) body_sha256: String,
+    /// The values at the key and group pointers, where the body was read for them.
+    pub(super) json: Option<Fields>,
+    pub(super) headers: BTreeMap<String, String>,
+    /// When it was received (and measured, where a [`Carry::Inline`] holds the text).
+    pub(super) measured_at: i64,
+    pub(super) archive: bool,
+}
+
+impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+    /// The event as it will travel, measured: in the envelope or in the bucket (a body whose
+    /// envelope would not fit the queue, with no bucket, is refused here, before the claim),
+    /// archived or not; and where its body travels.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn event<'a>(
+        &self,
+        source: &'a Source,
+        request_headers: &HeaderMap,
+        body: &'a [u8],
+        body_sha256: String,
+        key: String,
+        json: Option<Fields>,
+        now: i64,
+    ) -> Result<(Event<'a>, Carry), Rejection> {
+        let name = source.spec.name.as_str();
+        let headers = envelope_headers(source, request_headers);
+        // Measured (the envelope, not the body) only where it might not fit.
+        let carry = if envelope_surely_fits(body.len(), &key, &headers) {
+            Carry::Inline(None)
+        } else {
+            let text = Envelope::json_of(&key, name, now, &body_sha256, &headers, body);
+            if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
+                Carry::Inline(Some(text))
+            } else if !self.store.is_configured() {
+                return Err(Rejection::PayloadTooLarge(
+                    "the envelope would not fit the queue and no PAYLOAD_BUCKET is configured",
+                ));
+            } else {
+                Carry::InBucket
+            }
+        };
+        let event = Event {
+            source,
+            key,
+            body,
+            body_sha256,
+            json,
+            headers,
+            measured_at: now,
+            archive: source.spec.archive.unwrap_or(self.settings.archive_bodies),
+        };
+        Ok((event, carry))
+    }
+
+    /// Puts the event on the queue as received at `received_at`: its body in the bucket
+    /// first where it goes there, and its archive copy. Built only now, so a duplicate that
+    /// sends nothing never pays for the group's parse, the copy of the body into the
+    /// envelope, or a write to the bucket.
+    pub(super) async fn send(
+        &self,
+        event: &Event<'_>,
+        carry: Carry,
+        received_at: i64,
+    ) -> Result<(), String> {
+        let name = event.source.spec.name.as_str();
+        let carry = match carry {
+            // The measured text holds the time it was measured at: reused only for that time.
+            Carry::Inline(Some(_)) if received_at != event.measured_at => Carry::Inline(None),
+            other => other,
+        };
+        let text = self
+            .envelope_text(
+                carry,
+                event.archive,
+                &event.key,
+                name,
+                received_at,
+                &event.body_sha256,
+                &event.headers,
+                event.body,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let group = fifo::group(
+            &event.key,
+            &event.source.spec.group,
+            name,
+            event.json.as_ref(),
+        );
+        self.queue
+            .send(Outgoing::new(&group, &event.key, text))
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 
