@@ -22,6 +22,8 @@ pub const DEFAULT_REPLAY_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 /// The replay cache's maximum age (`REPLAY_CACHE_SECONDS`).
 pub const DEFAULT_REPLAY_CACHE_SECONDS: u64 = 300;
 pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
+/// The longest `FORWARD_TIMEOUT_MS`: Lambda's longest function timeout, 15 minutes.
+pub const MAX_FORWARD_TIMEOUT_MS: u64 = 900_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
 pub const DEFAULT_MAX_FAILURES: u64 = crate::consumer::DEFAULT_MAX_FAILURES as u64;
 /// The largest `MAX_BODY_BYTES`: nothing larger reaches a synchronous Lambda invocation.
@@ -162,6 +164,18 @@ pub fn parse_forward_signing_secrets(text: &str) -> Result<Vec<SecretRef>, Confi
         .collect()
 }
 
+/// `FORWARD_TIMEOUT_MS`: 0 would time out every forward before it is sent (each key failing
+/// until it is dead-lettered); over [`MAX_FORWARD_TIMEOUT_MS`] no invocation lasts that long.
+pub fn check_forward_timeout_ms(ms: u64) -> Result<u64, ConfigError> {
+    if ms == 0 || ms > MAX_FORWARD_TIMEOUT_MS {
+        return Err(ConfigError::BadVar {
+            name: "FORWARD_TIMEOUT_MS",
+            message: format!("{ms} must be between 1 and {MAX_FORWARD_TIMEOUT_MS}"),
+        });
+    }
+    Ok(ms)
+}
+
 impl ConsumerEnv {
     pub fn from_env() -> Result<Self, ConfigError> {
         let groups = number_or("MAX_CONCURRENT_GROUPS", DEFAULT_MAX_CONCURRENT_GROUPS)?;
@@ -181,7 +195,10 @@ impl ConsumerEnv {
         Ok(Self {
             ledger_table: required("LEDGER_TABLE")?,
             forward_url: required("FORWARD_URL")?,
-            forward_timeout_ms: number_or("FORWARD_TIMEOUT_MS", DEFAULT_FORWARD_TIMEOUT_MS)?,
+            forward_timeout_ms: check_forward_timeout_ms(number_or(
+                "FORWARD_TIMEOUT_MS",
+                DEFAULT_FORWARD_TIMEOUT_MS,
+            )?)?,
             max_concurrent_groups: usize::try_from(groups).unwrap_or(usize::MAX),
             forward_signing_secrets: forward_signing_secrets()?,
             queue_url: optional("QUEUE_URL"),

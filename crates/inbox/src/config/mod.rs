@@ -32,6 +32,9 @@ pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
 pub const MAX_TOLERANCE_SECONDS: u64 = 3600;
 /// Default `retention_hours`: a week.
 pub const DEFAULT_RETENTION_HOURS: u64 = 168;
+/// The longest `retention_hours`: ten years. Far beyond any queue or archive, and small
+/// enough that the retention in milliseconds, added to any clock reading, cannot wrap.
+pub const MAX_RETENTION_HOURS: u64 = 87_600;
 /// The longest key value accepted (bytes), before the source prefix.
 pub const MAX_KEY_VALUE_BYTES: usize = 1024;
 
@@ -46,6 +49,8 @@ pub enum ConfigError {
     NotAnObject(String),
     #[error("WEBHOOK_SOURCES declares no source")]
     NoSources,
+    #[error("WEBHOOK_SOURCES names source `{0}` more than once (only one entry per source)")]
+    DuplicateSource(String),
     #[error("source `{source_name}`, field `{field}`: {message}")]
     Field {
         source_name: String,
@@ -62,6 +67,32 @@ fn field_error(source: &str, field: &'static str, message: impl Into<String>) ->
     }
 }
 
+/// The entries of a JSON object in document order, a name given twice kept twice.
+struct Entries(Vec<(String, Value)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object, one entry per source")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// Every source, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceSpecs(BTreeMap<String, SourceSpec>);
@@ -69,16 +100,18 @@ pub struct SourceSpecs(BTreeMap<String, SourceSpec>);
 impl SourceSpecs {
     /// Parses and checks `WEBHOOK_SOURCES`.
     pub fn parse(json: &str) -> Result<SourceSpecs, ConfigError> {
-        let value: Value =
+        // Entries read in order, duplicates kept: a JSON object read into a map keeps only
+        // the last of two entries of one name, silently.
+        let Entries(entries) =
             serde_json::from_str(json).map_err(|e| ConfigError::NotAnObject(e.to_string()))?;
-        let Value::Object(map) = value else {
-            return Err(ConfigError::NotAnObject("expected an object".into()));
-        };
-        if map.is_empty() {
+        if entries.is_empty() {
             return Err(ConfigError::NoSources);
         }
         let mut specs = BTreeMap::new();
-        for (name, value) in map {
+        for (name, value) in entries {
+            if specs.contains_key(&name) {
+                return Err(ConfigError::DuplicateSource(name));
+            }
             let spec = source::parse_source(&name, value)?;
             specs.insert(name, spec);
         }

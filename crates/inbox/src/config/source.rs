@@ -11,7 +11,7 @@ use super::secrets::SecretRef;
 use super::spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
 use super::{
     field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS,
-    MAX_TOLERANCE_SECONDS,
+    MAX_RETENTION_HOURS, MAX_TOLERANCE_SECONDS,
 };
 
 #[derive(Deserialize)]
@@ -383,6 +383,11 @@ fn parse_delivery(name: &str, delivery: Option<&str>) -> Result<Delivery, Config
 fn parse_retention(name: &str, hours: Option<u64>) -> Result<u64, ConfigError> {
     match hours.unwrap_or(DEFAULT_RETENTION_HOURS) {
         0 => Err(field_error(name, "retention_hours", "must be at least 1")),
+        hours if hours > MAX_RETENTION_HOURS => Err(field_error(
+            name,
+            "retention_hours",
+            format!("{hours} is over ten years ({MAX_RETENTION_HOURS} hours)"),
+        )),
         hours => Ok(hours),
     }
 }

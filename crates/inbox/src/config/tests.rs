@@ -317,3 +317,47 @@ fn an_unsigned_source_is_warned_about_at_cold_start() {
     );
     assert!(!text.contains("signed`"), "{text}");
 }
+
+#[test]
+fn a_source_named_twice_stops_start_up() {
+    let entry = r#"{"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}"#;
+    let e = err(&format!(
+        r#"{{"dup": {entry}, "other": {entry}, "dup": {entry}}}"#
+    ));
+    assert!(e.contains("`dup`") && e.contains("more than once"), "{e}");
+    assert!(SourceSpecs::parse(&format!(r#"{{"dup": {entry}, "other": {entry}}}"#)).is_ok());
+}
+
+#[test]
+fn a_retention_that_could_wrap_stops_start_up() {
+    let entry = |hours: u64| {
+        format!(
+            r#"{{"long": {{"signature": {{"scheme": "none"}}, "allow_unsigned": true, "key": {{"from": "payload_sha256"}}, "retention_hours": {hours}}}}}"#
+        )
+    };
+    // i64::MAX seconds, in hours: added to a clock reading it wraps.
+    for hours in [2_562_047_788_015_215, u64::MAX, MAX_RETENTION_HOURS + 1] {
+        let e = err(&entry(hours));
+        assert!(
+            e.contains("`long`") && e.contains("retention_hours") && e.contains("ten years"),
+            "{e}"
+        );
+    }
+    let specs = SourceSpecs::parse(&entry(MAX_RETENTION_HOURS)).unwrap();
+    assert_eq!(
+        specs.get("long").unwrap().retention_hours,
+        MAX_RETENTION_HOURS
+    );
+}
+
+#[test]
+fn a_forward_timeout_of_zero_stops_start_up() {
+    let e = env::check_forward_timeout_ms(0).unwrap_err().to_string();
+    assert!(e.contains("FORWARD_TIMEOUT_MS"), "{e}");
+    assert!(env::check_forward_timeout_ms(env::MAX_FORWARD_TIMEOUT_MS + 1).is_err());
+    assert_eq!(env::check_forward_timeout_ms(1), Ok(1));
+    assert_eq!(
+        env::check_forward_timeout_ms(env::MAX_FORWARD_TIMEOUT_MS),
+        Ok(env::MAX_FORWARD_TIMEOUT_MS)
+    );
+}
