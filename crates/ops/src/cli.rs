@@ -42,7 +42,8 @@ pub enum Command {
     /// Each dead-lettered message: its key and its ledger item's status, attempts, last_error.
     Why(WhyArgs),
     /// Prints the ledger item of KEY (`<source>:<value>`) as JSON; exits 1 when there is none.
-    /// With --body, the event's body from the archive instead, byte for byte.
+    /// With --body, the event's body from the archive instead: byte for byte when piped,
+    /// control characters escaped (`\xNN`) on a terminal.
     Lookup(LookupArgs),
     /// Puts archived events back on the queue as a replay: the side effect runs once more
     /// per replay id, even where the key is COMPLETED; the forward carries the same

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::{anyhow, bail};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -96,6 +96,43 @@ pub async fn archived_body(
     Ok(body)
 }
 
+/// The body as a terminal may show it: every control character other than newline and tab
+/// (C0, DEL, C1, so no escape sequence reaches the terminal) and every byte that is not UTF-8
+/// is written as `\xNN` (a C1 character by its code point, `\u{NN}`); the rest is unchanged.
+pub fn escape_for_terminal(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    for chunk in body.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() && c != '\n' && c != '\t' {
+                let code = u32::from(c);
+                let escaped = if code < 0x80 {
+                    format!("\\x{code:02x}")
+                } else {
+                    format!("\\u{{{code:x}}}")
+                };
+                out.extend_from_slice(escaped.as_bytes());
+            } else {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+        for byte in chunk.invalid() {
+            out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+        }
+    }
+    out
+}
+
+/// What `lookup --body` writes: escaped (see [`escape_for_terminal`]) when stdout is a
+/// terminal, the archived bytes as they are when it is piped or redirected.
+pub fn body_output(body: &[u8], stdout_is_terminal: bool) -> std::borrow::Cow<'_, [u8]> {
+    if stdout_is_terminal {
+        std::borrow::Cow::Owned(escape_for_terminal(body))
+    } else {
+        std::borrow::Cow::Borrowed(body)
+    }
+}
+
 /// Runs `lookup`, printing the item (or, with `--body`, the archived body); exit code 1 when
 /// there is none.
 pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
@@ -106,7 +143,9 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
         let store = S3Store::new(inbox::store::s3_client(&sdk), bucket);
         let ledger = DynamoLedger::new(aws::dynamo(&sdk), table);
         let body = archived_body(&store, &ledger, key).await?;
-        std::io::stdout().write_all(&body)?;
+        let stdout = std::io::stdout();
+        let output = body_output(&body, stdout.is_terminal());
+        stdout.lock().write_all(&output)?;
         return Ok(ExitCode::SUCCESS);
     }
     let dynamo = aws::dynamo(&sdk);
