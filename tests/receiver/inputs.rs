@@ -293,3 +293,53 @@ async fn a_long_key_gets_a_hashed_deduplication_id() {
         Some(inbox::key::sha256_hex(format!("stripe:{id}").as_bytes()))
     );
 }
+
+/// Issue 20, 5(h): `lambda_http` builds a URL from `Host`, `X-Forwarded-Proto` and the path,
+/// and panics where they do not parse; a panic would be a 5xx and a `ReceiverErrorsAlarm`
+/// tick. Headers the receiver does not read are dropped when they are not plain; what still
+/// cannot be built (a path longer than an `http::Uri` holds) is a 400 `malformed_request`.
+/// No request is ever a 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_lambda_http_reads_never_panic_the_receiver() {
+    let aws = LocalAws::new("uri-edges").await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let long_host = "h".repeat(10_000);
+    let cases: [(&str, &str); 6] = [
+        ("host", "a b"),
+        ("host", "exa mple.com"),
+        ("host", &long_host),
+        ("x-forwarded-proto", "1"),
+        ("x-forwarded-proto", "a b"),
+        ("x-forwarded-proto", "javascript:alert(1)//"),
+    ];
+    for (n, (name, value)) in cases.into_iter().enumerate() {
+        let body = gh_body(600 + n as u32);
+        let id = format!("uri-{n}");
+        let event = ApiGatewayEvent::post("github")
+            .headers(github_headers(&id, &body).iter().map(|(k, v)| (*k, v)))
+            .header(name, value)
+            .body(&body)
+            .lambda_event();
+        let resp = rx.handle_event(event).await.expect("infallible");
+        assert_eq!(resp.status_code, 200, "{name}: {:.40}", value);
+    }
+    // A path past what an http::Uri holds (65,534 bytes).
+    let event = ApiGatewayEvent::post(&"s".repeat(70_000))
+        .body(b"{}")
+        .lambda_event();
+    let resp = rx.handle_event(event).await.expect("infallible");
+    assert_eq!(resp.status_code, 400);
+    let text = match resp.body {
+        Some(Body::Text(t)) => t,
+        other => panic!("unexpected body {other:?}"),
+    };
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text).expect("json"),
+        serde_json::json!({"error": "malformed_request"})
+    );
+    assert_eq!(
+        aws.ledger_items().await.len(),
+        6,
+        "the six accepted, nothing else"
+    );
+}

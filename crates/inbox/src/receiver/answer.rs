@@ -21,6 +21,8 @@ pub enum Rejection {
     PayloadTooLarge(&'static str),
     #[error("malformed body: {0}")]
     MalformedBody(&'static str),
+    #[error("malformed request: {0}")]
+    MalformedRequest(&'static str),
     #[error("invalid signature: {0}")]
     InvalidSignature(#[from] SignatureError),
     #[error("{0}")]
@@ -58,6 +60,7 @@ impl Rejection {
             Rejection::UnknownSource => (StatusCode::NOT_FOUND, "unknown_source"),
             Rejection::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Rejection::MalformedBody(_) => (StatusCode::BAD_REQUEST, "malformed_body"),
+            Rejection::MalformedRequest(_) => (StatusCode::BAD_REQUEST, "malformed_request"),
             Rejection::InvalidSignature(_) => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             Rejection::MissingKey(_) => (StatusCode::BAD_REQUEST, "missing_idempotency_key"),
             Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),

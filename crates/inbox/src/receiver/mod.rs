@@ -14,7 +14,6 @@ use std::time::Duration;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use base64::Engine as _;
 use http::{HeaderValue, Method, StatusCode};
-use lambda_http::request::LambdaRequest;
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
@@ -164,8 +163,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
 
     /// Lambda's entry: an API Gateway HTTP API (payload v2) or function URL event.
     ///
-    /// A body flagged base64 that does not decode is a 400 here; `lambda_http`'s own
-    /// conversion would panic on it.
+    /// A body flagged base64 that does not decode is a 400 here, and a request whose URL
+    /// `lambda_http` cannot build a 400 `malformed_request` (request::into_request): its own
+    /// conversion would panic on either.
     pub async fn handle_event(
         &self,
         event: LambdaEvent<ApiGatewayV2httpRequest>,
@@ -187,8 +187,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 Rejection::MalformedBody("body flagged base64 does not decode"),
             )
         } else {
-            let req: Request = LambdaRequest::ApiGatewayV2(payload).into();
-            self.handle(req.with_lambda_context(context)).await
+            let source = source_from(
+                payload.path_parameters.get("source").map(String::as_str),
+                payload.raw_path.as_deref().unwrap_or_default(),
+            )
+            .unwrap_or_default();
+            match request::into_request(payload) {
+                Ok(req) => self.handle(req.with_lambda_context(context)).await,
+                Err(why) => self.reject(&source, Rejection::MalformedRequest(why)),
+            }
         };
         Ok(to_apigw_v2(response))
     }

@@ -66,3 +66,42 @@ pub(super) fn envelope_headers(source: &Source, headers: &HeaderMap) -> BTreeMap
         })
         .collect()
 }
+
+/// The event as `lambda_http` may convert it. It builds a URL from the `Host` and
+/// `X-Forwarded-Proto` headers and the path, and panics where they do not parse (a `Host` of
+/// `a b`, an `X-Forwarded-Proto` of `1`, a path longer than an `http::Uri` holds): a panic
+/// is a function error, a 5xx to the sender and a tick of `ReceiverErrorsAlarm`. The
+/// receiver reads neither header, so a value that is not a plain host or `http`/`https` is
+/// dropped (the conversion then takes API Gateway's own domain name); whatever still panics
+/// the conversion is a 400 `malformed_request`.
+pub(super) fn into_request(
+    mut payload: aws_lambda_events::apigw::ApiGatewayV2httpRequest,
+) -> Result<Request, &'static str> {
+    let headers = &mut payload.headers;
+    let proto_ok = |v: &http::HeaderValue| v.as_bytes() == b"https" || v.as_bytes() == b"http";
+    if headers
+        .get("x-forwarded-proto")
+        .is_some_and(|v| !proto_ok(v))
+    {
+        headers.remove("x-forwarded-proto");
+    }
+    if headers
+        .get(http::header::HOST)
+        .is_some_and(|v| !plain_host(v.as_bytes()))
+    {
+        headers.remove(http::header::HOST);
+    }
+    let lambda = lambda_http::request::LambdaRequest::ApiGatewayV2(payload);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Request::from(lambda)))
+        .map_err(|_| "the request's URL could not be built")
+}
+
+/// A host name or address, with an optional port: letters, digits, `.`, `-`, `:` and the
+/// brackets of an IPv6 literal, at most 261 bytes (a 253-byte name and a port).
+fn plain_host(host: &[u8]) -> bool {
+    !host.is_empty()
+        && host.len() <= 261
+        && host
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+}
