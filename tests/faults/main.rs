@@ -26,7 +26,8 @@ use devstack::faults::{Faults, When, EVERY_OPERATION};
 use devstack::testkit::{
     self, github_headers, now_ms, post, post_with_deadline, LocalAws, SystemOfRecord,
 };
-use inbox::consumer::{HttpForwarder, Job, ProcessError, Processor};
+use inbox::consumer::{Job, ProcessError, Processor};
+use inbox::forward::HttpForwarder;
 use inbox::ledger::{Claim, LedgerStore as _, Status};
 use inbox::receiver::ReceiverSettings;
 use lambda_http::{Body, Response};

@@ -24,7 +24,8 @@ use devstack::testkit::{
     self, github_headers, LocalAws, SystemOfRecord, TestReceiver, TEST_SECRET, TEST_WHSEC,
 };
 use inbox::clock::SystemClock;
-use inbox::consumer::{Consumer, ConsumerSettings, HttpForwarder, Processor};
+use inbox::consumer::{Consumer, ConsumerSettings, Processor};
+use inbox::forward::HttpForwarder;
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{Claim, LedgerStore as _};
 use inbox::metrics::{tally, Metric, Metrics};

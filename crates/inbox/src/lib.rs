@@ -20,10 +20,12 @@
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
 
+pub mod answer;
 pub mod app;
 pub mod clock;
 pub mod config;
 pub mod consumer;
+pub mod defaults;
 pub mod fifo;
 pub mod forward;
 pub mod json_fields;
@@ -38,3 +40,4 @@ pub mod redelivery;
 pub mod replay_cache;
 pub mod signature;
 pub mod store;
+pub mod whsec;

@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::clock::{Clock, SystemClock};
 
+/// The metrics' source dimension for requests to a source that is not configured.
+pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
+
 /// The one namespace.
 pub const NAMESPACE: &str = "WebhookInbox";
 

@@ -424,7 +424,7 @@ pub const MIN_SECRET_BYTES: usize = 16;
 /// The key lengths a `standard-webhooks` secret decodes to, in bytes (the specification's
 /// 24 to 64; the same bounds as the forward signing secret's).
 pub const STANDARD_WEBHOOKS_KEY_BYTES: std::ops::RangeInclusive<usize> =
-    crate::forward::signing::MIN_KEY_BYTES..=crate::forward::signing::MAX_KEY_BYTES;
+    crate::whsec::MIN_KEY_BYTES..=crate::whsec::MAX_KEY_BYTES;
 
 /// Checks secret number `position` (1-based) is long enough for `scheme`: its key (the
 /// `whsec_` secret decoded) 24 to 64 bytes for `standard-webhooks`, at least

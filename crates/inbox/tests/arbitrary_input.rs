@@ -37,6 +37,7 @@ const DOCUMENTED: &[(u16, &str)] = &[
     (400, "missing_idempotency_key"),
     (400, "invalid_idempotency_key"),
     (400, "malformed_body"),
+    (400, "malformed_request"),
     (401, "invalid_signature"),
     (404, "unknown_source"),
     (405, "method_not_allowed"),

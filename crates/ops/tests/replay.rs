@@ -16,7 +16,8 @@
 use devstack::bridge::Bridge;
 use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
 use inbox::clock::SystemClock;
-use inbox::consumer::{Consumer, HttpForwarder};
+use inbox::consumer::Consumer;
+use inbox::forward::HttpForwarder;
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::receiver::ReceiverSettings;

@@ -25,7 +25,7 @@ pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 10_000;
 /// The longest `FORWARD_TIMEOUT_MS`: Lambda's longest function timeout, 15 minutes.
 pub const MAX_FORWARD_TIMEOUT_MS: u64 = 900_000;
 pub const DEFAULT_MAX_CONCURRENT_GROUPS: u64 = 8;
-pub const DEFAULT_MAX_FAILURES: u64 = crate::consumer::DEFAULT_MAX_FAILURES as u64;
+pub const DEFAULT_MAX_FAILURES: u64 = crate::defaults::DEFAULT_MAX_FAILURES as u64;
 /// The largest `MAX_BODY_BYTES`: nothing larger reaches a synchronous Lambda invocation.
 /// Bodies whose envelope does not fit the queue (1 MiB) go to `PAYLOAD_BUCKET`.
 pub const MAX_BODY_BYTES_LIMIT: u64 = LAMBDA_SYNC_PAYLOAD_BYTES;

@@ -25,14 +25,14 @@ use futures::StreamExt;
 use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
+use crate::answer::accepted_response;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
 use crate::key::sha256_hex;
 use crate::ledger::{self, LedgerStore, Take, TakeOutcome};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
-use crate::metrics::{Metric, Metrics};
+use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::queue::{BodyRef, Envelope};
-use crate::receiver::{accepted_response, UNKNOWN_SOURCE_DIMENSION};
 use crate::redelivery::{NoRedelivery, Redelivery};
 use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
@@ -47,12 +47,7 @@ use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
-/// The shipped processor lives in [`crate::forward`]; re-exported where it used to be.
-pub use crate::forward::HttpForwarder;
-
-/// Real failures of a key, and receives of an unreadable message, before the consumer
-/// dead-letters it (`MAX_FAILURES`).
-pub const DEFAULT_MAX_FAILURES: u32 = 5;
+pub use crate::defaults::DEFAULT_MAX_FAILURES;
 
 /// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`).
 #[derive(Clone, Copy, Debug)]

@@ -51,7 +51,7 @@ pub trait Processor: Send + Sync + 'static {
 
     /// What the consumer calls: by default [`Processor::process`], `Ok` done and `Err` a
     /// failure. A processor that can tell throttling from failure (the shipped
-    /// [`HttpForwarder`]) says so here with [`Outcome::Throttled`].
+    /// [`crate::forward::HttpForwarder`]) says so here with [`Outcome::Throttled`].
     fn run(&self, job: &Job) -> impl Future<Output = Outcome> + Send {
         async move {
             match self.process(job).await {

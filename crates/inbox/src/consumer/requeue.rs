@@ -13,7 +13,7 @@ use super::{Consumer, Processor};
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
 use crate::metrics::Metric;
-use crate::receiver::UNKNOWN_SOURCE_DIMENSION;
+use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
 use crate::redelivery::{Redelivery, MAX_DELAY_SECONDS};
 
 /// How close to the end of the queue's retention a delayed message may come back: nearer, a

@@ -24,9 +24,7 @@ use crate::key::sha256_hex;
 type HmacSha256 = Hmac<Sha256>;
 
 const WHSEC_PREFIX: &str = "whsec_";
-/// The Standard Webhooks specification's bounds on a secret key, in bytes.
-pub const MIN_KEY_BYTES: usize = 24;
-pub const MAX_KEY_BYTES: usize = 64;
+pub use crate::whsec::{MAX_KEY_BYTES, MIN_KEY_BYTES};
 
 /// The signing keys, in the order the references were listed.
 #[derive(Clone)]

@@ -82,15 +82,6 @@ impl Rejection {
     }
 }
 
-/// The answer to an accepted event: 200 and `{"key":<key>,"status":"accepted"}`. The claim
-/// stores it in the ledger and every duplicate of the key is answered with it again.
-pub fn accepted_response(key: &str) -> (u16, String) {
-    // The text `json!({"status": "accepted", "key": key})` gives (keys sorted), without
-    // building a map per request.
-    let key = serde_json::to_string(key).unwrap_or_default();
-    (200, format!(r#"{{"key":{key},"status":"accepted"}}"#))
-}
-
 pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> {
     let mut resp = Response::new(Body::Text(body));
     *resp.status_mut() = status;
@@ -120,20 +111,4 @@ pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
         _ => None,
     };
     out
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn accepted_response_is_what_json_would_write() {
-        for key in [
-            "github:d-1",
-            "s:caf\u{e9}",
-            "s:\"quoted\" \\ back",
-            "orders:a|b",
-        ] {
-            let expected = serde_json::json!({"status": "accepted", "key": key}).to_string();
-            assert_eq!(super::accepted_response(key), (200, expected));
-        }
-    }
 }

@@ -36,13 +36,13 @@ mod answer;
 mod payload;
 mod request;
 
+pub use crate::answer::accepted_response;
 use answer::json_response;
-pub use answer::{accepted_response, to_apigw_v2, Rejection};
+pub use answer::{to_apigw_v2, Rejection};
 use payload::{Carry, Event};
 use request::{invocation, source_from, source_name, Invocation};
 
-/// The metrics' source dimension for requests to a source that is not configured.
-pub const UNKNOWN_SOURCE_DIMENSION: &str = "(unknown)";
+pub use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
 /// The header on a replayed response.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
