@@ -161,10 +161,38 @@ fn the_receiver_puts_the_consumer_gets_and_operators_list_and_get_payloads() {
             (
                 "Allow".to_owned(),
                 vec!["s3:GetObject".to_owned()],
-                json!({"Fn::Sub": "${PayloadBucket.Arn}/*"})
+                json!([
+                    {"Fn::Sub": "${PayloadBucket.Arn}/archive/*"},
+                    {"Fn::Sub": "${PayloadBucket.Arn}/payloads/*"}
+                ])
             ),
         ],
-        "operators list and read, never write"
+        "operators list and read the archive and the bodies it points to, never write"
+    );
+    let list = operator["PolicyDocument"]["Statement"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["Action"] == "s3:ListBucket")
+        .expect("the listing statement");
+    assert_eq!(
+        list["Condition"],
+        json!({"StringLike": {"s3:prefix": "archive/*"}}),
+        "only the archive is listed"
+    );
+    // The receiver's ledger calls: claim and release, and the adapter's fallback read.
+    let dynamo: Vec<_> = receiver_role["Properties"]["Policies"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| document_statements(&p["PolicyDocument"]))
+        .filter(|(_, a, _)| a.iter().any(|a| a.starts_with("dynamodb:")))
+        .flat_map(|(_, a, _)| a)
+        .collect();
+    assert_eq!(
+        dynamo,
+        ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"],
+        "no UpdateItem: nothing on the receiver's path calls it"
     );
     for (_, actions, resource) in &statements {
         if !actions.iter().any(|a| a.starts_with("s3:")) {
