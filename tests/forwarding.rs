@@ -270,7 +270,7 @@ async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() 
         assert_eq!(f.headers["x-webhook-source"], "github");
         assert_eq!(
             f.headers["webhook-id"],
-            webhook_id(&key),
+            webhook_id(&key, None),
             "derived from the key"
         );
         assert!(!f.headers["webhook-id"].contains('.'));
@@ -316,6 +316,73 @@ async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() 
         verify_with_python(&[OTHER_WHSEC, TEST_WHSEC], &forwards[0]),
         [true, false]
     );
+}
+
+/// Issue 20, point 3: a replay's identity is inside what is signed. Its `webhook-id` is
+/// derived from the key and the replay id, so it verifies with the `standardwebhooks`
+/// library as itself, differs from the original's (a system of record deduplicating on
+/// `webhook-id` runs it), and a forward whose `webhook-id` is changed (to the original's, or
+/// to another replay's) no longer verifies. `Idempotency-Key` stays the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_is_signed_as_itself_and_a_changed_webhook_id_fails() {
+    let aws = LocalAws::new("fwd-replay-sign").await;
+    let sor = Downstream::start(|_, _| (200, vec![]));
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let signer = ForwardSigner::new(&[TEST_WHSEC]).expect("whsec_ secret");
+    let (cx, _) = consumer(&aws, forwarder(&sor.url("/events")).signed(signer));
+    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
+    bridge.retry_failed_now = true;
+    let key = accept(&rx, "rp-sign-1").await;
+    drain(&bridge, &cx).await;
+
+    // The replay, as inbox-ops replay puts it on the queue: the archived event, a replay id.
+    let body = br#"{"action":"opened","number":"rp-sign-1"}"#;
+    let mut replay = inbox::queue::Envelope::new(
+        &key,
+        "github",
+        testkit::now_ms(),
+        &inbox::key::sha256_hex(body),
+        BTreeMap::new(),
+        body,
+    );
+    replay.replay_id = Some("rp-a".to_owned());
+    inbox::queue::Queue::send(
+        &aws.queue(),
+        inbox::queue::Outgoing::new(&key, "replay:rp-a", replay.to_json()),
+    )
+    .await
+    .expect("replay sent");
+    drain(&bridge, &cx).await;
+
+    let forwards = sor.for_key(&key);
+    assert_eq!(forwards.len(), 2, "the original, then its replay");
+    let (original, replayed) = (&forwards[0], &forwards[1]);
+    assert_eq!(replayed.headers["idempotency-key"], key);
+    assert_eq!(replayed.headers["webhook-replay-id"], "rp-a");
+    assert_eq!(original.headers["webhook-id"], webhook_id(&key, None));
+    assert_eq!(
+        replayed.headers["webhook-id"],
+        webhook_id(&key, Some("rp-a"))
+    );
+    assert_ne!(
+        replayed.headers["webhook-id"],
+        original.headers["webhook-id"]
+    );
+    assert_eq!(verify_with_python(&[TEST_WHSEC], replayed), [true]);
+    for forged_id in [
+        original.headers["webhook-id"].clone(),
+        webhook_id(&key, Some("rp-b")),
+    ] {
+        let mut changed = replayed.clone();
+        changed.headers.insert("webhook-id".to_owned(), forged_id);
+        assert_eq!(
+            verify_with_python(&[TEST_WHSEC], &changed),
+            [false],
+            "a replay's webhook-id is signed"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -191,7 +191,11 @@ fn the_receiver_puts_the_consumer_gets_and_operators_list_and_get_payloads() {
         .collect();
     assert_eq!(
         dynamo,
-        ["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:GetItem"],
+        [
+            "dynamodb:PutItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:GetItem"
+        ],
         "no UpdateItem: nothing on the receiver's path calls it"
     );
     for (_, actions, resource) in &statements {

@@ -194,7 +194,10 @@ mod tests {
         .await
         .unwrap()
         .expect("signed");
-        assert_eq!(signer.sign("k", 1, b"x").signature.split(' ').count(), 2);
+        assert_eq!(
+            signer.sign("k", None, 1, b"x").signature.split(' ').count(),
+            2
+        );
         for (text, says) in [
             (
                 "env:INBOX_TEST_FWD_A,env:INBOX_TEST_FWD_BAD",

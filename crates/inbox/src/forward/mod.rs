@@ -91,7 +91,12 @@ impl HttpForwarder {
             request = request.header(REPLAY_ID_HEADER, replay_id);
         }
         if let Some(signer) = &self.signer {
-            let signed = signer.sign(&job.key, now_ms.div_euclid(1000), &job.body);
+            let signed = signer.sign(
+                &job.key,
+                job.replay_id.as_deref(),
+                now_ms.div_euclid(1000),
+                &job.body,
+            );
             request = request
                 .header("webhook-id", signed.id)
                 .header("webhook-timestamp", signed.timestamp)

@@ -3,7 +3,10 @@
 //!
 //! - `webhook-id`: `msg_` and the first 32 hex digits of the key's SHA-256: the same for every
 //!   forward of one event, whatever the key holds (no `.`, which would make the signed content
-//!   ambiguous, and nothing but letters, digits and `_` in a header);
+//!   ambiguous, and nothing but letters, digits and `_` in a header). A replay's is derived
+//!   from the key and the replay id instead ([`webhook_id`]): the replay's identity is inside
+//!   what is signed, so a system of record deduplicating on `webhook-id` runs each replay
+//!   once, and a captured forward cannot pass for a fresh replay by a changed header;
 //! - `webhook-timestamp`: the forward's time, epoch seconds;
 //! - `webhook-signature`: `v1,<base64 of HMAC-SHA256(key, "id.timestamp.body")>`, one entry per
 //!   secret, separated by spaces (during a rotation the receiver verifies with either).
@@ -62,9 +65,16 @@ impl ForwardSigner {
         Ok(ForwardSigner { keys })
     }
 
-    /// The headers for `body` forwarded as the event of `key` at `timestamp` (epoch seconds).
-    pub fn sign(&self, key: &str, timestamp: i64, body: &[u8]) -> SignedHeaders {
-        let id = webhook_id(key);
+    /// The headers for `body` forwarded as the event of `key` (or its replay `replay_id`) at
+    /// `timestamp` (epoch seconds).
+    pub fn sign(
+        &self,
+        key: &str,
+        replay_id: Option<&str>,
+        timestamp: i64,
+        body: &[u8],
+    ) -> SignedHeaders {
+        let id = webhook_id(key, replay_id);
         let timestamp = timestamp.to_string();
         let signature = self.signature(&id, &timestamp, body);
         SignedHeaders {
@@ -93,9 +103,15 @@ impl ForwardSigner {
     }
 }
 
-/// The `webhook-id` of the event of `key`: `msg_` and 32 hex digits of its SHA-256.
-pub fn webhook_id(key: &str) -> String {
-    format!("msg_{}", &sha256_hex(key.as_bytes())[..32])
+/// The `webhook-id` of the event of `key`: `msg_` and 32 hex digits of its SHA-256; of its
+/// replay `replay_id`, of the SHA-256 of `replay:`, the key's length, `:`, the key and the
+/// replay id (the length keeps any two pairs apart, and no key starts with `replay:`).
+pub fn webhook_id(key: &str, replay_id: Option<&str>) -> String {
+    let digest = match replay_id {
+        None => sha256_hex(key.as_bytes()),
+        Some(rid) => sha256_hex(format!("replay:{}:{key}{rid}", key.len()).as_bytes()),
+    };
+    format!("msg_{}", &digest[..32])
 }
 
 fn key(position: usize, secret: &str) -> Result<Vec<u8>, String> {
@@ -135,8 +151,8 @@ mod tests {
             ),
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
         );
-        let got = signer.sign("any:key", 1614265330, br#"{"test": 2432232314}"#);
-        assert_eq!(got.id, webhook_id("any:key"));
+        let got = signer.sign("any:key", None, 1614265330, br#"{"test": 2432232314}"#);
+        assert_eq!(got.id, webhook_id("any:key", None));
         assert_eq!(got.timestamp, "1614265330");
         assert_eq!(
             got.signature,
@@ -149,10 +165,10 @@ mod tests {
         let other = format!("whsec_{}", B64.encode([7u8; 32]));
         let one = ForwardSigner::new(&[SPEC_SECRET])
             .unwrap()
-            .sign("k", 1, b"x");
+            .sign("k", None, 1, b"x");
         let both = ForwardSigner::new(&[SPEC_SECRET, other.as_str()])
             .unwrap()
-            .sign("k", 1, b"x");
+            .sign("k", None, 1, b"x");
         let entries: Vec<&str> = both.signature.split(' ').collect();
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0], one.signature);
@@ -162,15 +178,38 @@ mod tests {
     #[test]
     fn webhook_id_is_stable_and_header_safe() {
         for key in ["stripe:evt_1", "a:x.y.z", "s:caf\u{e9} | \\ \"", ""] {
-            let id = webhook_id(key);
-            assert_eq!(id, webhook_id(key));
+            let id = webhook_id(key, None);
+            assert_eq!(id, webhook_id(key, None));
             assert_eq!(id.len(), 4 + 32);
             assert!(
                 id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
                 "{id}"
             );
         }
-        assert_ne!(webhook_id("a:1"), webhook_id("a:2"));
+        assert_ne!(webhook_id("a:1", None), webhook_id("a:2", None));
+    }
+
+    #[test]
+    fn a_replay_has_its_own_webhook_id_per_replay_id() {
+        let original = webhook_id("a:1", None);
+        let r1 = webhook_id("a:1", Some("rp-1"));
+        assert_eq!(
+            r1,
+            webhook_id("a:1", Some("rp-1")),
+            "the same replay, the same id"
+        );
+        assert_ne!(r1, original);
+        assert_ne!(r1, webhook_id("a:1", Some("rp-2")));
+        assert_ne!(r1, webhook_id("a:2", Some("rp-1")));
+        // The key's length keeps (key, replay id) pairs apart where their texts join alike.
+        assert_ne!(webhook_id("a:1", Some("2")), webhook_id("a:12", Some("")));
+        assert!(r1.starts_with("msg_") && r1.len() == 36 && !r1.contains('.'));
+        // Signed over: the replay's signature is not the original's.
+        let signer = ForwardSigner::new(&[SPEC_SECRET]).expect("secret");
+        assert_ne!(
+            signer.sign("a:1", Some("rp-1"), 5, b"x").signature,
+            signer.sign("a:1", None, 5, b"x").signature
+        );
     }
 
     #[test]
