@@ -9,7 +9,10 @@
 //! - a missing object on the consumer's side fails the message with a clear `last_error`;
 //! - a replay of a completed key runs it once more (`Webhook-Replay-Id`), a second delivery of
 //!   that replay does not, and the original's redelivery still does nothing;
-//! - a replay by time range selects exactly the events of that hour.
+//! - a replay by time range selects exactly the events of that hour;
+//! - a replay that fails leaves its completed key COMPLETED, and a late copy of the original
+//!   runs nothing (issue 20);
+//! - an at-most-once source's replay runs once per replay id (issue 20).
 
 use devstack::bridge::Bridge;
 use devstack::faults::When;
@@ -399,5 +402,144 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     assert_eq!(
         replayed,
         ["github:d-first", "github:d-last", "github:d-middle"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothing() {
+    let aws = LocalAws::new("replay-fail").await;
+    let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
+    let sor = SystemOfRecord::start();
+    let (cx, lines) = consumer(&aws, &sor);
+    let b = bridge(&aws).await;
+    let store: S3Store = aws.payload_store();
+    let ledger = aws.ledger();
+    let (key, body) = ("github:d-f1", br#"{"ref":"refs/heads/main","commits":[]}"#);
+    let resp = rx
+        .handle(post("github", &github_headers("d-f1", body), body))
+        .await;
+    assert_eq!(resp.status(), 200);
+    drain(&b, &cx).await;
+    assert_eq!(sor.applied_for(key), 1);
+    let completed_at = ledger.get(key).await.unwrap().expect("item").completed_at;
+
+    // The system of record fails the replay once.
+    let picked = replay::select(
+        &store,
+        &ledger,
+        &Selection::Key(key.into()),
+        StatusFilter::Completed,
+    )
+    .await
+    .expect("select");
+    sor.fail_key(key, 1);
+    assert_eq!(
+        replay::send(&aws.queue(), &picked, "rp-fail", 50, |_| {})
+            .await
+            .unwrap(),
+        1
+    );
+    b.pump_once(|e| testkit::consume(&cx, e))
+        .await
+        .expect("one round");
+    assert_eq!(sor.calls_for(key), 2, "the replay was tried");
+    let item = ledger.get(key).await.unwrap().expect("item");
+    assert_eq!(
+        item.status,
+        Status::Completed,
+        "a failed replay leaves the key done"
+    );
+    assert_eq!(item.completed_at, completed_at);
+    assert_eq!(item.failures, 1);
+    assert!(item.replays.is_empty());
+
+    // A late copy of the original behind it runs nothing; the replay's retry runs once.
+    aws.queue()
+        .send(Outgoing::new(
+            key,
+            "late-original",
+            picked[0].envelope.to_json(),
+        ))
+        .await
+        .unwrap();
+    drain(&b, &cx).await;
+    assert_eq!(
+        sor.applied_for(key),
+        2,
+        "the original once, the replay once"
+    );
+    let replays = sor
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.replay_id.as_deref() == Some("rp-fail"))
+        .count();
+    assert_eq!(replays, 1);
+    let item = ledger.get(key).await.unwrap().expect("item");
+    assert_eq!(item.status, Status::Completed);
+    assert!(item.replays.contains("rp-fail"));
+    assert_eq!(
+        tally(&lines.lock().unwrap(), "github", Metric::DuplicateDelivery),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_most_once_replay_runs_once_per_replay_id() {
+    let aws = LocalAws::new("replay-amo").await;
+    let sor = SystemOfRecord::start();
+    let sources = inbox::config::SourceSpecs::parse(
+        r#"{"notify": {"signature": {"scheme": "none"}, "allow_unsigned": true,
+             "key": {"from": "header", "name": "x-id"}, "delivery": "at_most_once"}}"#,
+    )
+    .expect("sources");
+    let (cx, lines) = testkit::consumer_with(sources, aws.ledger(), testkit::forwarder(sor.url()));
+    let b = bridge(&aws).await;
+    let key = "notify:n-1";
+    let body = br#"{"note":"hello"}"#;
+    let mut envelope = Envelope::new(
+        key,
+        "notify",
+        testkit::now_ms(),
+        &sha256_hex(body),
+        Default::default(),
+        body,
+    );
+    // The original, then the same replay twice (past SQS's deduplication window: another
+    // deduplication id each), then another replay.
+    aws.queue()
+        .send(Outgoing::new(key, "original", envelope.to_json()))
+        .await
+        .unwrap();
+    for (rid, dedup) in [("rp-a", "rp-a-1"), ("rp-a", "rp-a-2"), ("rp-b", "rp-b-1")] {
+        envelope.replay_id = Some(rid.to_owned());
+        aws.queue()
+            .send(Outgoing::new(key, dedup, envelope.to_json()))
+            .await
+            .unwrap();
+    }
+    b.drain(|e| testkit::consume(&cx, e))
+        .await
+        .expect("drained");
+    let replay_ids: Vec<_> = sor.deliveries().into_iter().map(|d| d.replay_id).collect();
+    assert_eq!(
+        replay_ids,
+        [None, Some("rp-a".to_owned()), Some("rp-b".to_owned())],
+        "the original, and each replay id once"
+    );
+    let item = aws
+        .ledger()
+        .get(key)
+        .await
+        .unwrap()
+        .expect("the replays' item");
+    assert_eq!(item.status, Status::Completed);
+    assert_eq!(item.replays.len(), 2);
+    assert_eq!(
+        tally(&lines.lock().unwrap(), "notify", Metric::ReplayCompleted),
+        2
+    );
+    assert_eq!(
+        tally(&lines.lock().unwrap(), "notify", Metric::DuplicateDelivery),
+        1
     );
 }

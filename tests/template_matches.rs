@@ -114,27 +114,29 @@ fn visibility_timeout_is_at_least_six_consumer_timeouts() {
 }
 
 #[test]
-fn queue_retention_is_shorter_than_ledger_retention() {
+fn ledger_retention_outlasts_the_queue_and_dead_letter_chain() {
     let t = template();
     let queue = u64::from(t.queue_retention_seconds());
-    // Both functions are told the queue's retention and refuse to start with a source that
-    // forgets its keys sooner (inbox::config::SourceSpecs::check_retention).
+    let dlq = u64::from(t.dlq_retention_seconds());
+    let chain = inbox::config::retention_chain_seconds(queue, Some(dlq));
+    // Both functions are told the queue's and the dead-letter queue's retention and refuse to
+    // start with a source that forgets its keys before a redriven message could still arrive
+    // (inbox::config::SourceSpecs::check_retention).
     for function in ["ReceiverFunction", "ConsumerFunction"] {
-        let value = t
+        let variables = t
             .resource(function)
-            .and_then(|r| {
-                r.get("Properties")?
-                    .get("Environment")?
-                    .get("Variables")?
-                    .get("QUEUE_RETENTION_SECONDS")
-            })
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| panic!("{function} has QUEUE_RETENTION_SECONDS"));
-        assert_eq!(
-            value,
-            queue.to_string(),
-            "{function}'s QUEUE_RETENTION_SECONDS is the queue's retention"
-        );
+            .and_then(|r| r.get("Properties")?.get("Environment")?.get("Variables"))
+            .unwrap_or_else(|| panic!("{function} has environment variables"));
+        for (name, value) in [
+            ("QUEUE_RETENTION_SECONDS", queue),
+            ("DLQ_RETENTION_SECONDS", dlq),
+        ] {
+            assert_eq!(
+                variables.get(name).and_then(Value::as_str),
+                Some(value.to_string().as_str()),
+                "{function}'s {name} is the queue's retention"
+            );
+        }
     }
     let default_sources = t
         .parameter_default("WebhookSources")
@@ -142,16 +144,12 @@ fn queue_retention_is_shorter_than_ledger_retention() {
         .expect("WebhookSources has a default");
     inbox::config::SourceSpecs::parse(default_sources)
         .expect("the default WebhookSources parses")
-        .check_retention(queue)
-        .expect("the default sources outlast the queue");
+        .check_retention(chain)
+        .expect("the default sources outlast the chain");
 
     // And so do the demo sources' own retention_hours.
-    let sources = t
-        .parameter_default("WebhookSources")
-        .and_then(Value::as_str)
-        .expect("WebhookSources has a default");
     let sources: serde_json::Value =
-        serde_json::from_str(sources).expect("WebhookSources default is JSON");
+        serde_json::from_str(default_sources).expect("WebhookSources default is JSON");
     let sources = sources.as_object().expect("a JSON object of sources");
     for name in ["stripe", "github", "acme"] {
         assert!(
@@ -163,10 +161,10 @@ fn queue_retention_is_shorter_than_ledger_retention() {
         let hours = source
             .get("retention_hours")
             .and_then(serde_json::Value::as_u64)
-            .unwrap_or(168);
+            .unwrap_or(inbox::config::DEFAULT_RETENTION_HOURS);
         assert!(
-            queue < hours * 3600,
-            "source {name}: retention_hours {hours}"
+            chain <= hours * 3600,
+            "source {name}: retention_hours {hours} under the chain of {chain} s"
         );
     }
 }
@@ -568,6 +566,12 @@ async fn the_local_stack_holds_what_the_template_declares() {
         .parameters
         .get("PayloadRetentionDays")
         .and_then(|v| v.parse().ok())
-        .unwrap_or(7);
+        .or_else(|| {
+            template()
+                .parameter_default("PayloadRetentionDays")
+                .and_then(Value::as_i64)
+                .and_then(|d| i32::try_from(d).ok())
+        })
+        .expect("PayloadRetentionDays has a value");
     assert_eq!(days, [retention]);
 }

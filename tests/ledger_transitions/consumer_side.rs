@@ -54,10 +54,14 @@ pub async fn take_on_expired_completed_runs_again<L: LedgerStore>(l: &L) -> Vec<
     let out = r.take(&take_at("c2", now, 60_000)).await;
     assert!(matches!(out, TakeOutcome::Taken { .. }), "{out:?}");
     // The take updates the expired item in place (only a claim replaces a whole item), so
-    // both adapters keep its old bookkeeping (attempts counts on, completed_at stays);
-    // the trace comparison holds them to the same record.
+    // both adapters keep its old bookkeeping (attempts counts on) but forget its completion
+    // (completed_at removed); the trace comparison holds them to the same record.
     let taken = r.get().await.expect("taken");
     assert_eq!(taken.status, Status::Processing);
+    assert_eq!(
+        taken.completed_at, None,
+        "a forgotten key's completion is forgotten"
+    );
     assert_eq!(taken.lease_owner.as_deref(), Some("c2"));
     assert_eq!(taken.lease_until, Some(now + 60_000));
     assert_eq!(
@@ -65,6 +69,10 @@ pub async fn take_on_expired_completed_runs_again<L: LedgerStore>(l: &L) -> Vec<
         now / 1000 + 2 * HOUR_S,
         "the take renews expires_at"
     );
+    // So its failure is a failure, and the next delivery takes it again.
+    assert!(r.fail("c2", "boom", now + 1000).await);
+    let out = r.take(&take_at("c3", now + 2000, 60_000)).await;
+    assert!(matches!(out, TakeOutcome::Taken { .. }), "{out:?}");
     r.trace
 }
 

@@ -90,6 +90,8 @@ on_every_backend!(
     consumer_side::take_on_completed_is_acknowledged_without_a_write,
     replay::a_replay_runs_a_completed_key_once_per_replay_id,
     replay::a_replay_of_an_absent_key_creates_it,
+    replay::a_replay_that_does_not_complete_leaves_the_key_completed,
+    replay::a_replay_of_a_key_that_never_completed_is_not_given_back,
     consumer_side::complete_and_fail_only_with_the_lease,
     consumer_side::defer_puts_it_back_to_queued_only_with_the_lease,
     consumer_side::fail_counts_real_failures_and_defer_does_not,

@@ -69,3 +69,83 @@ pub async fn a_replay_of_an_absent_key_creates_it<L: LedgerStore>(l: &L) -> Vec<
     assert!(done.replays.contains("rp-1"));
     r.trace
 }
+
+/// Issue 20: a replay that fails or is throttled leaves a key that had completed COMPLETED,
+/// and a late ordinary copy of the original, arriving while a replay holds the key or after
+/// one died holding it, still does nothing.
+pub async fn a_replay_that_does_not_complete_leaves_the_key_completed<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    let before = r.completed().await;
+    // A failed replay: COMPLETED again, its failure counted, the lease gone, no replay id.
+    assert!(matches!(
+        r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
+            .await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(
+        r.take(&take_at("c2", T + 3100, 60_000)).await,
+        TakeOutcome::Completed,
+        "an ordinary copy meets a key a replay holds as done"
+    );
+    assert_eq!(
+        r.give_back_replay("r2", "boom", true).await,
+        None,
+        "only with the lease"
+    );
+    assert_eq!(r.give_back_replay("r1", "boom", true).await, Some(1));
+    let after = r.get().await.expect("kept");
+    assert_eq!(after.status, Status::Completed);
+    assert_eq!(after.completed_at, before.completed_at);
+    assert_eq!((after.lease_owner, after.lease_until), (None, None));
+    assert_eq!(after.last_error.as_deref(), Some("boom"));
+    assert!(after.replays.is_empty());
+    assert_eq!(
+        r.take(&take_at("c3", T + 4000, 60_000)).await,
+        TakeOutcome::Completed
+    );
+    // A throttled replay: COMPLETED again, no failure counted.
+    assert!(matches!(
+        r.take_replay(&take_at("r3", T + 5000, 60_000), "rp-1")
+            .await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(r.give_back_replay("r3", "429", false).await, Some(1));
+    assert_eq!(r.get().await.expect("kept").status, Status::Completed);
+    // A replay that died holding the key: once its lease ran out, an ordinary copy still
+    // does nothing, and the replay's own redelivery runs it.
+    assert!(matches!(
+        r.take_replay(&take_at("r4", T + 6000, 1000), "rp-1").await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(
+        r.take(&take_at("c4", T + 8000, 60_000)).await,
+        TakeOutcome::Completed
+    );
+    assert!(matches!(
+        r.take_replay(&take_at("r5", T + 8000, 60_000), "rp-1")
+            .await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert!(r.complete_replay("r5", "rp-1", T + 9000).await);
+    assert_eq!(r.get().await.expect("kept").replays.len(), 1);
+    r.trace
+}
+
+/// A replay of a key that never completed gives nothing back: it fails as a take does.
+pub async fn a_replay_of_a_key_that_never_completed_is_not_given_back<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    r.failed().await;
+    assert!(matches!(
+        r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
+            .await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(r.give_back_replay("r1", "boom", true).await, None);
+    assert_eq!(r.failures("r1", "boom", T + 3500).await, Some(2));
+    assert_eq!(r.get().await.expect("kept").status, Status::Failed);
+    r.trace
+}

@@ -157,6 +157,25 @@ impl<'a, L: LedgerStore> Run<'a, L> {
         out
     }
 
+    /// A replay's give-back, and the key's real failures it answers with.
+    pub async fn give_back_replay(
+        &mut self,
+        owner: &str,
+        error: &str,
+        failed: bool,
+    ) -> Option<u32> {
+        let out = self
+            .ledger
+            .give_back_replay(K, owner, error, failed)
+            .await
+            .expect("give back answered");
+        self.note(
+            format!("give back replay by {owner}, failed {failed}"),
+            Obs::Failed(out),
+        );
+        out
+    }
+
     pub async fn get(&mut self) -> Option<Record> {
         let out = self.ledger.get(K).await.expect("get answered");
         self.note("get".to_owned(), Obs::Get(out.clone()));

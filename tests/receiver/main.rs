@@ -75,9 +75,10 @@ async fn first_delivery_is_claimed_and_enqueued_in_two_calls() {
     assert!(item.lease_until.is_some());
     assert_eq!(item.response_status, Some(200));
     let now_s = testkit::now_ms() / 1000;
-    // expires_at is epoch seconds, a week ahead (not milliseconds).
+    // expires_at is epoch seconds, the default retention (264 h) ahead (not milliseconds).
+    let retention_s = i64::try_from(inbox::config::DEFAULT_RETENTION_HOURS * 3600).expect("fits");
     assert!(
-        (item.expires_at - (now_s + 168 * 3600)).abs() < 60,
+        (item.expires_at - (now_s + retention_s)).abs() < 60,
         "{}",
         item.expires_at
     );

@@ -43,7 +43,8 @@ fn number_parameter(name: &str) -> i64 {
     value.parse().unwrap_or_else(|_| panic!("{name}={value}"))
 }
 
-/// Every policy statement of a role (inline policies), as (actions, resource) pairs.
+/// Every policy statement of a role (inline policies), as (actions, resource) pairs; a
+/// statement under `Fn::If` counts as its condition's true branch.
 fn role_statements(role: &Value) -> Vec<(Vec<String>, Value)> {
     let mut out = Vec::new();
     for policy in role["Properties"]["Policies"]
@@ -56,6 +57,10 @@ fn role_statements(role: &Value) -> Vec<(Vec<String>, Value)> {
             .into_iter()
             .flatten()
         {
+            let statement = statement
+                .get("Fn::If")
+                .and_then(|branches| branches.get(1))
+                .unwrap_or(statement);
             let actions = match &statement["Action"] {
                 Value::String(a) => vec![a.clone()],
                 Value::Array(a) => a
@@ -574,3 +579,4 @@ fn the_consumer_dead_letters_after_max_failures_and_max_receive_count_is_a_safet
 
 mod function_url;
 mod payload_bucket;
+mod queue_policy;

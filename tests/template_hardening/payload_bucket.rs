@@ -54,8 +54,7 @@ fn the_payload_bucket_is_encrypted_private_tls_only_and_expires_with_the_ledger(
         bucket["OwnershipControls"]["Rules"][0]["ObjectOwnership"],
         "BucketOwnerEnforced"
     );
-    // Every object expires after the ledger's retention (7 days by default, beyond the
-    // dead-letter queue's 6, so that a redriven dead letter still finds its body).
+    // Every object expires after PayloadRetentionDays, which outlasts the retention chain.
     let rules = bucket["LifecycleConfiguration"]["Rules"]
         .as_array()
         .expect("lifecycle rules");
@@ -69,19 +68,49 @@ fn the_payload_bucket_is_encrypted_private_tls_only_and_expires_with_the_ledger(
         1,
         "one rule expires every object: {rules:?}"
     );
-    let days = number_parameter("PayloadRetentionDays");
-    let dlq_days = t.properties("DeadLetterQueue")["MessageRetentionPeriod"]
-        .as_i64()
-        .expect("DLQ retention")
-        / 86_400;
+    // The retention chain, from the translated queues (docs/design.md §12): a message may wait
+    // the queue's retention, then be copied to the dead-letter queue, whose clock starts at
+    // the copy, then be redriven within the margin. The objects, the ledger's default and
+    // every default source, and the functions' own view of it, must all outlast it.
+    let retention = |q: &str| {
+        t.properties(q)["MessageRetentionPeriod"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{q}'s retention"))
+    };
+    let (queue, dlq) = (retention("WebhookQueue"), retention("DeadLetterQueue"));
+    let chain = inbox::config::retention_chain_seconds(queue, Some(dlq));
+    assert_eq!(chain, 11 * 86_400, "4 + 6 + 1 days");
+    let days = u64::try_from(number_parameter("PayloadRetentionDays")).expect("days");
+    let min_days = t.parameter("PayloadRetentionDays").expect("parameter")["MinValue"]
+        .as_u64()
+        .expect("a MinValue");
     assert!(
-        days > dlq_days,
-        "{days} days must outlast the DLQ's {dlq_days}"
+        min_days * 86_400 >= chain && days * 86_400 >= chain,
+        "PayloadRetentionDays {days} (MinValue {min_days}) must outlast the chain ({chain} s)"
     );
-    assert!(
-        days * 24 >= 168,
-        "the ledger's default retention is 168 hours"
-    );
+    assert!(inbox::config::DEFAULT_RETENTION_HOURS * 3600 >= chain);
+    let sources = t.parameter("WebhookSources").expect("WebhookSources")["Default"]
+        .as_str()
+        .expect("a default");
+    inbox::config::SourceSpecs::parse(sources)
+        .expect("the default sources parse")
+        .check_retention(chain)
+        .expect("every default source outlasts the chain");
+    for function in ["ReceiverFunction", "ConsumerFunction"] {
+        let env = &t.properties(function)["Environment"]["Variables"];
+        assert_eq!(
+            env["QUEUE_RETENTION_SECONDS"],
+            queue.to_string(),
+            "{function}"
+        );
+        assert_eq!(env["DLQ_RETENTION_SECONDS"], dlq.to_string(), "{function}");
+        // A string, as every Lambda variable is (a bare Ref of a Number is not one).
+        assert_eq!(
+            env["PAYLOAD_RETENTION_DAYS"],
+            serde_json::json!({"Fn::Sub": "${PayloadRetentionDays}"}),
+            "{function}"
+        );
+    }
 
     // TLS only: a Deny of everything on the bucket and its objects without SecureTransport.
     let policies = t.resources_of_type("AWS::S3::BucketPolicy");

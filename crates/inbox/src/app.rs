@@ -10,7 +10,10 @@ use aws_smithy_http_client::{tls, ConnectorBuilder};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
 use crate::clock::SystemClock;
-use crate::config::env::{queue_retention_seconds, required, ConsumerEnv, ReceiverEnv};
+use crate::config::env::{
+    check_payload_retention, dlq_retention_seconds, payload_retention_days,
+    queue_retention_seconds, required, ConsumerEnv, ReceiverEnv,
+};
 use crate::config::{AwsSecretResolver, ConfigError, SecretRef, SecretResolver, SourceSpecs};
 use crate::consumer::{Consumer, ConsumerSettings};
 use crate::forward::ForwardSigner;
@@ -33,7 +36,12 @@ pub type LambdaConsumer =
 pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
     let specs = SourceSpecs::parse(&required("WEBHOOK_SOURCES")?)?;
     if let Some(queue_retention) = queue_retention_seconds()? {
-        specs.check_retention(queue_retention)?;
+        let chain =
+            crate::config::retention_chain_seconds(queue_retention, dlq_retention_seconds()?);
+        specs.check_retention(chain)?;
+        if let Some(days) = payload_retention_days()? {
+            check_payload_retention(days, chain)?;
+        }
     }
     Ok(specs)
 }

@@ -149,7 +149,7 @@ impl Demo<'_> {
             owner: format!("dead-invocation-{i}"),
             now_ms: now,
             lease_until_ms: now + 300,
-            expires_at: now / 1000 + 168 * 3600,
+            expires_at: inbox::ledger::expires_at(now, inbox::config::DEFAULT_RETENTION_HOURS),
             response_status: status,
             response_body: body,
         };

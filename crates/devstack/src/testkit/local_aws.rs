@@ -107,7 +107,7 @@ impl LocalAws {
     }
 
     /// `WEBHOOK_SOURCES` of a function of the stack, checked against its
-    /// `QUEUE_RETENTION_SECONDS` as at a cold start.
+    /// retention chain (`QUEUE_RETENTION_SECONDS`, `DLQ_RETENTION_SECONDS`) as at a cold start.
     fn sources_of(function: &Function) -> SourceSpecs {
         let env = &function.environment;
         let text = env
@@ -118,9 +118,12 @@ impl LocalAws {
             let seconds = retention
                 .parse()
                 .expect("QUEUE_RETENTION_SECONDS is a number");
+            let dlq = env
+                .get("DLQ_RETENTION_SECONDS")
+                .map(|d| d.parse::<u64>().expect("DLQ_RETENTION_SECONDS is a number"));
             specs
-                .check_retention(seconds)
-                .expect("the sources outlast the queue's retention");
+                .check_retention(inbox::config::retention_chain_seconds(seconds, dlq))
+                .expect("the sources outlast the retention chain");
         }
         specs
     }

@@ -47,6 +47,36 @@ pub fn queue_retention_seconds() -> Result<Option<u64>, ConfigError> {
     }
 }
 
+/// `DLQ_RETENTION_SECONDS`, where set: the dead-letter queue's message retention.
+pub fn dlq_retention_seconds() -> Result<Option<u64>, ConfigError> {
+    match std::env::var("DLQ_RETENTION_SECONDS") {
+        Err(_) => Ok(None),
+        Ok(_) => number_or("DLQ_RETENTION_SECONDS", 0).map(Some),
+    }
+}
+
+/// `PAYLOAD_RETENTION_DAYS`, where set: how long the payload bucket keeps an object.
+pub fn payload_retention_days() -> Result<Option<u64>, ConfigError> {
+    match std::env::var("PAYLOAD_RETENTION_DAYS") {
+        Err(_) => Ok(None),
+        Ok(_) => number_or("PAYLOAD_RETENTION_DAYS", 0).map(Some),
+    }
+}
+
+/// The payload bucket's objects outlast the retention chain (`chain_seconds`,
+/// [`crate::config::retention_chain_seconds`]): a redriven dead letter still finds its body.
+pub fn check_payload_retention(days: u64, chain_seconds: u64) -> Result<(), ConfigError> {
+    if days.saturating_mul(86_400) < chain_seconds {
+        return Err(ConfigError::BadVar {
+            name: "PAYLOAD_RETENTION_DAYS",
+            message: format!(
+                "{days} days does not outlast the retention chain ({chain_seconds} s): a redriven dead letter would find its body expired"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// An optional whole number with its default.
 pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
     match std::env::var(name) {

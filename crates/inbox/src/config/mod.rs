@@ -30,8 +30,25 @@ pub use spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
 pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
 /// The longest `tolerance_seconds`: an hour.
 pub const MAX_TOLERANCE_SECONDS: u64 = 3600;
-/// Default `retention_hours`: a week.
-pub const DEFAULT_RETENTION_HOURS: u64 = 168;
+/// Default `retention_hours`: eleven days, the template's retention chain
+/// ([`retention_chain_seconds`]: the queue's 4 days, the dead-letter queue's 6, a day to redrive).
+pub const DEFAULT_RETENTION_HOURS: u64 = 264;
+
+/// The time an operator has to redrive a dead letter after the dead-letter queue would have
+/// expired it: a day.
+pub const REDRIVE_MARGIN_SECONDS: u64 = 86_400;
+
+/// How long after its receipt an accepted event's message may still come back, at most: the
+/// queue's retention (a message may wait that long, then be dead-lettered), then the
+/// dead-letter queue's, counted from the dead-letter copy (the consumer dead-letters with a
+/// new `SendMessage`, so that clock starts at the copy, not at the receipt), then the redrive
+/// margin. Without a dead-letter queue (`None`), the queue's retention alone. The ledger's
+/// `retention_hours` and the payload bucket's objects must outlast it, or a redriven event
+/// finds its key forgotten (and runs again) or its body gone.
+pub fn retention_chain_seconds(queue_seconds: u64, dlq_seconds: Option<u64>) -> u64 {
+    queue_seconds
+        .saturating_add(dlq_seconds.map_or(0, |d| d.saturating_add(REDRIVE_MARGIN_SECONDS)))
+}
 /// The longest `retention_hours`: ten years. Far beyond any queue or archive, and small
 /// enough that the retention in milliseconds, added to any clock reading, cannot wrap.
 pub const MAX_RETENTION_HOURS: u64 = 87_600;
@@ -126,15 +143,17 @@ impl SourceSpecs {
     /// message still on the queue could outlive its ledger item and run twice.
     /// `queue_retention_seconds` is `QUEUE_RETENTION_SECONDS`, set by the template from the
     /// queue's own `MessageRetentionPeriod`.
-    pub fn check_retention(&self, queue_retention_seconds: u64) -> Result<(), ConfigError> {
+    /// Every effectively-once source's `retention_hours` lasts at least `chain_seconds`
+    /// ([`retention_chain_seconds`]).
+    pub fn check_retention(&self, chain_seconds: u64) -> Result<(), ConfigError> {
         for spec in self.0.values() {
             let remembered = spec.retention_hours.saturating_mul(3600);
-            if spec.delivery == Delivery::EffectivelyOnce && remembered <= queue_retention_seconds {
+            if spec.delivery == Delivery::EffectivelyOnce && remembered < chain_seconds {
                 return Err(field_error(
                     &spec.name,
                     "retention_hours",
                     format!(
-                        "{} hours does not outlast the queue's message retention ({queue_retention_seconds} s)",
+                        "{} hours does not outlast the retention chain ({chain_seconds} s: the queue's message retention, then the dead-letter queue's from the dead-letter copy, then a {REDRIVE_MARGIN_SECONDS} s redrive margin)",
                         spec.retention_hours
                     ),
                 ));

@@ -110,18 +110,50 @@ fn errors_name_the_source_and_the_field() {
 }
 
 #[test]
+fn retention_must_outlast_the_chain_of_queue_dead_letter_queue_and_redrive() {
+    use crate::config::{retention_chain_seconds, REDRIVE_MARGIN_SECONDS};
+    // The template's: 4 days on the queue, 6 on the dead-letter queue, a day's margin.
+    let chain = retention_chain_seconds(345_600, Some(518_400));
+    assert_eq!(chain, 345_600 + 518_400 + REDRIVE_MARGIN_SECONDS);
+    assert_eq!(chain, 264 * 3600, "eleven days");
+    assert_eq!(retention_chain_seconds(345_600, None), 345_600);
+    assert_eq!(
+        DEFAULT_RETENTION_HOURS * 3600,
+        chain,
+        "the default lasts the chain"
+    );
+    let specs = |hours: u64| {
+        SourceSpecs::parse(&format!(
+            r#"{{"s": {{"signature": {{"scheme": "none"}}, "allow_unsigned": true, "key": {{"from": "payload_sha256"}}, "retention_hours": {hours}}}}}"#
+        ))
+        .unwrap()
+    };
+    // The old default, a week, outlasted the queue but not a redrive on day 8 to 11.
+    let e = specs(168).check_retention(chain).unwrap_err().to_string();
+    assert!(e.contains("`s`") && e.contains("retention chain"), "{e}");
+    assert!(specs(263).check_retention(chain).is_err());
+    assert!(specs(264).check_retention(chain).is_ok());
+    // The payload bucket likewise.
+    use crate::config::env::check_payload_retention;
+    let e = check_payload_retention(7, chain).unwrap_err().to_string();
+    assert!(e.contains("PAYLOAD_RETENTION_DAYS"), "{e}");
+    assert!(check_payload_retention(10, chain).is_err());
+    assert!(check_payload_retention(11, chain).is_ok());
+}
+
+#[test]
 fn retention_must_outlast_the_queue() {
     let specs = SourceSpecs::parse(
         r#"{"short": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "retention_hours": 96},
             "long": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
     )
     .unwrap();
-    let e = specs.check_retention(345_600).unwrap_err().to_string();
+    let e = specs.check_retention(345_601).unwrap_err().to_string();
     assert!(
         e.contains("`short`") && e.contains("retention_hours"),
         "{e}"
     );
-    assert!(specs.check_retention(345_599).is_ok());
+    assert!(specs.check_retention(345_600).is_ok());
 }
 
 #[test]

@@ -29,7 +29,7 @@ use crate::answer::accepted_response;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
 use crate::key::sha256_hex;
-use crate::ledger::{self, LedgerStore, Take, TakeOutcome};
+use crate::ledger::{self, LedgerStore, StoreError, Take, TakeOutcome};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::queue::{BodyRef, Envelope};
@@ -268,7 +268,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             lease_until_ms: inv.lease_until_ms,
             replay_id: envelope.replay_id.clone(),
         };
-        if spec.delivery == Delivery::AtMostOnce {
+        // A replay is a deliberate run, once per replay id, whatever the source's delivery:
+        // an at-most-once source's replay goes through the ledger too (its replay take
+        // creates the key's item), so that the same replay id never runs twice.
+        if spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
             if let Some(body_ref) = &envelope.body_ref {
                 match self.fetch_body(body_ref).await {
                     Ok(b) => job.body = b,
@@ -445,11 +448,16 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             self.metrics.count(source, Metric::Throttled);
         }
         inv.throttle(retry_after);
-        match self
-            .ledger
-            .defer(key, owner, &reason.0, self.clock.now_ms())
-            .await
-        {
+        let deferred = match self.give_back(job, owner, reason, false).await {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => {
+                self.ledger
+                    .defer(key, owner, &reason.0, self.clock.now_ms())
+                    .await
+            }
+            Err(se) => Err(se),
+        };
+        match deferred {
             Ok(true) => {
                 info!(key, source, attempts = job.attempt, retry_after_s = retry_after.as_secs(), error = %reason, outcome = if held { "held" } else { "throttled" })
             }
@@ -510,16 +518,38 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         }
     }
 
+    /// A replay that did not complete gives a key that had completed back as COMPLETED
+    /// (`Some(failures)`); `None` where the job is no replay or its key never completed, and
+    /// the ordinary fail or defer follows.
+    async fn give_back(
+        &self,
+        job: &Job,
+        owner: &str,
+        reason: &ProcessError,
+        failed: bool,
+    ) -> Result<Option<u32>, StoreError> {
+        if job.replay_id.is_none() {
+            return Ok(None);
+        }
+        self.ledger
+            .give_back_replay(&job.key, owner, &reason.0, failed)
+            .await
+    }
+
     /// A real failure: FAILED with `last_error`; every `MAX_FAILURES`-th failure of the key
     /// moves the message to the dead-letter queue (so a redriven key gets as many tries again).
     async fn fail(&self, msg: &SqsMessage, job: &Job, owner: &str, e: &ProcessError) -> Verdict {
         let (key, source) = (job.key.as_str(), job.source.as_str());
         self.metrics.count(source, Metric::Failed);
-        match self
-            .ledger
-            .fail(key, owner, &e.0, self.clock.now_ms())
-            .await
-        {
+        let failed = match self.give_back(job, owner, e, true).await {
+            Ok(None) => {
+                self.ledger
+                    .fail(key, owner, &e.0, self.clock.now_ms())
+                    .await
+            }
+            given_back => given_back,
+        };
+        match failed {
             Ok(Some(failures)) => {
                 warn!(key, source, attempts = job.attempt, failures, error = %e, outcome = "failed");
                 let max = self.settings.max_failures.max(1);

@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::Client;
 use super::{
     refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
     Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION,
-    FINISH_CONDITION, GUARD_BODY_CONDITION, NOTE_REFUSAL_CONDITION, RELEASE_CONDITION,
-    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION, NOTE_REFUSAL_CONDITION,
+    RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -81,20 +81,25 @@ impl DynamoLedger {
         condition: &str,
         replay_id: Option<&str>,
     ) -> Result<Result<TakeOutcome, Option<Record>>, StoreError> {
-        let mut req = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", Self::pk(&t.key))
-            .update_expression(
-                "SET #status = :processing, lease_until = :lease, lease_owner = :me, \
+        const SET: &str = "SET #status = :processing, lease_until = :lease, lease_owner = :me, \
                  attempts = if_not_exists(attempts, :zero) + :one, expires_at = :exp, \
                  #source = if_not_exists(#source, :source), \
                  payload_sha256 = if_not_exists(payload_sha256, :sha), \
                  received_at = if_not_exists(received_at, :now_ms), \
                  response_status = if_not_exists(response_status, :rs), \
-                 response_body = if_not_exists(response_body, :rb)",
-            )
+                 response_body = if_not_exists(response_body, :rb)";
+        // An ordinary take forgets a completion (it takes only a key that never completed, or
+        // a forgotten one); a replay's take keeps it (TAKE_CONDITION, GIVE_BACK_REPLAY_CONDITION).
+        let update = match replay_id {
+            Some(_) => SET.to_owned(),
+            None => format!("{SET} REMOVE completed_at"),
+        };
+        let mut req = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(&t.key))
+            .update_expression(update)
             .condition_expression(condition)
             .expression_attribute_names("#status", "status")
             .expression_attribute_names("#source", "source")
@@ -336,6 +341,45 @@ impl LedgerStore for DynamoLedger {
             ],
         )
         .await
+    }
+
+    async fn give_back_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        failed: bool,
+    ) -> Result<Option<u32>, StoreError> {
+        let update = if failed {
+            "SET #status = :completed, last_error = :err, \
+             failures = if_not_exists(failures, :zero) + :one REMOVE lease_until, lease_owner"
+        } else {
+            "SET #status = :completed, last_error = :err REMOVE lease_until, lease_owner"
+        };
+        let mut values = vec![
+            (":completed", status(Status::Completed)),
+            (":processing", status(Status::Processing)),
+            (":me", s(owner)),
+            (":err", s(error)),
+        ];
+        if failed {
+            values.extend([(":zero", n(0)), (":one", n(1))]);
+        }
+        let updated = self
+            .update_if(
+                key,
+                update,
+                GIVE_BACK_REPLAY_CONDITION,
+                values,
+                ReturnValue::AllNew,
+            )
+            .await?;
+        updated
+            .map(|item| {
+                let failures = item.get("failures").map(number).transpose()?.unwrap_or(0);
+                Ok(u32::try_from(failures).unwrap_or(u32::MAX))
+            })
+            .transpose()
     }
 
     async fn complete(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {

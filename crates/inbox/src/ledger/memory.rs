@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    claim_allowed, defer_allowed, finish_allowed, guard_body_allowed, note_refusal_allowed,
-    refused_replay_take, refused_take, release_allowed, replay_complete_allowed,
-    replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
-    Record, Status, StoreError, Take, TakeOutcome,
+    claim_allowed, defer_allowed, finish_allowed, give_back_replay_allowed, guard_body_allowed,
+    note_refusal_allowed, refused_replay_take, refused_take, release_allowed,
+    replay_complete_allowed, replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome,
+    GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -58,7 +58,13 @@ impl MemoryLedger {
 
     /// The write of a take (and of a replay's take): PROCESSING under a new lease, the
     /// attributes of an absent item filled in.
-    fn taken(items: &mut HashMap<String, Record>, t: &Take) -> TakeOutcome {
+    /// `forget_completion`: an ordinary take removes `completed_at` (it only takes a key that
+    /// never completed, or a forgotten one); a replay's take keeps it.
+    fn taken(
+        items: &mut HashMap<String, Record>,
+        t: &Take,
+        forget_completion: bool,
+    ) -> TakeOutcome {
         let r = items.entry(t.key.clone()).or_insert_with(|| Record {
             key: t.key.clone(),
             source: t.source.clone(),
@@ -81,6 +87,9 @@ impl MemoryLedger {
         r.lease_owner = Some(t.owner.clone());
         r.expires_at = t.expires_at;
         r.attempts += 1;
+        if forget_completion {
+            r.completed_at = None;
+        }
         TakeOutcome::Taken {
             attempts: r.attempts,
         }
@@ -158,7 +167,7 @@ impl LedgerStore for MemoryLedger {
             if !take_allowed(existing, t.now_ms) {
                 return refused_take(existing.cloned(), t.now_ms);
             }
-            Self::taken(items, t)
+            Self::taken(items, t, true)
         }))
     }
 
@@ -168,7 +177,7 @@ impl LedgerStore for MemoryLedger {
             if !replay_take_allowed(existing, replay_id, t.now_ms) {
                 return refused_replay_take(existing.cloned(), replay_id, t.now_ms);
             }
-            Self::taken(items, t)
+            Self::taken(items, t, false)
         }))
     }
 
@@ -240,6 +249,25 @@ impl LedgerStore for MemoryLedger {
                 r.lease_owner = None;
             }
             ok
+        }))
+    }
+
+    async fn give_back_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        failed: bool,
+    ) -> Result<Option<u32>, StoreError> {
+        Ok(self.with(|items| {
+            let ok = give_back_replay_allowed(items.get(key), owner);
+            let r = items.get_mut(key).filter(|_| ok)?;
+            r.status = Status::Completed;
+            r.last_error = Some(error.to_owned());
+            r.failures += u32::from(failed);
+            r.lease_until = None;
+            r.lease_owner = None;
+            Some(r.failures)
         }))
     }
 

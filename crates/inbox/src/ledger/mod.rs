@@ -5,12 +5,17 @@
 //!                                 |  \--release--> (absent)          |  \--fail--> FAILED --take--> ...
 //!                                 |                                   \--defer--> QUEUED --take--> ...
 //!                                 \--(a duplicate, same body) sent again, still RECEIVED
+//!  COMPLETED --replay take--> PROCESSING --complete replay--> COMPLETED (+ replay id)
+//!                                  \--give back (a failed or throttled replay)--> COMPLETED
 //! ```
 //!
 //! A **replay** (`inbox-ops replay`, docs/design.md §12) takes the key once more for one
 //! replay id, whatever its status, COMPLETED included (but never from under a live lease),
 //! and its completion records the id in the item's `replays` set, so that a second delivery of
-//! the same replay finds it and does nothing; ordinary redeliveries still meet COMPLETED.
+//! the same replay finds it and does nothing; ordinary redeliveries still meet COMPLETED. A
+//! replay that fails or is throttled gives a key that had completed back as COMPLETED, and
+//! while a replay holds it (or died holding it) an ordinary take finds `completed_at` and
+//! does nothing: a replay never makes the original run again.
 //! The receiver's path is claim, then send: the item stays RECEIVED until the consumer's take
 //! (which accepts RECEIVED). A duplicate that finds a live RECEIVED claim sends the event
 //! itself under the same deduplication id; so a release after a failed send may delete the
@@ -212,21 +217,25 @@ pub fn release_allowed(existing: Option<&Record>, owner: &str) -> bool {
     existing.is_some_and(|r| r.status == Status::Received && r.owned_by(owner))
 }
 
-/// Take (consumer, UpdateItem): absent or expired, RECEIVED, QUEUED or FAILED, or
-/// PROCESSING whose lease ran out. COMPLETED and a live PROCESSING lease are refused.
-/// RECEIVED is the usual case (the receiver does not mark its claim queued); absent is an
-/// event whose claim was released after another delivery had enqueued it, or forgotten.
+/// Take (consumer, UpdateItem, and `completed_at` removed): absent or expired, or never
+/// completed and RECEIVED, QUEUED or FAILED, or PROCESSING whose lease ran out. COMPLETED, a
+/// live PROCESSING lease, and a key that completed once (`completed_at`: a replay holds it,
+/// or gave up on it) are refused. RECEIVED is the usual case (the receiver does not mark its
+/// claim queued); absent is an event whose claim was released after another delivery had
+/// enqueued it, or forgotten. The removal makes a forgotten key taken anew forget its
+/// completion too.
 pub const TAKE_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
-     OR #status IN (:received, :queued, :failed) \
-     OR (#status = :processing AND lease_until < :now_ms)";
+     OR (attribute_not_exists(completed_at) AND (#status IN (:received, :queued, :failed) \
+     OR (#status = :processing AND lease_until < :now_ms)))";
 
 pub fn take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
     match existing {
         None => true,
         Some(r) => {
             r.is_expired(now_ms)
-                || matches!(r.status, Status::Received | Status::Queued | Status::Failed)
-                || (r.status == Status::Processing && r.lease_ran_out(now_ms))
+                || (r.completed_at.is_none()
+                    && (matches!(r.status, Status::Received | Status::Queued | Status::Failed)
+                        || (r.status == Status::Processing && r.lease_ran_out(now_ms))))
         }
     }
 }
@@ -319,6 +328,18 @@ pub fn replay_complete_allowed(existing: Option<&Record>, owner: &str) -> bool {
     finish_allowed(existing, owner)
 }
 
+/// Give back a replay (consumer, UpdateItem: COMPLETED again, `last_error`, lease removed; a
+/// real failure adds one to `failures`): a replay of a key that had completed failed or was
+/// throttled, so the key is what it was before the replay took it, and a late ordinary copy
+/// still finds it done. Only while we hold the lease, and only on a key that completed once;
+/// a replay of a key that never completed fails or defers as an ordinary take does.
+pub const GIVE_BACK_REPLAY_CONDITION: &str =
+    "#status = :processing AND lease_owner = :me AND attribute_exists(completed_at)";
+
+pub fn give_back_replay_allowed(existing: Option<&Record>, owner: &str) -> bool {
+    finish_allowed(existing, owner) && existing.is_some_and(|r| r.completed_at.is_some())
+}
+
 /// What a refused replay take means: this replay done already (acknowledge), else busy.
 pub fn refused_replay_take(existing: Option<Record>, replay_id: &str, now_ms: i64) -> TakeOutcome {
     match existing {
@@ -333,7 +354,12 @@ pub fn refused_replay_take(existing: Option<Record>, replay_id: &str, now_ms: i6
 /// What a refused take means for the message.
 pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     match existing {
-        Some(r) if r.status == Status::Completed && !r.is_expired(now_ms) => TakeOutcome::Completed,
+        Some(r)
+            if !r.is_expired(now_ms)
+                && (r.status == Status::Completed || r.completed_at.is_some()) =>
+        {
+            TakeOutcome::Completed
+        }
         Some(r) => TakeOutcome::Busy {
             lease_until: r.lease_until,
         },
@@ -341,7 +367,7 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
     }
 }
 
-/// The ledger's port: the six transitions, a replay's take and complete, the body guard, a
+/// The ledger's port: the six transitions, a replay's take, complete and give-back, the body guard, a
 /// refusal's note, and a read for operators.
 ///
 /// `Ok(false)` from release, complete and defer, and `Ok(None)` from fail, mean
@@ -410,6 +436,16 @@ pub trait LedgerStore: Send + Sync + 'static {
         replay_id: &str,
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// A replay of a key that had completed, failed (`failed`) or throttled: COMPLETED
+    /// again under [`GIVE_BACK_REPLAY_CONDITION`]; `Some(failures)` as [`LedgerStore::fail`],
+    /// `None` where the condition failed (the key never completed, or the lease was lost).
+    fn give_back_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        failed: bool,
+    ) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send;
 }
 
 impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
@@ -488,6 +524,15 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).complete_replay(key, owner, replay_id, now_ms)
+    }
+    fn give_back_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        failed: bool,
+    ) -> impl Future<Output = Result<Option<u32>, StoreError>> + Send {
+        (**self).give_back_replay(key, owner, error, failed)
     }
 }
 

@@ -219,6 +219,25 @@ impl LedgerStore for SimLedger {
             .await?;
         self.answer("complete_replay", &format!("{key} by {owner}"), f, out)
     }
+
+    async fn give_back_replay(
+        &self,
+        key: &str,
+        owner: &str,
+        error: &str,
+        failed: bool,
+    ) -> Result<Option<u32>, StoreError> {
+        step().await;
+        let f = self.fault("fail", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self
+            .inner
+            .give_back_replay(key, owner, error, failed)
+            .await?;
+        self.answer("give_back_replay", &format!("{key} by {owner}"), f, out)
+    }
 }
 
 /// The queue model behind the receiver's `Queue` port.

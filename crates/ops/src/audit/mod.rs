@@ -52,9 +52,10 @@ pub enum Flag {
     PayloadHashKey,
     /// Remembered for less than a day: shorter than most senders' retry schedules.
     ShortRetention,
-    /// Remembered no longer than a message can wait on the queue: a message could outlive
-    /// its ledger item and run twice.
-    RetentionNotOverQueue,
+    /// Remembered for less than the retention chain (the queue, then the dead-letter queue
+    /// from the dead-letter move, then a day to redrive): a message could outlive its ledger
+    /// item and run twice.
+    RetentionUnderChain,
     /// Declared at-most-once: no ledger, a failure is dropped, a repeat after SQS's
     /// five-minute window runs again.
     AtMostOnce,
@@ -73,7 +74,7 @@ impl Flag {
         Flag::Unsigned,
         Flag::PayloadHashKey,
         Flag::ShortRetention,
-        Flag::RetentionNotOverQueue,
+        Flag::RetentionUnderChain,
         Flag::AtMostOnce,
         Flag::PerDeliveryKey,
         Flag::NoReplayGuard,
@@ -86,7 +87,7 @@ impl Flag {
             Flag::Unsigned => "unsigned",
             Flag::PayloadHashKey => "payload_hash_key",
             Flag::ShortRetention => "retention_under_a_day",
-            Flag::RetentionNotOverQueue => "retention_not_over_queue",
+            Flag::RetentionUnderChain => "retention_under_chain",
             Flag::AtMostOnce => "at_most_once",
             Flag::PerDeliveryKey => "per_delivery_key",
             Flag::NoReplayGuard => "no_replay_guard",
@@ -106,8 +107,8 @@ impl Flag {
             Flag::ShortRetention => {
                 "retention under a day: a sender still retrying after that is taken for a new event"
             }
-            Flag::RetentionNotOverQueue => {
-                "retention not longer than the queue's message retention: a message could outlive its ledger item and run twice (the functions refuse to start where QUEUE_RETENTION_SECONDS is set)"
+            Flag::RetentionUnderChain => {
+                "retention shorter than the queue's, the dead-letter queue's and a day to redrive: a redriven message could outlive its ledger item and run twice (the functions refuse to start with it)"
             }
             Flag::AtMostOnce => {
                 "declared at-most-once: no ledger; a failed side effect is dropped, a repeat after five minutes runs again"
@@ -143,6 +144,15 @@ pub struct QueueFacts {
 }
 
 impl QueueFacts {
+    /// How long a message can still be redriven after receipt: the functions' own rule
+    /// ([`inbox::config::retention_chain_seconds`]).
+    pub fn chain_seconds(&self) -> u64 {
+        inbox::config::retention_chain_seconds(
+            u64::from(self.retention_seconds),
+            Some(u64::from(self.dlq_retention_seconds)),
+        )
+    }
+
     pub fn from_template(template: &Template) -> QueueFacts {
         QueueFacts {
             retention_seconds: template.queue_retention_seconds(),
@@ -175,8 +185,7 @@ pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
         spec.key == KeySpec::PayloadSha256,
         spec.retention_hours < MIN_RETENTION_HOURS,
         // At most once keeps no ledger item, so its retention protects nothing.
-        spec.delivery == Delivery::EffectivelyOnce
-            && retention_seconds <= u64::from(queue.retention_seconds),
+        spec.delivery == Delivery::EffectivelyOnce && retention_seconds < queue.chain_seconds(),
         spec.delivery == Delivery::AtMostOnce,
         per_delivery,
         spec.scheme.signs_body_only()
@@ -220,11 +229,12 @@ fn signature_text(spec: &SourceSpec) -> String {
     }
 }
 
-pub(crate) fn hours(seconds: u32) -> String {
+pub(crate) fn hours(seconds: impl Into<u64>) -> String {
+    let seconds: u64 = seconds.into();
     if seconds.is_multiple_of(3600) {
         format!("{} h", seconds / 3600)
     } else {
-        format!("{:.1} h", f64::from(seconds) / 3600.0)
+        format!("{}.{} h", seconds / 3600, seconds % 3600 * 10 / 3600)
     }
 }
 
@@ -332,10 +342,10 @@ mod tests {
 
     use super::*;
 
-    /// The template's queue: four days on the queue, 14 in the dead-letter queue.
+    /// The template's queue: four days on the queue, six in the dead-letter queue.
     pub(super) const QUEUE: QueueFacts = QueueFacts {
         retention_seconds: 345_600,
-        dlq_retention_seconds: 1_209_600,
+        dlq_retention_seconds: 518_400,
         max_receive_count: 500,
         max_failures: 5,
         visibility_timeout: 360,
@@ -384,7 +394,7 @@ mod tests {
         ));
         assert_eq!(
             flags(&s, &QUEUE),
-            vec![Flag::ShortRetention, Flag::RetentionNotOverQueue]
+            vec![Flag::ShortRetention, Flag::RetentionUnderChain]
         );
         let s = spec(&format!(
             r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 24}}"#
@@ -393,20 +403,21 @@ mod tests {
     }
 
     #[test]
-    fn retention_equal_to_the_queue_is_flagged_one_hour_more_is_not() {
+    fn retention_an_hour_short_of_the_chain_is_flagged_the_chain_itself_is_not() {
+        // 4 d on the queue + 6 d in the dead-letter queue + 1 d to redrive = 264 h.
         let s = spec(&format!(
-            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 96}}"#
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 263}}"#
         ));
-        assert_eq!(flags(&s, &QUEUE), vec![Flag::RetentionNotOverQueue]);
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::RetentionUnderChain]);
         let s = spec(&format!(
-            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 97}}"#
+            r#"{{{SIGNED}, "key": {{"from": "json", "pointers": ["/id"]}}, "retention_hours": 264}}"#
         ));
         assert_eq!(flags(&s, &QUEUE), vec![]);
         let longer_queue = QueueFacts {
             retention_seconds: 14 * 86_400,
             ..QUEUE
         };
-        assert_eq!(flags(&s, &longer_queue), vec![Flag::RetentionNotOverQueue]);
+        assert_eq!(flags(&s, &longer_queue), vec![Flag::RetentionUnderChain]);
     }
 
     #[test]
@@ -500,7 +511,7 @@ mod tests {
             "{}",
             a.arrives_twice
         );
-        assert!(a.arrives_twice.contains("168 h"), "{}", a.arrives_twice);
+        assert!(a.arrives_twice.contains("264 h"), "{}", a.arrives_twice);
         assert!(
             a.on_failure.contains("500") && a.on_failure.contains("after 5 real failures"),
             "{}",

@@ -6,15 +6,15 @@ use serde_json::{json, Value};
 
 use super::{audit_source, hours, Flag, Forwarding, QueueFacts, SourceAudit};
 
-/// Retention against the queue's, or why it does not apply.
+/// Retention against the chain it must outlast, or why it does not apply.
 fn retention_text(s: &SourceAudit, queue: &QueueFacts) -> String {
     if s.flags.contains(&Flag::AtMostOnce) {
         "unused (no ledger)".to_owned()
     } else {
         format!(
-            "{} h (queue {})",
+            "{} h (chain {})",
             s.retention_hours,
-            hours(queue.retention_seconds)
+            hours(queue.chain_seconds())
         )
     }
 }
