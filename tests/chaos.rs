@@ -120,6 +120,10 @@ async fn consume_round(bridge: &Bridge, cx_emu: &Emulator) -> Option<Round> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn sigkilled_functions_lose_and_double_nothing() {
     let (receiver_bin, consumer_bin) = function_binaries();
     let aws = LocalAws::new("chaos").await;

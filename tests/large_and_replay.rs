@@ -219,6 +219,10 @@ async fn a_missing_object_reports_the_message_failed_with_a_clear_last_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_not() {
     let aws = LocalAws::new("replay").await;
     let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;

@@ -30,6 +30,10 @@ async fn put_by_hand(aws: &LocalAws, envelope: &Envelope) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn forged_envelopes_on_the_queue_reach_nothing() {
     let aws = LocalAws::new("trust").await;
     let sor = SystemOfRecord::start();

@@ -369,6 +369,10 @@ fn variable<'a>(properties: &'a Value, name: &str) -> Option<&'a Value> {
 /// The stack every end-to-end test runs on (template.yaml created on moto's CloudFormation,
 /// [`LocalAws`]) holds what the template declares, as the reader above sees it.
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn the_local_stack_holds_what_the_template_declares() {
     let t = template();
     let aws = LocalAws::new("it").await;

@@ -10,6 +10,7 @@ use crate::case::{
     MALFORMED, MISSING, TOO_LARGE,
 };
 
+#[allow(clippy::too_many_lines, reason = "a table of cases")]
 pub(crate) fn cases() -> Vec<Case> {
     let t = now_ms() / 1000;
     let body = GITHUB_BODY;

@@ -73,6 +73,10 @@ async fn every_bad_input_gets_its_documented_answer_and_writes_nothing() {
 
 /// The `isBase64Encoded` flag, only expressible as an API Gateway event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn a_wrong_base64_flag_is_a_400_or_a_401_never_a_panic_nor_a_write() {
     let aws = LocalAws::new("bad-b64").await;
     let rx = aws.receiver(ReceiverSettings::default()).await.0;

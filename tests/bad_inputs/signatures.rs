@@ -11,6 +11,7 @@ use crate::case::{
     ORDER_BODY, SIG, STRIPE_BODY,
 };
 
+#[allow(clippy::too_many_lines, reason = "a table of cases")]
 pub(crate) fn cases() -> Vec<Case> {
     let t = now_ms() / 1000;
     let (body, evt, acme, order) = (GITHUB_BODY, STRIPE_BODY, ACME_BODY, ORDER_BODY);

@@ -4,6 +4,10 @@
 use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exactly() {
     let logs = logs();
     let aws = LocalAws::new("logs").await;

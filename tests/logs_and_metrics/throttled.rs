@@ -30,6 +30,10 @@ fn throttling_downstream() -> (String, Arc<tiny_http::Server>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn a_throttled_forward_and_a_dead_letter_are_logged_and_counted() {
     let logs = logs();
     let aws = LocalAws::new("logs-backpressure").await;

@@ -45,6 +45,10 @@ async fn payload_mismatch_is_a_counted_duplicate_or_a_422_where_declared() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn bad_inputs_get_their_documented_answer_and_write_nothing() {
     let aws = LocalAws::new("bad").await;
     let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;

@@ -28,6 +28,10 @@ fn document_statements(document: &Value) -> Vec<(String, Vec<String>, Value)> {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 fn the_payload_bucket_is_encrypted_private_tls_only_and_expires_with_the_ledger() {
     let t = translated();
     let buckets = t.resources_of_type("AWS::S3::Bucket");

@@ -5,7 +5,7 @@
 //! that it shows exactly them. Run it with `cargo run -p inbox --example processor`.
 
 // ANCHOR: processor
-use inbox::consumer::{Job, ProcessError, Processor};
+use inbox::{Job, ProcessError, Processor};
 
 struct CreateInvoice {
     db: MyDb,
@@ -26,13 +26,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use aws_lambda_events::sqs::SqsMessage;
-use inbox::clock::{Clock, SystemClock};
-use inbox::config::SourceSpecs;
-use inbox::consumer::{Consumer, ConsumerSettings};
 use inbox::key::sha256_hex;
-use inbox::ledger::memory::MemoryLedger;
-use inbox::metrics::Metrics;
-use inbox::queue::Envelope;
+use inbox::{
+    Clock, Consumer, ConsumerSettings, Envelope, MemoryLedger, Metrics, SourceSpecs, SystemClock,
+};
 
 /// Stands in for your system of record (a handle: clones share the table): one invoice
 /// per key, however often it is asked.

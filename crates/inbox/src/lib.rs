@@ -8,10 +8,10 @@
 //!   defer) and its DynamoDB and in-memory adapters.
 //! - [`queue`]: the queue envelope and the SQS FIFO adapter.
 //! - [`fifo`]: the FIFO group rule: an event's group, a batch run by group, SQS-safe ids.
-//! - [`lease`]: how long a claim or a take holds a key.
+//! - `lease` (crate-private): how long a claim or a take holds a key.
 //! - [`receiver`] and [`consumer`]: the two handlers.
-//! - [`replay_cache`]: the receiver's memory of keys it answered, so that a warm instance
-//!   answers their duplicates with no AWS call.
+//! - `replay_cache` (crate-private): the receiver's memory of keys it answered, so that a
+//!   warm instance answers their duplicates with no AWS call.
 //! - [`forward`]: the shipped side effect, a signed POST to the system of record.
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
 //! - [`store`]: the payload bucket (bodies too big for the queue, the replay archive).
@@ -19,25 +19,43 @@
 //! - [`log_text`]: outside text (a path segment, a queue message's key) capped for a log line.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
+//! - `answer`, `defaults`, `whsec` (crate-private leaves): the stored answer, shared defaults
+//!   and the `whsec_` key bounds, re-exported where a user reaches them
+//!   ([`receiver::accepted_response`], [`consumer::DEFAULT_MAX_FAILURES`]).
+//!
+//! What a user of the library needs most is re-exported here: a [`Processor`] of your own
+//! (its [`Job`], [`Outcome`] and [`ProcessError`]), run by a [`Consumer`] with its
+//! [`ConsumerSettings`]; the [`Receiver`] and its [`ReceiverSettings`]; the sources
+//! ([`SourceSpecs`]); the ledger port ([`LedgerStore`]) and its in-memory twin
+//! ([`MemoryLedger`]); [`Metrics`]; the queue [`Envelope`]; the [`Clock`].
 
-pub mod answer;
+pub(crate) mod answer;
 pub mod app;
 pub mod clock;
 pub mod config;
 pub mod consumer;
-pub mod defaults;
+pub(crate) mod defaults;
 pub mod fifo;
 pub mod forward;
 pub mod json_fields;
 pub mod key;
-pub mod lease;
+pub(crate) mod lease;
 pub mod ledger;
 pub mod log_text;
 pub mod metrics;
 pub mod queue;
 pub mod receiver;
 pub mod redelivery;
-pub mod replay_cache;
+pub(crate) mod replay_cache;
 pub mod signature;
 pub mod store;
-pub mod whsec;
+pub(crate) mod whsec;
+
+pub use clock::{Clock, SystemClock};
+pub use config::SourceSpecs;
+pub use consumer::{Consumer, ConsumerSettings, Job, Outcome, ProcessError, Processor};
+pub use ledger::memory::MemoryLedger;
+pub use ledger::LedgerStore;
+pub use metrics::Metrics;
+pub use queue::Envelope;
+pub use receiver::{Receiver, ReceiverSettings};

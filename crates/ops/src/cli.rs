@@ -298,6 +298,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines, reason = "one assertion per command line")]
     fn parses_each_command_with_env_fallbacks() {
         let env = [("LEDGER_TABLE", "t-env"), ("QUEUE_URL", "q-env")];
         assert_eq!(

@@ -82,6 +82,10 @@ pub struct Why {
 /// Looks at every message on the dead-letter queue without removing it: receives them (hidden
 /// for at most `peek_seconds`), reads their keys, then makes them visible again. On a FIFO
 /// queue a group shows only the messages of it that one receive returns (at most 10).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one command read top to bottom: receive, explain each message, make them visible again"
+)]
 pub async fn why(
     sqs: &aws_sdk_sqs::Client,
     ledger: &DynamoLedger,

@@ -75,6 +75,10 @@ async fn inbox_ops(args: &[&str]) -> (i32, String, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn a_dead_letter_is_explained_redriven_and_then_completes() {
     let aws = LocalAws::new("ops").await;
     let sor = SystemOfRecord::start();

@@ -88,6 +88,10 @@ async fn queued(aws: &LocalAws) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
 async fn replay_by_key_and_by_hour_and_lookup_body_through_the_binary() {
     let aws = LocalAws::new("ops-replay").await;
     assert_eq!(

@@ -84,6 +84,10 @@ pub async fn deploy_local(sdk: &aws_config::SdkConfig, stack_name: &str) -> anyh
 /// Translates template.yaml ([`Translated::cached`]), creates it as `stack_name` on the CloudFormation `sdk` points at
 /// (moto: `AWS_ENDPOINT_URL`), waits for CREATE_COMPLETE, applies what moto ignores, and reads
 /// the stack back.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the rehearsal's steps in CloudFormation's order: translate, create, wait, read back"
+)]
 pub async fn deploy_local_with(
     sdk: &aws_config::SdkConfig,
     stack_name: &str,
@@ -256,6 +260,10 @@ pub async fn apply_what_moto_ignores(
 /// so its `PublicAccessBlockConfiguration` and its lifecycle rules' expiration (a literal or a
 /// parameter's `Ref`) are put with the S3 API. (Its `AWS::S3::BucketPolicy`, which moto's
 /// CloudFormation skips, is not: moto does not enforce bucket policies anyway.)
+#[allow(
+    clippy::too_many_lines,
+    reason = "each bucket setting moto's CloudFormation skips, put in turn"
+)]
 pub async fn apply_bucket_settings(
     sdk: &aws_config::SdkConfig,
     translated: &Translated,

@@ -49,6 +49,10 @@ impl Report {
 }
 
 impl std::fmt::Display for Report {
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the demo's report in the order it prints"
+    )]
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let row = |f: &mut std::fmt::Formatter<'_>, label: &str, value: String, note: &str| {
             let line = format!("  {label:<56} {value:>6}  {note}");

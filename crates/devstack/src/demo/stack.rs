@@ -110,6 +110,10 @@ impl Stack {
 
     /// moto, a system of record, the stack, the env file, and both functions under
     /// `cargo lambda watch`, warmed up.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the local stack's start-up steps in order"
+    )]
     pub async fn start(opts: &StackOptions, start: Instant) -> anyhow::Result<Stack> {
         let root = root();
         moto::python()?;

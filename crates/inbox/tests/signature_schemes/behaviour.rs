@@ -10,6 +10,10 @@ use crate::fixtures::{
 };
 use crate::signer::{header_text, sign, sign_with, signature_header, with_header};
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the behaviour every scheme shares, one check after another"
+)]
 fn check_common_behaviour(scheme: &Scheme, secret: &str, other: &str) {
     let name = scheme.name();
     let good = verifier(scheme, &[secret]);

@@ -30,6 +30,10 @@ pub(crate) struct Outcome {
     pub(crate) trace: Vec<String>,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one seed's run: set up, drive, drain, check the invariants"
+)]
 pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let clock = ManualClock::at_ms(START_MS);

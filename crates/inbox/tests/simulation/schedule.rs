@@ -75,6 +75,10 @@ impl Sim<'_> {
         }
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the scheduler's every action in one match"
+    )]
     pub(crate) fn act(&mut self) {
         let now = self.now();
         let unsent: Vec<usize> = (0..self.senders.len())

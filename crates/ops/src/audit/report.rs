@@ -88,6 +88,10 @@ impl Report {
     }
 
     /// The readable form: a summary table, then each source's three answers.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the table's rows in the order they print"
+    )]
     pub fn to_table(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!("Sources from {}\n", self.origin));

@@ -100,6 +100,7 @@ fn acme_message(specs: &SourceSpecs, id: &str, customer: &str, n: u8, mid: Strin
     message(specs, "acme", &headers, &body, mid)
 }
 
+#[allow(clippy::too_many_lines, reason = "one sample per case, listed")]
 pub fn samples(out: &mut Vec<Sample>, specs: &SourceSpecs) {
     // Two FIFO groups (customers A and B of the "acme" source), interleaved as SQS hands them out.
     let batch = [
