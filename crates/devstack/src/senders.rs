@@ -22,10 +22,8 @@ pub trait Sender: std::fmt::Debug + Send + Sync {
     fn headers(&self, id: &str, t: i64, body: &[u8]) -> Headers;
 }
 
-/// A Standard Webhooks secret that is not `whsec_` followed by base64.
-#[derive(Debug, thiserror::Error)]
-#[error("a Standard Webhooks secret is `whsec_` and base64: {0}")]
-pub struct WhsecError(#[from] base64::DecodeError);
+/// A Standard Webhooks secret that is not `whsec_` followed by base64 (inbox's one reader).
+pub use inbox::whsec::WhsecError;
 
 /// HMAC-SHA256 of the concatenation of `parts`.
 pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
@@ -115,8 +113,7 @@ pub struct StandardWebhooks {
 impl StandardWebhooks {
     /// From a `whsec_…` secret (the prefix is optional, as the libraries accept it).
     pub fn new(whsec: &str) -> Result<StandardWebhooks, WhsecError> {
-        let key = base64::engine::general_purpose::STANDARD
-            .decode(whsec.strip_prefix("whsec_").unwrap_or(whsec))?;
+        let key = inbox::whsec::decode(whsec)?;
         Ok(StandardWebhooks { key })
     }
 

@@ -209,7 +209,7 @@ mod tests {
         for (text, says) in [
             (
                 "env:INBOX_TEST_FWD_A,env:INBOX_TEST_FWD_BAD",
-                "secret #2 is not a whsec_ secret",
+                "secret #2 decodes to 5 bytes; a whsec_ key",
             ),
             (
                 "env:INBOX_TEST_FWD_ABSENT",

@@ -19,8 +19,10 @@
 //! - [`log_text`]: outside text (a path segment, a queue message's key) capped for a log line.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
-//! - `answer`, `defaults`, `whsec` (crate-private leaves): the stored answer, shared defaults
-//!   and the `whsec_` key bounds, re-exported where a user reaches them
+//! - [`whsec`]: the one reader of `whsec_` secrets, for the verifier, the forward signer and
+//!   the dev stack's senders.
+//! - `answer`, `defaults` (crate-private leaves): the stored answer and shared defaults,
+//!   re-exported where a user reaches them
 //!   ([`receiver::accepted_response`], [`consumer::DEFAULT_MAX_FAILURES`]).
 //!
 //! What a user of the library needs most is re-exported here: a [`Processor`] of your own
@@ -49,7 +51,7 @@ pub mod redelivery;
 pub(crate) mod replay_cache;
 pub mod signature;
 pub mod store;
-pub(crate) mod whsec;
+pub mod whsec;
 
 pub use clock::{Clock, SystemClock};
 pub use config::SourceSpecs;

@@ -34,12 +34,8 @@ pub fn signature_headers(
     let t = now_s.to_string();
     let headers = match scheme {
         Scheme::StandardWebhooks => {
-            let encoded = secret.strip_prefix("whsec_").unwrap_or(secret);
-            let key = B64
-                .decode(encoded)
-                .ok()
-                .filter(|k| !k.is_empty())
-                .ok_or_else(|| anyhow!("the Standard Webhooks secret is not whsec_<base64>"))?;
+            let key = inbox::whsec::decode(secret)
+                .map_err(|e| anyhow!("the Standard Webhooks secret {e}"))?;
             let signature = mac(&key, &[id.as_bytes(), b".", t.as_bytes(), b".", body]);
             vec![
                 ("webhook-id".to_owned(), id.to_owned()),
