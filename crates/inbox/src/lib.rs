@@ -16,6 +16,7 @@
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
 //! - [`store`]: the payload bucket (bodies too big for the queue, the replay archive).
 //! - [`metrics`]: the counters both handlers emit.
+//! - [`outcome`]: the log's `outcome` vocabulary, one enum.
 //! - [`log_text`]: outside text (a path segment, a queue message's key) capped for a log line.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
@@ -45,6 +46,7 @@ pub(crate) mod lease;
 pub mod ledger;
 pub mod log_text;
 pub mod metrics;
+pub mod outcome;
 pub mod queue;
 pub mod receiver;
 pub mod redelivery;

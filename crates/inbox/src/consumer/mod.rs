@@ -32,6 +32,7 @@ use crate::key::sha256_hex;
 use crate::ledger::{self, LedgerStore, StoreError, Take, TakeOutcome};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
+use crate::outcome::LogOutcome;
 use crate::queue::{BodyRef, Envelope};
 use crate::redelivery::{NoRedelivery, Redelivery};
 use crate::store::{NoStore, ObjectStore};
@@ -224,11 +225,15 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         let envelope = match msg.body.as_deref().map(Envelope::parse) {
             Some(Ok(env)) => env,
             Some(Err(e)) => {
-                warn!(message_id, error = %e, outcome = "failed", "unparseable message");
+                warn!(message_id, error = %e, outcome = LogOutcome::Failed.as_str(), "unparseable message");
                 return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
             }
             None => {
-                warn!(message_id, outcome = "failed", "message without a body");
+                warn!(
+                    message_id,
+                    outcome = LogOutcome::Failed.as_str(),
+                    "message without a body"
+                );
                 return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
             }
         };
@@ -239,7 +244,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                 message_id,
                 source,
                 key,
-                outcome = "failed",
+                outcome = LogOutcome::Failed.as_str(),
                 "message of an unknown source"
             );
             return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
@@ -251,7 +256,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             None => match envelope.body_bytes() {
                 Ok(b) => b.into(),
                 Err(e) => {
-                    warn!(message_id, key, error = %e, outcome = "failed", "unreadable body");
+                    warn!(message_id, key, error = %e, outcome = LogOutcome::Failed.as_str(), "unreadable body");
                     return self.unreadable(msg, source).await;
                 }
             },
@@ -259,7 +264,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         if let Err(refusal) = admit::check(&envelope, &body) {
             return self.refuse(msg, &envelope, &refusal).await;
         }
-        let mut job = Job {
+        let job = Job {
             key: key.to_owned(),
             source: source.to_owned(),
             body,
@@ -272,17 +277,9 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         // an at-most-once source's replay goes through the ledger too (its replay take
         // creates the key's item), so that the same replay id never runs twice.
         if spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
-            if let Some(body_ref) = &envelope.body_ref {
-                match self.fetch_body(body_ref).await {
-                    Ok(b) => job.body = b,
-                    Err(e) => {
-                        self.metrics.count(source, Metric::Failed);
-                        warn!(key, source, error = %e, outcome = "dropped", "at-most-once body unreadable");
-                        return Verdict::Done;
-                    }
-                }
-            }
-            return self.at_most_once(&job, inv).await;
+            return self
+                .at_most_once(job, envelope.body_ref.as_ref(), inv)
+                .await;
         }
         let now = self.clock.now_ms();
         let (response_status, response_body) = accepted_response(key);
@@ -309,7 +306,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         let source = envelope.source.as_str();
         let key = capped(&envelope.key, MAX_LOGGED_BYTES);
         self.metrics.count(source, Metric::Refused);
-        warn!(message_id, source, key, error = %refusal, outcome = "refused");
+        warn!(message_id, source, key, error = %refusal, outcome = LogOutcome::Refused.as_str());
         if !envelope.key.starts_with('#') {
             let reason = refusal.to_string();
             if let Err(e) = self
@@ -317,7 +314,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                 .note_refusal(&envelope.key, &reason, self.clock.now_ms())
                 .await
             {
-                warn!(message_id, source, key, error = %e, outcome = "refused", "could not note the refusal");
+                warn!(message_id, source, key, error = %e, outcome = LogOutcome::Refused.as_str(), "could not note the refusal");
             }
         }
         if self.redelivery.dead_letters() {
@@ -328,21 +325,37 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
 
     /// Declared at-most-once: run once, never retried, no ledger; acknowledged whatever
     /// happened.
-    async fn at_most_once(&self, job: &Job, inv: &Invocation<'_>) -> Verdict {
+    async fn at_most_once(
+        &self,
+        mut job: Job,
+        body_ref: Option<&BodyRef>,
+        inv: &Invocation<'_>,
+    ) -> Verdict {
+        if let Some(body_ref) = body_ref {
+            match self.fetch_body(body_ref).await {
+                Ok(b) => job.body = b,
+                Err(e) => {
+                    let (key, source) = (job.key.as_str(), job.source.as_str());
+                    self.metrics.count(source, Metric::Failed);
+                    warn!(key, source, error = %e, outcome = LogOutcome::Dropped.as_str(), "at-most-once body unreadable");
+                    return Verdict::Done;
+                }
+            }
+        }
         let (key, source) = (job.key.as_str(), job.source.as_str());
-        match self.processor.run(job).await {
+        match self.processor.run(&job).await {
             Outcome::Done => {
                 self.metrics.count(source, Metric::Completed);
                 info!(
                     key,
                     source,
-                    outcome = "completed",
+                    outcome = LogOutcome::Completed.as_str(),
                     delivery = "at_most_once"
                 );
             }
             Outcome::Failed(e) => {
                 self.metrics.count(source, Metric::Failed);
-                warn!(key, source, error = %e, outcome = "dropped", "at-most-once side effect failed");
+                warn!(key, source, error = %e, outcome = LogOutcome::Dropped.as_str(), "at-most-once side effect failed");
             }
             Outcome::Throttled {
                 retry_after,
@@ -350,7 +363,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             } => {
                 self.metrics.count(source, Metric::Throttled);
                 inv.throttle(retry_after);
-                warn!(key, source, error = %reason, outcome = "dropped", "at-most-once side effect throttled");
+                warn!(key, source, error = %reason, outcome = LogOutcome::Dropped.as_str(), "at-most-once side effect throttled");
             }
         }
         Verdict::Done
@@ -405,7 +418,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         match taken {
             Ok(TakeOutcome::Taken { attempts }) => Ok(attempts),
             Err(e) => {
-                warn!(key, source, error = %e, outcome = "failed", "take failed");
+                warn!(key, source, error = %e, outcome = LogOutcome::Failed.as_str(), "take failed");
                 Err(Verdict::Failed)
             }
             Ok(TakeOutcome::Completed) => {
@@ -414,7 +427,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                     key,
                     source,
                     replay_id,
-                    outcome = "duplicate",
+                    outcome = LogOutcome::Duplicate.as_str(),
                     "already completed: acknowledged without side effect"
                 );
                 Err(Verdict::Done)
@@ -424,7 +437,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                     key,
                     source,
                     lease_until,
-                    outcome = "busy",
+                    outcome = LogOutcome::Busy.as_str(),
                     "another consumer holds the lease"
                 );
                 Err(Verdict::Failed)
@@ -459,14 +472,14 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         };
         match deferred {
             Ok(true) => {
-                info!(key, source, attempts = job.attempt, retry_after_s = retry_after.as_secs(), error = %reason, outcome = if held { "held" } else { "throttled" })
+                info!(key, source, attempts = job.attempt, retry_after_s = retry_after.as_secs(), error = %reason, outcome = if held { LogOutcome::Held } else { LogOutcome::Throttled }.as_str())
             }
             Ok(false) => {
                 self.metrics.count(source, Metric::LeaseLost);
-                warn!(key, source, error = %reason, outcome = "lease_lost");
+                warn!(key, source, error = %reason, outcome = LogOutcome::LeaseLost.as_str());
             }
             Err(se) => {
-                warn!(key, source, error = %reason, store_error = %se, outcome = "throttled")
+                warn!(key, source, error = %reason, store_error = %se, outcome = LogOutcome::Throttled.as_str())
             }
         }
         if held {
@@ -493,7 +506,13 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                     Metric::Completed
                 };
                 self.metrics.count(source, metric);
-                info!(key, source, attempts, replay_id, outcome = "completed");
+                info!(
+                    key,
+                    source,
+                    attempts,
+                    replay_id,
+                    outcome = LogOutcome::Completed.as_str()
+                );
                 Verdict::Done
             }
             Ok(false) => {
@@ -505,14 +524,14 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
                 warn!(
                     key,
                     source,
-                    outcome = "lease_lost",
+                    outcome = LogOutcome::LeaseLost.as_str(),
                     "side effect ran but the lease was lost before complete"
                 );
                 Verdict::Failed
             }
             Err(e) => {
                 // Redelivery re-runs the side effect with the same Idempotency-Key.
-                warn!(key, source, error = %e, outcome = "failed", "complete failed after the side effect");
+                warn!(key, source, error = %e, outcome = LogOutcome::Failed.as_str(), "complete failed after the side effect");
                 Verdict::Failed
             }
         }
@@ -551,7 +570,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         };
         match failed {
             Ok(Some(failures)) => {
-                warn!(key, source, attempts = job.attempt, failures, error = %e, outcome = "failed");
+                warn!(key, source, attempts = job.attempt, failures, error = %e, outcome = LogOutcome::Failed.as_str());
                 let max = self.settings.max_failures.max(1);
                 if self.redelivery.dead_letters() && failures % max == 0 {
                     return self.dead_letter(msg, source, Some(key)).await;
@@ -559,10 +578,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             }
             Ok(None) => {
                 self.metrics.count(source, Metric::LeaseLost);
-                warn!(key, source, error = %e, outcome = "lease_lost");
+                warn!(key, source, error = %e, outcome = LogOutcome::LeaseLost.as_str());
             }
             Err(se) => {
-                warn!(key, source, error = %e, store_error = %se, outcome = "failed")
+                warn!(key, source, error = %e, store_error = %se, outcome = LogOutcome::Failed.as_str())
             }
         }
         Verdict::Failed

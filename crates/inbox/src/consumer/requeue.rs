@@ -14,6 +14,7 @@ use crate::clock::Clock;
 use crate::ledger::LedgerStore;
 use crate::metrics::Metric;
 use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
+use crate::outcome::LogOutcome;
 use crate::redelivery::{Redelivery, MAX_DELAY_SECONDS};
 
 /// How close to the end of the queue's retention a delayed message may come back: nearer, a
@@ -103,13 +104,13 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: crate::store::Obj
                     source,
                     key,
                     receives = receive_count(msg),
-                    outcome = "dead_lettered",
+                    outcome = LogOutcome::DeadLettered.as_str(),
                     "moved to the dead-letter queue"
                 );
                 Verdict::Done
             }
             Err(e) => {
-                warn!(message_id, source, key, error = %e, outcome = "failed", "could not dead-letter");
+                warn!(message_id, source, key, error = %e, outcome = LogOutcome::Failed.as_str(), "could not dead-letter");
                 Verdict::Failed
             }
         }

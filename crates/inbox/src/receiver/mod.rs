@@ -28,6 +28,7 @@ use crate::ledger::{
 };
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics};
+use crate::outcome::LogOutcome;
 use crate::queue::Queue;
 use crate::replay_cache::{ReplayCache, Seen};
 use crate::store::{NoStore, ObjectStore};
@@ -230,7 +231,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         };
         self.metrics.count(dimension, metric);
         let source = capped(source, MAX_LOGGED_BYTES);
-        warn!(source, status = status.as_u16(), error = code, reason = %rejection, outcome = "rejected");
+        warn!(source, status = status.as_u16(), error = code, reason = %rejection, outcome = LogOutcome::Rejected.as_str());
         rejection.into_response()
     }
 
@@ -309,7 +310,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             .await
             .map_err(Rejection::Internal)?;
         self.metrics.count(name, Metric::Accepted);
-        info!(source = name, key = %event.key, outcome = "accepted", delivery = "at_most_once");
+        info!(source = name, key = %event.key, outcome = LogOutcome::Accepted.as_str(), delivery = "at_most_once");
         Ok(json_response(
             StatusCode::OK,
             accepted_response(&event.key).1,
@@ -328,8 +329,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let (name, key) = (event.source.spec.name.as_str(), event.key.as_str());
         if let Err(e) = self.send(event, carry, event.measured_at).await {
             match self.ledger.release(key, &inv.request_id).await {
-                Ok(released) => info!(source = name, key, released, outcome = "released"),
-                Err(re) => warn!(source = name, key, error = %re, outcome = "release_failed"),
+                Ok(released) => info!(
+                    source = name,
+                    key,
+                    released,
+                    outcome = LogOutcome::Released.as_str()
+                ),
+                Err(re) => {
+                    warn!(source = name, key, error = %re, outcome = LogOutcome::ReleaseFailed.as_str())
+                }
             }
             self.metrics.count(name, Metric::Released);
             return Err(Rejection::Internal(e));
@@ -343,7 +351,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             event.measured_at,
         );
         self.metrics.count(name, Metric::Accepted);
-        info!(source = name, key, outcome = "accepted");
+        info!(source = name, key, outcome = LogOutcome::Accepted.as_str());
         Ok(json_response(StatusCode::OK, accepted))
     }
 
@@ -452,11 +460,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 match self.ledger.release(key, &inv.request_id).await {
                     Ok(true) => {
                         self.metrics.count(&source.spec.name, Metric::Released);
-                        info!(source = %source.spec.name, key, outcome = "released", "claim failed")
+                        info!(source = %source.spec.name, key, outcome = LogOutcome::Released.as_str(), "claim failed")
                     }
                     Ok(false) => {}
                     Err(re) => {
-                        warn!(source = %source.spec.name, key, error = %re, outcome = "release_failed", "claim failed")
+                        warn!(source = %source.spec.name, key, error = %re, outcome = LogOutcome::ReleaseFailed.as_str(), "claim failed")
                     }
                 }
                 Err(Rejection::Internal(e.to_string()))
@@ -491,7 +499,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     fn replay(&self, source: &Source, key: &str, seen: &Seen, status: &str) -> Response<Body> {
         let name = source.spec.name.as_str();
         self.metrics.count(name, Metric::Replayed);
-        info!(source = name, key = %key, status, outcome = "replayed");
+        info!(source = name, key = %key, status, outcome = LogOutcome::Replayed.as_str());
         let mut resp = json_response(
             StatusCode::from_u16(seen.response_status).unwrap_or(StatusCode::OK),
             seen.response_body.clone(),
