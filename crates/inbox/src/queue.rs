@@ -103,15 +103,17 @@ impl Envelope {
     pub fn to_json(&self) -> String {
         Wire {
             v: self.v,
-            key: &self.key,
-            source: &self.source,
-            received_at: self.received_at,
-            payload_sha256: &self.payload_sha256,
-            headers: &self.headers,
             body: self.body_ref.is_none().then_some(Cow::Borrowed(&self.body)),
             body_encoding: self.body_encoding.as_deref(),
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
+            ..Wire::event(
+                &self.key,
+                &self.source,
+                self.received_at,
+                &self.payload_sha256,
+                &self.headers,
+            )
         }
         .to_json()
     }
@@ -126,16 +128,8 @@ impl Envelope {
         body_ref: &BodyRef,
     ) -> String {
         Wire {
-            v: ENVELOPE_VERSION,
-            key,
-            source,
-            received_at,
-            payload_sha256,
-            headers,
-            body: None,
-            body_encoding: None,
             body_ref: Some(body_ref),
-            replay_id: None,
+            ..Wire::event(key, source, received_at, payload_sha256, headers)
         }
         .to_json()
     }
@@ -153,16 +147,9 @@ impl Envelope {
     ) -> String {
         let (body, body_encoding) = encode_body(body);
         Wire {
-            v: ENVELOPE_VERSION,
-            key,
-            source,
-            received_at,
-            payload_sha256,
-            headers,
             body: Some(body),
             body_encoding,
-            body_ref: None,
-            replay_id: None,
+            ..Wire::event(key, source, received_at, payload_sha256, headers)
         }
         .to_json()
     }
@@ -236,7 +223,30 @@ struct Wire<'a> {
     replay_id: Option<&'a str>,
 }
 
-impl Wire<'_> {
+impl<'a> Wire<'a> {
+    /// The event's part of an envelope, the one place its fields are filled in; the body, its
+    /// pointer and a replay id are added where there is one.
+    fn event(
+        key: &'a str,
+        source: &'a str,
+        received_at: i64,
+        payload_sha256: &'a str,
+        headers: &'a BTreeMap<String, String>,
+    ) -> Wire<'a> {
+        Wire {
+            v: ENVELOPE_VERSION,
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            body: None,
+            body_encoding: None,
+            body_ref: None,
+            replay_id: None,
+        }
+    }
+
     fn to_json(&self) -> String {
         // Sized up front: growing a 1 MiB string by doubling copies it a score of times.
         let body_len = self.body.as_ref().map_or(0, |b| b.len());

@@ -13,7 +13,9 @@ fn crate_dir() -> PathBuf {
 fn documented() -> Vec<String> {
     let text = std::fs::read_to_string(crate_dir().join("../../docs/operations.md"))
         .expect("docs/operations.md");
-    let start = text.find("- `fields.outcome`:").expect("the outcome bullet");
+    let start = text
+        .find("- `fields.outcome`:")
+        .expect("the outcome bullet");
     let bullet = &text[start + "- `fields.outcome`:".len()..];
     let bullet = &bullet[..bullet.find("\n- ").unwrap_or(bullet.len())];
     // Backticked words outside parentheses: the parentheses name fields (`error`, ...).
@@ -54,5 +56,8 @@ fn no_source_writes_an_outcome_as_a_literal() {
             }
         }
     }
-    assert!(literal.is_empty(), "outcomes written as literals: {literal:?}");
+    assert!(
+        literal.is_empty(),
+        "outcomes written as literals: {literal:?}"
+    );
 }
