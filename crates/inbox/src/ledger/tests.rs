@@ -225,3 +225,138 @@ fn the_body_guard_passes_new_expired_or_same_key_bodies_only() {
         NOW
     ));
 }
+
+fn completed_once(status: Status) -> Record {
+    Record {
+        completed_at: Some(NOW - 10),
+        ..item(status)
+    }
+}
+
+#[test]
+fn an_ordinary_take_refuses_a_key_that_completed_once() {
+    for status in [Status::Received, Status::Queued, Status::Failed] {
+        assert!(
+            !take_allowed(Some(&completed_once(status)), NOW),
+            "{status:?}"
+        );
+    }
+    let abandoned = Record {
+        lease_until: Some(NOW - 1),
+        lease_owner: Some("replay".into()),
+        ..completed_once(Status::Processing)
+    };
+    assert!(!take_allowed(Some(&abandoned), NOW), "an abandoned replay");
+    assert_eq!(refused_take(Some(abandoned), NOW), TakeOutcome::Completed);
+    let forgotten = Record {
+        expires_at: NOW_S - 1,
+        ..completed_once(Status::Failed)
+    };
+    assert!(take_allowed(Some(&forgotten), NOW), "expired: absent");
+}
+
+#[test]
+fn a_refusal_is_noted_only_on_a_live_item() {
+    assert!(!note_refusal_allowed(None, NOW));
+    for status in ALL {
+        assert!(note_refusal_allowed(Some(&item(status)), NOW), "{status:?}");
+        assert!(
+            !note_refusal_allowed(Some(&expired(status)), NOW),
+            "{status:?}"
+        );
+    }
+}
+
+#[test]
+fn a_replay_takes_any_status_once_per_id_and_never_under_a_live_lease() {
+    let with_replay = |r: Record| Record {
+        replays: ["rp".to_owned()].into(),
+        ..r
+    };
+    assert!(replay_take_allowed(None, "rp", NOW));
+    for status in ALL {
+        assert!(
+            replay_take_allowed(Some(&item(status)), "rp", NOW),
+            "{status:?}"
+        );
+        assert!(!replay_take_allowed(
+            Some(&with_replay(item(status))),
+            "rp",
+            NOW
+        ));
+        assert!(replay_take_allowed(
+            Some(&with_replay(item(status))),
+            "other",
+            NOW
+        ));
+        assert!(replay_take_allowed(
+            Some(&with_replay(expired(status))),
+            "rp",
+            NOW
+        ));
+        assert!(!replay_take_allowed(
+            Some(&leased(status, "x", NOW)),
+            "rp",
+            NOW
+        ));
+        assert!(!replay_take_allowed(
+            Some(&leased(status, "x", NOW + 1)),
+            "rp",
+            NOW
+        ));
+        assert!(replay_take_allowed(
+            Some(&leased(status, "x", NOW - 1)),
+            "rp",
+            NOW
+        ));
+    }
+    let done = with_replay(leased(Status::Completed, "x", NOW + 7));
+    assert_eq!(
+        refused_replay_take(Some(done.clone()), "rp", NOW),
+        TakeOutcome::Completed
+    );
+    assert_eq!(
+        refused_replay_take(Some(done.clone()), "other", NOW),
+        TakeOutcome::Busy {
+            lease_until: Some(NOW + 7)
+        }
+    );
+    let gone = Record {
+        expires_at: NOW_S - 1,
+        ..done
+    };
+    assert_eq!(
+        refused_replay_take(Some(gone), "rp", NOW),
+        TakeOutcome::Busy {
+            lease_until: Some(NOW + 7)
+        }
+    );
+    assert_eq!(
+        refused_replay_take(None, "rp", NOW),
+        TakeOutcome::Busy { lease_until: None }
+    );
+}
+
+#[test]
+fn a_replay_is_given_back_only_by_its_holder_on_a_key_that_completed_once() {
+    let held = |status, owner: &str, completed_at| Record {
+        completed_at,
+        ..leased(status, owner, NOW + 1000)
+    };
+    assert!(!give_back_replay_allowed(None, "me"));
+    for status in ALL {
+        assert_eq!(
+            give_back_replay_allowed(Some(&held(status, "me", Some(NOW - 10))), "me"),
+            status == Status::Processing,
+            "{status:?}"
+        );
+        assert!(!give_back_replay_allowed(
+            Some(&held(status, "you", Some(NOW - 10))),
+            "me"
+        ));
+        assert!(!give_back_replay_allowed(
+            Some(&held(status, "me", None)),
+            "me"
+        ));
+    }
+}
