@@ -41,25 +41,25 @@ pub fn required(name: &'static str) -> Result<String, ConfigError> {
 /// `QUEUE_RETENTION_SECONDS`: the queue's message retention, which every source's
 /// `retention_hours` must outlast. Optional (unset: not checked); the template sets it.
 pub fn queue_retention_seconds() -> Result<Option<u64>, ConfigError> {
-    match std::env::var("QUEUE_RETENTION_SECONDS") {
-        Err(_) => Ok(None),
-        Ok(_) => number_or("QUEUE_RETENTION_SECONDS", 0).map(Some),
-    }
+    optional_number("QUEUE_RETENTION_SECONDS")
 }
 
 /// `DLQ_RETENTION_SECONDS`, where set: the dead-letter queue's message retention.
 pub fn dlq_retention_seconds() -> Result<Option<u64>, ConfigError> {
-    match std::env::var("DLQ_RETENTION_SECONDS") {
-        Err(_) => Ok(None),
-        Ok(_) => number_or("DLQ_RETENTION_SECONDS", 0).map(Some),
-    }
+    optional_number("DLQ_RETENTION_SECONDS")
 }
 
 /// `PAYLOAD_RETENTION_DAYS`, where set: how long the payload bucket keeps an object.
 pub fn payload_retention_days() -> Result<Option<u64>, ConfigError> {
-    match std::env::var("PAYLOAD_RETENTION_DAYS") {
+    optional_number("PAYLOAD_RETENTION_DAYS")
+}
+
+/// A whole number where the variable is set, `None` where it is not (set but not a number:
+/// the error [`number_or`] gives).
+fn optional_number(name: &'static str) -> Result<Option<u64>, ConfigError> {
+    match std::env::var(name) {
         Err(_) => Ok(None),
-        Ok(_) => number_or("PAYLOAD_RETENTION_DAYS", 0).map(Some),
+        Ok(_) => number_or(name, 0).map(Some),
     }
 }
 

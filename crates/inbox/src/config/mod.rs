@@ -139,12 +139,10 @@ impl SourceSpecs {
         self.0.get(name)
     }
 
-    /// Every source must remember its keys longer than the queue keeps a message, or a
-    /// message still on the queue could outlive its ledger item and run twice.
-    /// `queue_retention_seconds` is `QUEUE_RETENTION_SECONDS`, set by the template from the
-    /// queue's own `MessageRetentionPeriod`.
-    /// Every effectively-once source's `retention_hours` lasts at least `chain_seconds`
-    /// ([`retention_chain_seconds`]).
+    /// Every effectively-once source remembers its keys at least `chain_seconds`
+    /// ([`retention_chain_seconds`] of `QUEUE_RETENTION_SECONDS` and `DLQ_RETENTION_SECONDS`,
+    /// which the template sets from the queues), or a message still on a queue, or redriven,
+    /// could outlive its ledger item and run twice.
     pub fn check_retention(&self, chain_seconds: u64) -> Result<(), ConfigError> {
         for spec in self.0.values() {
             let remembered = spec.retention_hours.saturating_mul(3600);

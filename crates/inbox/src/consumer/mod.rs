@@ -462,13 +462,12 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         }
         inv.throttle(retry_after);
         let deferred = match self.give_back(job, owner, reason, false).await {
-            Ok(Some(_)) => Ok(true),
             Ok(None) => {
                 self.ledger
                     .defer(key, owner, &reason.0, self.clock.now_ms())
                     .await
             }
-            Err(se) => Err(se),
+            given_back => given_back.map(|failures| failures.is_some()),
         };
         match deferred {
             Ok(true) => {

@@ -234,7 +234,9 @@ pub(crate) fn hours(seconds: impl Into<u64>) -> String {
     if seconds.is_multiple_of(3600) {
         format!("{} h", seconds / 3600)
     } else {
-        format!("{}.{} h", seconds / 3600, seconds % 3600 * 10 / 3600)
+        // Rounded to a tenth, as before the chain (a u64 of seconds is exact in an f64 far
+        // beyond any retention).
+        format!("{:.1} h", seconds as f64 / 3600.0)
     }
 }
 
