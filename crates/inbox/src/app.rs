@@ -187,6 +187,56 @@ mod tests {
     use super::*;
     use crate::config::env::parse_forward_signing_secrets;
 
+    /// The only test that sets `WEBHOOK_SOURCES` and the retention variables: one test, so
+    /// that no other reads them while they change.
+    #[test]
+    fn start_up_checks_the_sources_against_the_retention_variables_it_reads() {
+        let vars = [
+            "WEBHOOK_SOURCES",
+            "QUEUE_RETENTION_SECONDS",
+            "DLQ_RETENTION_SECONDS",
+            "PAYLOAD_RETENTION_DAYS",
+        ];
+        let run = |values: [Option<&str>; 4]| {
+            for (name, value) in vars.iter().zip(values) {
+                match value {
+                    Some(v) => std::env::set_var(name, v),
+                    None => std::env::remove_var(name),
+                }
+            }
+            source_specs_from_env()
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        // 240 hours: ten days, a day short of the template's chain (4 d + 6 d + 1 d).
+        let sources = r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}, "retention_hours": 240}}"#;
+        let queue = Some("345600");
+        assert_eq!(run([Some(sources), queue, None, None]), Ok(()));
+        let e = run([Some(sources), queue, Some("518400"), None]).unwrap_err();
+        assert!(
+            e.contains("retention chain (950400 s"),
+            "the DLQ is read: {e}"
+        );
+        let e = run([Some(sources), queue, Some("six days"), None]).unwrap_err();
+        assert!(e.contains("DLQ_RETENTION_SECONDS"), "{e}");
+        // The payload bucket's days against the queue alone (345,600 s: four days).
+        let e = run([Some(sources), queue, None, Some("3")]).unwrap_err();
+        assert!(
+            e.contains("PAYLOAD_RETENTION_DAYS") && e.contains("3 days"),
+            "{e}"
+        );
+        assert_eq!(run([Some(sources), queue, None, Some("4")]), Ok(()));
+        let e = run([Some(sources), queue, None, Some("x")]).unwrap_err();
+        assert!(e.contains("PAYLOAD_RETENTION_DAYS"), "{e}");
+        // No queue retention: nothing is checked against it.
+        assert_eq!(
+            run([Some(sources), None, Some("518400"), Some("1")]),
+            Ok(())
+        );
+        let e = run([None, queue, None, None]).unwrap_err();
+        assert!(e.contains("WEBHOOK_SOURCES"), "{e}");
+    }
+
     #[tokio::test]
     async fn the_forward_signer_reads_each_reference_and_checks_whsec() {
         std::env::set_var("INBOX_TEST_FWD_A", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");

@@ -360,3 +360,97 @@ fn a_replay_is_given_back_only_by_its_holder_on_a_key_that_completed_once() {
         ));
     }
 }
+
+fn take_by(owner: &str) -> Take {
+    Take {
+        key: "s:k".into(),
+        source: "s".into(),
+        payload_sha256: "h".into(),
+        owner: owner.into(),
+        now_ms: NOW,
+        lease_until_ms: NOW + 60_000,
+        expires_at: NOW_S + 3600,
+        response_status: 200,
+        response_body: "{}".into(),
+    }
+}
+
+#[tokio::test]
+async fn the_memory_ledger_notes_a_refusal_on_a_live_item_only() {
+    let ledger = memory::MemoryLedger::new();
+    assert!(!ledger.note_refusal("s:k", "forged", NOW).await.unwrap());
+    assert!(
+        ledger.snapshot().is_empty(),
+        "no item written for an absent key"
+    );
+    ledger.take(&take_by("c1")).await.unwrap();
+    assert!(ledger.note_refusal("s:k", "forged", NOW).await.unwrap());
+    let r = ledger.get("s:k").await.unwrap().unwrap();
+    assert_eq!(r.last_error.as_deref(), Some("forged"));
+    assert_eq!(r.status, Status::Processing, "a note changes nothing else");
+}
+
+#[tokio::test]
+async fn the_memory_ledger_gives_a_completed_key_back_after_its_replay_failed() {
+    let ledger = memory::MemoryLedger::new();
+    ledger.take(&take_by("c1")).await.unwrap();
+    assert!(ledger.complete("s:k", "c1", NOW).await.unwrap());
+    let replay = |owner: &'static str, id: &'static str| {
+        let ledger = &ledger;
+        async move { ledger.take_replay(&take_by(owner), id).await.unwrap() }
+    };
+    assert!(matches!(
+        replay("c2", "r1").await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(
+        ledger
+            .give_back_replay("s:k", "c3", "boom", true)
+            .await
+            .unwrap(),
+        None,
+        "only the replay's holder gives it back"
+    );
+    assert_eq!(
+        ledger
+            .give_back_replay("s:k", "c2", "boom", true)
+            .await
+            .unwrap(),
+        Some(1)
+    );
+    let r = ledger.get("s:k").await.unwrap().unwrap();
+    assert_eq!(r.status, Status::Completed);
+    assert_eq!(r.last_error.as_deref(), Some("boom"));
+    assert_eq!((r.lease_owner, r.lease_until, r.failures), (None, None, 1));
+    assert_eq!(
+        ledger
+            .give_back_replay("s:k", "c2", "boom", true)
+            .await
+            .unwrap(),
+        None,
+        "given back once"
+    );
+    assert!(matches!(
+        replay("c2", "r2").await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(
+        ledger
+            .give_back_replay("s:k", "c2", "throttled", false)
+            .await
+            .unwrap(),
+        Some(1),
+        "a throttled replay counts no failure"
+    );
+    assert!(matches!(
+        replay("c2", "r3").await,
+        TakeOutcome::Taken { .. }
+    ));
+    assert_eq!(
+        ledger
+            .give_back_replay("s:k", "c2", "boom", true)
+            .await
+            .unwrap(),
+        Some(2)
+    );
+}

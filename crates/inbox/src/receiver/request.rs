@@ -105,3 +105,90 @@ fn plain_host(host: &[u8]) -> bool {
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+
+    fn event(headers: &[(&str, &[u8])]) -> ApiGatewayV2httpRequest {
+        let mut payload = ApiGatewayV2httpRequest::default();
+        payload.raw_path = Some("/webhooks/github".into());
+        payload.request_context.http.method = http::Method::POST;
+        payload.request_context.http.path = Some("/webhooks/github".into());
+        payload.request_context.domain_name =
+            Some("abc.execute-api.eu-west-1.amazonaws.com".into());
+        for (name, value) in headers {
+            payload.headers.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                http::HeaderValue::from_bytes(value).unwrap(),
+            );
+        }
+        payload
+    }
+
+    fn converted(headers: &[(&str, &[u8])]) -> Request {
+        into_request(event(headers)).expect("converted")
+    }
+
+    #[test]
+    fn the_request_keeps_its_method_path_and_plain_headers() {
+        let req = converted(&[
+            ("host", b"hooks.example.com:8443"),
+            ("x-forwarded-proto", b"http"),
+            ("x-github-delivery", b"d-1"),
+        ]);
+        assert_eq!(req.method(), http::Method::POST);
+        assert_eq!(req.uri().path(), "/webhooks/github");
+        assert_eq!(req.uri().host(), Some("hooks.example.com"));
+        assert_eq!(req.uri().scheme_str(), Some("http"));
+        assert_eq!(req.headers()["x-github-delivery"], "d-1");
+        assert_eq!(req.headers()["x-forwarded-proto"], "http");
+        let req = converted(&[("x-forwarded-proto", b"https")]);
+        assert_eq!(req.headers()["x-forwarded-proto"], "https");
+        assert_eq!(
+            req.uri().host(),
+            Some("abc.execute-api.eu-west-1.amazonaws.com"),
+            "no Host: API Gateway's domain name"
+        );
+    }
+
+    #[test]
+    fn a_host_or_proto_that_would_not_parse_is_dropped_not_a_panic() {
+        let req = converted(&[("host", b"a b"), ("x-forwarded-proto", b"1")]);
+        assert!(req.headers().get("host").is_none());
+        assert!(req.headers().get("x-forwarded-proto").is_none());
+        assert_eq!(
+            req.uri().host(),
+            Some("abc.execute-api.eu-west-1.amazonaws.com")
+        );
+        assert_eq!(req.uri().path(), "/webhooks/github");
+        for proto in [&b"ftp"[..], b"httpx", b"HTTPS "] {
+            let req = converted(&[("x-forwarded-proto", proto)]);
+            assert!(
+                req.headers().get("x-forwarded-proto").is_none(),
+                "{proto:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plain_host_is_letters_digits_dots_dashes_colons_and_brackets_up_to_261_bytes() {
+        for host in [
+            &b"example.com"[..],
+            b"a-b.example.com:443",
+            b"[::1]:3000",
+            b"127.0.0.1",
+        ] {
+            assert!(plain_host(host), "{host:?}");
+        }
+        let longest = "a".repeat(261);
+        assert!(plain_host(longest.as_bytes()));
+        assert!(!plain_host(format!("{longest}a").as_bytes()));
+        for host in [&b""[..], b"a b", b"a/b", b"a@b", b"a_b", b"\x7f"] {
+            assert!(!plain_host(host), "{host:?}");
+        }
+        // Each forbidden byte alone, between allowed ones.
+        assert!(!plain_host(b"a.b-c:d[e]f g"));
+    }
+}
