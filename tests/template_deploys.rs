@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use devstack::cloudformation::{
-    deploy_local, deploy_local_with, samconfig_path, Parameters, Stack, Translated,
+    delete_local, deploy_local, deploy_local_with, samconfig_path, Parameters, Stack, Translated,
 };
 use serde_json::Value;
 use tokio::sync::OnceCell;
@@ -271,10 +271,19 @@ async fn both_functions_have_their_resolved_environment_roles_and_concurrency() 
 
     let reserved: i32 = parameters
         .get("ReceiverReservedConcurrency")
-        .expect("samconfig reserves receiver concurrency")
+        .map(str::to_owned)
+        .or_else(|| {
+            t.parameter("ReceiverReservedConcurrency")
+                .map(|p| scalar(&p["Default"]))
+        })
+        .expect("ReceiverReservedConcurrency has a value")
         .parse()
         .expect("a number");
-    assert_eq!(stack.receiver.reserved_concurrency, Some(reserved));
+    // 0 reserves nothing (a new account has nothing to reserve): no concurrency setting.
+    assert_eq!(
+        stack.receiver.reserved_concurrency,
+        (reserved > 0).then_some(reserved)
+    );
     assert_eq!(stack.consumer.reserved_concurrency, None);
     for (logical, function) in [
         ("ReceiverFunction", &stack.receiver),
@@ -320,6 +329,60 @@ async fn an_alarm_email_creates_the_alarm_topic() {
     let (kind, arn) = &stack.resources["AlarmTopic"];
     assert_eq!(kind, "AWS::SNS::Topic");
     assert!(arn.starts_with("arn:"), "{arn}");
+}
+
+/// `sam delete` and a re-deploy under the same name, as docs/deploying.md's teardown gives them:
+/// the delete completes with the payload bucket holding an object (the archive is on by
+/// default), the ledger table and the bucket stay (retained by design), and the same stack
+/// name deploys again beside them with a new table and bucket.
+#[tokio::test]
+async fn teardown_completes_keeps_the_ledger_and_the_archive_and_the_name_deploys_again() {
+    let sdk = sdk().await;
+    let name = "inbox-teardown";
+    let first = deploy_local(&sdk, name)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let bucket = first.resources["PayloadBucket"].1.clone();
+    // CloudFormation fails DeleteStack on a bucket that holds an object, where moto keeps it
+    // silently: the template retains it, so that `sam delete` completes on AWS too.
+    let declared = first
+        .translated
+        .resource("PayloadBucket")
+        .expect("PayloadBucket");
+    assert_eq!(declared["DeletionPolicy"], "Retain");
+    assert_eq!(declared["UpdateReplacePolicy"], "Retain");
+    let s3 = aws_sdk_s3::Client::new(&sdk);
+    s3.put_object()
+        .bucket(&bucket)
+        .key("archive/github/2026/12/04/21/github:smoke-1")
+        .body(b"{}".to_vec().into())
+        .send()
+        .await
+        .expect("an archived event");
+    delete_local(&sdk, name)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let table = aws_sdk_dynamodb::Client::new(&sdk)
+        .describe_table()
+        .table_name(&first.table)
+        .send()
+        .await
+        .expect("the ledger table is retained")
+        .table
+        .expect("a table");
+    assert_eq!(table.deletion_protection_enabled, Some(true));
+    s3.head_object()
+        .bucket(&bucket)
+        .key("archive/github/2026/12/04/21/github:smoke-1")
+        .send()
+        .await
+        .expect("the payload bucket and its archive are retained");
+
+    let second = deploy_local(&sdk, name)
+        .await
+        .unwrap_or_else(|e| panic!("a re-deploy after teardown: {e:#}"));
+    assert_ne!(second.table, first.table, "a new, empty ledger");
+    assert_ne!(second.resources["PayloadBucket"].1, bucket, "a new bucket");
 }
 
 /// A `tracing` writer into memory.

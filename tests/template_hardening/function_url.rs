@@ -67,6 +67,29 @@ fn the_function_url_front_door_is_an_option_off_by_default_with_auth_none() {
     }
     // The HTTP API stays beside it: the receiver still has its HttpApi route.
     assert!(!t.resources_of_type("AWS::ApiGatewayV2::Api").is_empty());
-    // The reserved concurrency is the flood limit behind a door that does not throttle.
-    assert!(number_parameter("ReceiverReservedConcurrency") > 0);
+    // Since October 2025 a new function URL also needs lambda:InvokeFunction, for calls made
+    // through the URL only.
+    let invoke = t
+        .resource("ReceiverFunctionUrlInvokePermission")
+        .expect("ReceiverFunctionUrlInvokePermission");
+    assert_eq!(invoke["Type"], "AWS::Lambda::Permission");
+    assert_eq!(invoke["Condition"], "HasFunctionUrl");
+    let p = &invoke["Properties"];
+    assert_eq!(p["Action"], "lambda:InvokeFunction");
+    assert_eq!(p["Principal"], "*");
+    assert_eq!(p["InvokedViaFunctionUrl"], true);
+    assert_eq!(p["FunctionName"], get_att("ReceiverFunction", "Arn"));
+    let actions: BTreeSet<String> = t
+        .resources_of_type("AWS::Lambda::Permission")
+        .into_iter()
+        .filter(|(_, r)| r["Condition"] == "HasFunctionUrl")
+        .filter_map(|(_, r)| r["Properties"]["Action"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        actions,
+        BTreeSet::from(["lambda:InvokeFunction".into(), "lambda:InvokeFunctionUrl".into()])
+    );
+    // The reserved concurrency is the flood limit behind a door that does not throttle: the
+    // template's rule refuses FunctionUrl=enabled without it (the_receiver_reserves_...).
+    assert!(t.document()["Rules"]["FunctionUrlNeedsReservedConcurrency"].is_object());
 }

@@ -134,7 +134,7 @@ fn the_http_api_is_explicit_throttled_and_access_logged() {
 }
 
 #[test]
-fn the_receiver_has_reserved_concurrency() {
+fn the_receiver_reserves_concurrency_only_when_asked() {
     let t = translated();
     let reserved = &t.properties("ReceiverFunction")["ReservedConcurrentExecutions"];
     assert_eq!(
@@ -146,9 +146,22 @@ fn the_receiver_has_reserved_concurrency() {
         t.document()["Conditions"]["ReservesReceiverConcurrency"],
         json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "ReceiverReservedConcurrency"}, 0]}]})
     );
-    assert!(
-        number_parameter("ReceiverReservedConcurrency") > 0,
-        "reserved in the shipped configuration"
+    // A new account's concurrency quota is 10, all of it the unreserved minimum: the shipped
+    // configuration reserves nothing (docs/deploying.md, a new account's quotas).
+    assert_eq!(
+        number_parameter("ReceiverReservedConcurrency"),
+        0,
+        "nothing reserved in the shipped configuration"
+    );
+    // With the function URL, which does not throttle, CloudFormation refuses 0.
+    let rule = &t.document()["Rules"]["FunctionUrlNeedsReservedConcurrency"];
+    assert_eq!(
+        rule["RuleCondition"],
+        json!({"Fn::Equals": [{"Ref": "FunctionUrl"}, "enabled"]})
+    );
+    assert_eq!(
+        rule["Assertions"][0]["Assert"],
+        json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "ReceiverReservedConcurrency"}, "0"]}]})
     );
 }
 
@@ -525,13 +538,31 @@ fn forwards_are_signed_with_a_generated_whsec_key_the_consumer_alone_reads() {
         role_statements(t.resource(role_id).expect("consumer role")).contains(&read),
         "the consumer reads the signing key"
     );
+    // Another role names it only to deny it (the receiver, whose secrets share its prefix).
     for (id, resource) in t.resources_of_type("AWS::IAM::Role") {
-        if id != role_id {
-            assert!(
-                !resource.to_string().contains("ForwardSigningSecret"),
-                "{id}: only the consumer reads the signing key"
-            );
+        if id == role_id {
+            continue;
         }
+        for policy in resource["Properties"]["Policies"].as_array().into_iter().flatten() {
+            for statement in policy["PolicyDocument"]["Statement"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if statement.to_string().contains("ForwardSigningSecret") {
+                    assert_eq!(
+                        statement["Effect"], "Deny",
+                        "{id}: only the consumer reads the signing key"
+                    );
+                }
+            }
+        }
+        let mut rest = resource.clone();
+        rest["Properties"]["Policies"] = Value::Null;
+        assert!(
+            !rest.to_string().contains("ForwardSigningSecret"),
+            "{id}: only the consumer reads the signing key"
+        );
     }
     assert!(
         !t.properties("ReceiverFunction")
@@ -577,6 +608,7 @@ fn the_consumer_dead_letters_after_max_failures_and_max_receive_count_is_a_safet
     assert!(throttled_s > 24 * 3600, "{throttled_s} s");
 }
 
+mod first_deploy;
 mod function_url;
 mod payload_bucket;
 mod queue_policy;

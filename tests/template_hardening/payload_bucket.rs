@@ -144,7 +144,7 @@ fn the_receiver_puts_the_consumer_gets_and_operators_list_and_get_payloads() {
     let t = translated();
     // The receiver's role is SAM's (ReceiverFunctionRole), from the function's Policies.
     let receiver_role = t.resource("ReceiverFunctionRole").expect("receiver role");
-    // Its inline policy holds an `Fn::If` (the webhook secrets), which is no statement itself.
+    // Its inline policy: the S3 statements among the others (the webhook secrets, the ledger).
     let s3: Vec<_> = receiver_role["Properties"]["Policies"]
         .as_array()
         .into_iter()

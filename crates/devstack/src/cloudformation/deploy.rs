@@ -185,6 +185,35 @@ pub async fn deploy_local_with(
     })
 }
 
+/// `sam delete` as CloudFormation does it: DeleteStack, then waits until the stack is gone
+/// (DELETE_COMPLETE, or no longer described). Resources under `DeletionPolicy: Retain` stay.
+pub async fn delete_local(sdk: &aws_config::SdkConfig, stack_name: &str) -> anyhow::Result<()> {
+    let cfn = aws_sdk_cloudformation::Client::new(sdk);
+    cfn.delete_stack()
+        .stack_name(stack_name)
+        .send()
+        .await
+        .with_context(|| format!("DeleteStack {stack_name}"))?;
+    let deadline = Instant::now() + CREATE_TIMEOUT;
+    loop {
+        let status = match cfn.describe_stacks().stack_name(stack_name).send().await {
+            Ok(described) => described
+                .stacks()
+                .first()
+                .and_then(|s| s.stack_status().cloned()),
+            // A deleted stack is no longer described by name.
+            Err(_) => None,
+        };
+        match status {
+            None | Some(StackStatus::DeleteComplete) => return Ok(()),
+            Some(StackStatus::DeleteInProgress) if Instant::now() < deadline => {
+                tokio::time::sleep(POLL_INTERVAL).await;
+            }
+            Some(other) => bail!("stack {stack_name} is {other:?}, not deleted"),
+        }
+    }
+}
+
 /// CloudFormation refuses a parameter the template does not declare (`sam deploy` with a stale
 /// samconfig fails so); moto's CloudFormation ignores it.
 pub fn check_parameters_declared(
