@@ -90,3 +90,28 @@ async fn smoke_fails_when_the_receiver_refuses_the_event() {
     assert!(aws.ledger_items().await.is_empty());
     assert_eq!(aws.queue_counts(&aws.resources.queue_url).await, (0, 0));
 }
+
+/// The README's smoke test after a deploy with the template's defaults: the default source
+/// (github, with its 72-hour body guard) and its secret in Secrets Manager. Run twice, as a
+/// user runs it again: each run is a new delivery with a new body, accepted, never the guard's
+/// 409 `replayed_body`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_smoke_test_on_the_default_source_can_be_run_again() {
+    let template = devstack::cloudformation::Translated::project().expect("template.yaml");
+    let sources = template.parameter("WebhookSources").expect("WebhookSources")["Default"]
+        .as_str()
+        .expect("a default")
+        .to_owned();
+    assert!(sources.contains("replay_guard_seconds"), "{sources}");
+    let secret = devstack::local_stack::Secret::new("webhook-inbox/github", "a".repeat(64));
+    let aws = LocalAws::with_sources("smoke-default", &sources, &[secret]).await;
+    let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
+    let door = FrontDoor::start(receiver).await.expect("the front door");
+    for run in 1..=2 {
+        let out = smoke(&door.webhook_url(), "github", &[("WEBHOOK_SOURCES", &sources)]).await;
+        let said = text(&out);
+        assert!(out.status.success(), "run {run}: {said}");
+        assert!(said.contains("ok: accepted once"), "run {run}: {said}");
+        assert!(!said.contains("replayed_body"), "run {run}: {said}");
+    }
+}
