@@ -226,6 +226,7 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
         expires_at: testkit::now_ms() / 1000 + 3600,
         response_status: 200,
         response_body: inbox::receiver::accepted_response(&env.key).1,
+        archived_at: None,
     };
     assert_eq!(
         aws.ledger().take(&take).await,

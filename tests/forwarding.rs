@@ -159,6 +159,7 @@ fn consumer(aws: &LocalAws, forwarder: HttpForwarder) -> (Cx, testkit::MetricLin
             max_concurrent_groups: 1,
             max_failures: 5,
             queue_retention_seconds: Some(345_600),
+            archive_bodies: false,
         },
         metrics,
     )

@@ -17,16 +17,13 @@
 use devstack::bridge::Bridge;
 use devstack::faults::When;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
-use inbox::clock::{ManualClock, SystemClock};
-use inbox::consumer::Consumer;
+use inbox::clock::ManualClock;
 use inbox::forward::HttpForwarder;
 use inbox::key::sha256_hex;
-use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric};
 use inbox::queue::{Envelope, Outgoing, Queue as _, SQS_MAX_MESSAGE_BYTES};
 use inbox::receiver::ReceiverSettings;
-use inbox::redelivery::NoRedelivery;
 use inbox::store::{payload_key, ObjectStore as _, S3Store};
 use inbox_ops::cli::StatusFilter;
 use inbox_ops::replay::{self, Selection};
@@ -34,7 +31,7 @@ use inbox_ops::replay::{self, Selection};
 const MIB: usize = 1024 * 1024;
 
 /// The consumer as deployed, reading bodies behind pointers from the stack's bucket.
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock, NoRedelivery, S3Store>;
+type Cx = testkit::ArchivingConsumer<HttpForwarder>;
 
 /// A GitHub push payload of about `size` bytes: JSON with many commits (quotes to escape).
 fn push_body(size: usize, tag: &str) -> Vec<u8> {
@@ -67,10 +64,10 @@ async fn drain(b: &Bridge, cx: &Cx) {
     b.drain(|e| testkit::consume(cx, e)).await.expect("drained");
 }
 
-/// The consumer as deployed: the shipped forwarder to `sor`, the stack's payload bucket.
+/// The consumer as deployed: the shipped forwarder to `sor`, the stack's payload bucket and
+/// archive stream.
 fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (Cx, MetricLines) {
-    let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
-    (cx.with_store(aws.payload_store()), lines)
+    aws.archiving_consumer(testkit::forwarder(sor.url()))
 }
 
 /// Every message on the queue, looked at and made visible again.
@@ -359,10 +356,13 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     assert_eq!(sor.deliveries().len(), 5);
 
     let (store, ledger) = (aws.payload_store(), aws.ledger());
+    // Received two hours back on the receiver's clock, archived now (moto files the objects
+    // under its own now): a lag of three hours finds them.
     let range = Selection::Range {
         source: "github".into(),
         from_ms: hour,
         to_ms: hour + 3_600_000,
+        archive_lag_ms: 3 * 3_600_000,
     };
     let picked = replay::select(&store, &ledger, &range, StatusFilter::Completed)
         .await
@@ -370,14 +370,25 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     let mut keys: Vec<_> = picked.iter().map(|c| c.envelope.key.as_str()).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["github:d-first", "github:d-last", "github:d-middle"]);
-    assert!(picked
-        .iter()
-        .all(|c| c.object.starts_with("archive/github/")));
+    assert!(picked.iter().all(|c| c.object.starts_with("archive/20")));
+    // No lag: the hours up to an hour after the range, not the objects filed two hours
+    // after the receipts.
+    let short = Selection::Range {
+        source: "github".into(),
+        from_ms: hour,
+        to_ms: hour + 3_600_000,
+        archive_lag_ms: 0,
+    };
+    assert!(replay::select(&store, &ledger, &short, StatusFilter::Any)
+        .await
+        .unwrap()
+        .is_empty());
     // A narrower range inside the hour: the received_at decides at the edges.
     let narrow = Selection::Range {
         source: "github".into(),
         from_ms: hour + 1,
         to_ms: hour + 3_599_999,
+        archive_lag_ms: 3 * 3_600_000,
     };
     let picked_narrow = replay::select(&store, &ledger, &narrow, StatusFilter::Any)
         .await

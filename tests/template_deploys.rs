@@ -359,7 +359,7 @@ async fn teardown_completes_keeps_the_ledger_and_the_archive_and_the_name_deploy
         .send()
         .await
         .expect("an archived event");
-    delete_local(&sdk, name)
+    delete_local(&sdk, &first)
         .await
         .unwrap_or_else(|e| panic!("{e:#}"));
     let table = aws_sdk_dynamodb::Client::new(&sdk)

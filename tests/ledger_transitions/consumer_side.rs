@@ -31,6 +31,7 @@ pub async fn take_on_absent_creates_the_record<L: LedgerStore>(l: &L) -> Vec<(St
             last_error: None,
             received_at: T,
             completed_at: None,
+            archived_at: None,
             replays: Default::default(),
         })
     );
@@ -229,6 +230,7 @@ pub async fn complete_and_fail_only_with_the_lease<L: LedgerStore>(l: &L) -> Vec
             lease_until: None,
             lease_owner: None,
             completed_at: Some(T + 9000),
+            archived_at: None,
             replays: Default::default(),
             ..p
         }
@@ -402,6 +404,7 @@ pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(l: &L) -> Vec
         last_error: Some("forward answered 503 Service Unavailable: \"quoted\"".to_owned()),
         received_at: T,
         completed_at: Some(T + 400),
+        archived_at: None,
         replays: Default::default(),
     };
     assert_eq!(r.get().await, Some(expected));

@@ -31,6 +31,7 @@ pub async fn claim_on_absent_writes_the_whole_record<L: LedgerStore>(l: &L) -> V
         last_error: None,
         received_at: T,
         completed_at: None,
+        archived_at: None,
         replays: Default::default(),
     };
     assert_eq!(r.get().await, Some(expected));

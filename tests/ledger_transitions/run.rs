@@ -53,6 +53,7 @@ pub fn take_at(owner: &str, now_ms: i64, lease_ms: i64) -> Take {
         expires_at: now_ms.div_euclid(1000) + 2 * HOUR_S,
         response_status: 200,
         response_body: accepted_response(K).1,
+        archived_at: None,
     }
 }
 
@@ -256,6 +257,7 @@ pub fn claimed_record(c: &Claim) -> Record {
         last_error: None,
         received_at: c.now_ms,
         completed_at: None,
+        archived_at: None,
         replays: Default::default(),
     }
 }

@@ -49,7 +49,7 @@ async fn a_throttled_forward_and_a_dead_letter_are_logged_and_counted() {
             max_concurrent_groups: 1,
             // The first real failure moves the message to the dead-letter queue.
             max_failures: 1,
-            queue_retention_seconds: None,
+            ..ConsumerSettings::default()
         },
         metrics,
     )

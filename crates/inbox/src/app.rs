@@ -9,6 +9,7 @@ use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::{tls, ConnectorBuilder};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
+use crate::archive::FirehoseArchive;
 use crate::clock::SystemClock;
 use crate::config::env::{
     check_payload_retention, dlq_retention_seconds, payload_retention_days,
@@ -28,9 +29,15 @@ use crate::store::S3Store;
 /// The deployed receiver.
 pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock, Option<S3Store>>;
 /// The deployed consumer, with the shipped HTTP forwarder, delaying and dead-lettering on
-/// `QUEUE_URL` and `DLQ_URL` (where set).
-pub type LambdaConsumer =
-    Consumer<DynamoLedger, HttpForwarder, SystemClock, Option<SqsRedelivery>, Option<S3Store>>;
+/// `QUEUE_URL` and `DLQ_URL` (where set), archiving through `ARCHIVE_STREAM` (where set).
+pub type LambdaConsumer = Consumer<
+    DynamoLedger,
+    HttpForwarder,
+    SystemClock,
+    Option<SqsRedelivery>,
+    Option<S3Store>,
+    Option<FirehoseArchive>,
+>;
 
 /// `WEBHOOK_SOURCES`, checked, and checked against `QUEUE_RETENTION_SECONDS` where set.
 pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
@@ -90,13 +97,6 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     let env = ReceiverEnv::from_env()?;
     let specs = source_specs_from_env()?;
     let sdk = sdk_config().await;
-    let archives = env.archive_bodies || specs.iter().any(|s| s.archive == Some(true));
-    if archives && env.payload_bucket.is_none() {
-        return Err(ConfigError::BadVar {
-            name: "PAYLOAD_BUCKET",
-            message: "must be set where ARCHIVE_BODIES or a source's `archive` is on".into(),
-        });
-    }
     let sources = specs.resolve(&AwsSecretResolver::new(&sdk)).await?;
     let receiver = Receiver::new(
         sources,
@@ -105,7 +105,6 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
         SystemClock,
         ReceiverSettings {
             max_body_bytes: usize::try_from(env.max_body_bytes).unwrap_or(usize::MAX),
-            archive_bodies: env.archive_bodies,
             replay_cache_keys: usize::try_from(env.replay_cache_keys).unwrap_or(usize::MAX),
             replay_cache_bytes: usize::try_from(env.replay_cache_bytes).unwrap_or(usize::MAX),
             replay_cache_max_age: Duration::from_secs(env.replay_cache_seconds),
@@ -122,6 +121,18 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
 pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     let env = ConsumerEnv::from_env()?;
     let specs = source_specs_from_env()?;
+    let archives = env.archive_bodies || specs.iter().any(|s| s.archive == Some(true));
+    for (name, set) in [
+        ("ARCHIVE_STREAM", env.archive_stream.is_some()),
+        ("PAYLOAD_BUCKET", env.payload_bucket.is_some()),
+    ] {
+        if archives && !set {
+            return Err(ConfigError::BadVar {
+                name,
+                message: "must be set where ARCHIVE_BODIES or a source's `archive` is on".into(),
+            });
+        }
+    }
     let sdk = sdk_config().await;
     let forwarder = HttpForwarder::new(
         env.forward_url,
@@ -152,6 +163,7 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
             max_concurrent_groups: env.max_concurrent_groups,
             max_failures: env.max_failures,
             queue_retention_seconds: queue_retention_seconds()?,
+            archive_bodies: env.archive_bodies,
         },
         Metrics::stdout("consumer"),
     )
@@ -159,7 +171,10 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     .with_store(
         env.payload_bucket
             .map(|bucket| S3Store::new(crate::store::s3_client(&sdk), bucket)),
-    ))
+    )
+    .with_archive(env.archive_stream.map(|stream| {
+        FirehoseArchive::new(aws_sdk_firehose::Client::new(&sdk), stream)
+    })))
 }
 
 /// The signer of `FORWARD_SIGNING_SECRET`'s secrets, each read once (`None` when there are

@@ -14,7 +14,8 @@
 //!   warm instance answers their duplicates with no AWS call.
 //! - [`forward`]: the shipped side effect, a signed POST to the system of record.
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
-//! - [`store`]: the payload bucket (bodies too big for the queue, the replay archive).
+//! - [`store`]: the payload bucket (bodies too big for the queue), and where the archive lands.
+//! - [`archive`]: the replay archive: the consumer's envelopes, through Firehose, in the bucket.
 //! - [`metrics`]: the counters both handlers emit.
 //! - [`outcome`]: the log's `outcome` vocabulary, one enum.
 //! - [`log_text`]: outside text (a path segment, a queue message's key) capped for a log line.
@@ -34,6 +35,7 @@
 
 pub(crate) mod answer;
 pub mod app;
+pub mod archive;
 pub mod clock;
 pub mod config;
 pub mod consumer;

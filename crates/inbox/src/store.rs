@@ -1,9 +1,9 @@
 //! The payload bucket (`PAYLOAD_BUCKET`, docs/design.md §12): bodies too big for the queue
-//! (the claim check) and, with `ARCHIVE_BODIES`, every accepted event's envelope for replay.
+//! (the claim check), and the replay archive that Firehose writes ([`crate::archive`]).
 //!
 //! A small port, [`ObjectStore`] (put and get of bytes by object key), with its S3 adapter
-//! ([`S3Store`]) and an in-memory twin ([`MemoryStore`]); the object keys are made here, by
-//! [`payload_key`] and [`archive_key`] / [`archive_hour_prefix`], and nowhere else.
+//! ([`S3Store`]) and an in-memory twin ([`MemoryStore`]); the claim check's object keys are
+//! made here, by [`payload_key`], and nowhere else.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -115,30 +115,6 @@ impl ObjectStore for NoStore {
 pub fn payload_key(source: &str, key: &str, payload_sha256: &str) -> String {
     format!(
         "payloads/{source}/{}/{payload_sha256}",
-        sha256_hex(key.as_bytes())
-    )
-}
-
-/// The archive's hour: `archive/<source>/<yyyy>/<mm>/<dd>/<hh>/` (UTC) of `at_ms`. A time
-/// range of one source is a listing of one such prefix per hour.
-pub fn archive_hour_prefix(source: &str, at_ms: i64) -> String {
-    let ts = jiff::Timestamp::from_millisecond(at_ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-    let t = ts.to_zoned(jiff::tz::TimeZone::UTC);
-    format!(
-        "archive/{source}/{:04}/{:02}/{:02}/{:02}/",
-        t.year(),
-        t.month(),
-        t.day(),
-        t.hour()
-    )
-}
-
-/// The archived envelope of an event received at `received_at_ms`:
-/// `archive/<source>/<yyyy>/<mm>/<dd>/<hh>/<sha256 hex of key>`.
-pub fn archive_key(source: &str, key: &str, received_at_ms: i64) -> String {
-    format!(
-        "{}{}",
-        archive_hour_prefix(source, received_at_ms),
         sha256_hex(key.as_bytes())
     )
 }
@@ -306,14 +282,6 @@ mod tests {
             format!("payloads/github/{}/ab", sha256_hex(b"github:d-1"))
         );
         assert_eq!(k, payload_key("github", "github:d-1", "ab"));
-        // 2026-12-03T13:59:59.999Z and the next hour.
-        let t = 1_796_306_399_999;
-        assert_eq!(archive_hour_prefix("s", t), "archive/s/2026/12/03/13/");
-        assert_eq!(archive_hour_prefix("s", t + 1), "archive/s/2026/12/03/14/");
-        assert_eq!(
-            archive_key("s", "s:1", t),
-            format!("archive/s/2026/12/03/13/{}", sha256_hex(b"s:1"))
-        );
     }
 
     #[tokio::test]

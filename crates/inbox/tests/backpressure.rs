@@ -159,6 +159,7 @@ fn settings(groups: usize, max_failures: u32) -> ConsumerSettings {
         max_concurrent_groups: groups,
         max_failures,
         queue_retention_seconds: Some(345_600),
+        archive_bodies: false,
     }
 }
 

@@ -107,6 +107,7 @@ async fn a_duplicate_of_a_completed_item_sends_nothing() {
         expires_at: item.expires_at,
         response_status: 200,
         response_body: String::new(),
+        archived_at: None,
     };
     rx.ledger().take(&take).await.unwrap();
     assert!(rx

@@ -187,6 +187,10 @@ pub struct ReplayArgs {
     /// RFC 3339 time or epoch milliseconds (excluded).
     #[arg(long, value_name = "TIME", value_parser = replay::parse_time)]
     pub to: Option<i64>,
+    /// With --from and --to: how many hours after its receipt an event may have been archived
+    /// (the consumer archives a batch as it receives it; give more after a pause or a backlog).
+    #[arg(long, value_name = "HOURS", default_value_t = 1, requires = "from")]
+    pub archive_lag: u32,
     /// Only the events whose ledger item is so.
     #[arg(long, value_enum, default_value_t = StatusFilter::Any)]
     pub status: StatusFilter,
@@ -374,6 +378,7 @@ mod tests {
                 source: Some("github".into()),
                 from: Some(1_796_302_800_000),
                 to: Some(1_796_306_400_000),
+                archive_lag: 1,
                 status: StatusFilter::Completed,
                 dry_run: true,
                 rate: 5,

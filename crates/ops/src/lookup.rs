@@ -81,8 +81,9 @@ pub async fn archived_body(
     ledger: &impl LedgerStore,
     key: &str,
 ) -> anyhow::Result<Vec<u8>> {
-    let (object, _) = crate::replay::archived_object(ledger, key).await?;
-    let envelope = crate::replay::read_envelope(store, &object).await?;
+    let envelope = crate::replay::archived_envelope(store, ledger, key)
+        .await?
+        .envelope;
     let body = match &envelope.body_ref {
         None => envelope.body_bytes()?,
         Some(r) => store

@@ -1,9 +1,10 @@
 //! `inbox-ops replay`: puts archived events back on the queue as replays (docs/design.md §12).
 //!
-//! The archive (`ARCHIVE_BODIES`) holds each accepted event's envelope under
-//! `archive/<source>/<yyyy>/<mm>/<dd>/<hh>/<sha256 of key>`, so a key is found from its ledger
-//! item (source and `received_at`) and a time range of one source is one prefix listing per
-//! hour. Each selected envelope is sent with one replay id for the whole run: in the envelope
+//! The archive (`ARCHIVE_BODIES`, [`inbox::archive`]) holds each accepted event's envelope as
+//! one line of an object under `archive/<yyyy>/<mm>/<dd>/<hh>/`, the hour Firehose filed it;
+//! a key is found from its ledger item's `archived_at` (three hours listed, their objects
+//! read), and a time range of one source is one listing per hour of the range, an hour either
+//! side. Each selected envelope is sent with one replay id for the whole run: in the envelope
 //! (`replay_id`) and in the `MessageDeduplicationId` (`<key>#replay:<id>`, made SQS-safe), so
 //! the consumer runs the side effect once more per replay id, COMPLETED or not, and a second
 //! delivery of the same replay, or the same command run again with `--replay-id`, does
@@ -15,7 +16,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context as _};
 use inbox::ledger::{LedgerStore, Status};
 use inbox::queue::{Envelope, Outgoing, Queue, MAX_REPLAY_ID_LEN};
-use inbox::store::{archive_hour_prefix, archive_key, ObjectStore};
+use inbox::archive::{archive_hour_prefix, archive_hours, envelopes_in};
+use inbox::store::ObjectStore;
 
 use crate::cli::{ReplayArgs, StatusFilter};
 
@@ -27,13 +29,16 @@ pub enum Selection {
         source: String,
         from_ms: i64,
         to_ms: i64,
+        /// How long after its receipt an event may have been archived (the consumer archives
+        /// a batch when it receives it: seconds, unless delivery was paused or backlogged).
+        archive_lag_ms: i64,
     },
 }
 
 /// One event the archive holds, selected for a replay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
-    /// The archived envelope's object key.
+    /// The archive object holding its envelope (one line of it).
     pub object: String,
     pub envelope: Envelope,
     /// The ledger item's status, where there is one.
@@ -81,29 +86,53 @@ pub fn replay_dedup(key: &str, replay_id: &str) -> String {
     format!("{key}#replay:{replay_id}")
 }
 
-/// The archived envelope's object key of a ledger item: its source's hour of receipt.
-pub async fn archived_object(
+/// The archived envelope of a ledger item's key, and the object holding it: searched in the
+/// hours around the item's `archived_at` ([`archive_hours`]).
+pub async fn archived_envelope(
+    store: &impl ObjectStore,
     ledger: &impl LedgerStore,
     key: &str,
-) -> anyhow::Result<(String, Option<Status>)> {
+) -> anyhow::Result<Candidate> {
     let record = ledger
         .get(key)
         .await?
         .ok_or_else(|| anyhow!("no ledger item for `{key}`: select by --source, --from, --to"))?;
-    Ok((
-        archive_key(&record.source, key, record.received_at),
-        Some(record.status),
-    ))
+    let archived_at = record.archived_at.ok_or_else(|| {
+        anyhow!("`{key}` is not in the archive: its source does not archive, or the consumer has not taken it yet")
+    })?;
+    let hours = archive_hours(archived_at);
+    for hour in &hours {
+        for object in store.list(hour).await? {
+            if let Some(envelope) = read_object(store, &object)
+                .await?
+                .into_iter()
+                .find(|e| e.key == key)
+            {
+                return Ok(Candidate {
+                    object,
+                    envelope,
+                    status: Some(record.status),
+                });
+            }
+        }
+    }
+    bail!(
+        "`{key}` is not in the archive under {} to {}",
+        store.url(&hours[0]),
+        store.url(&hours[2])
+    )
 }
 
-/// The archived envelope at `object`.
-pub async fn read_envelope(store: &impl ObjectStore, object: &str) -> anyhow::Result<Envelope> {
+/// The envelopes of an archive object, in order; a line that is not one stops the command,
+/// naming the object.
+pub async fn read_object(store: &impl ObjectStore, object: &str) -> anyhow::Result<Vec<Envelope>> {
     let bytes = store
         .get(object)
         .await?
         .ok_or_else(|| anyhow!("not in the archive: {}", store.url(object)))?;
-    let text = String::from_utf8(bytes).context("an archived envelope is UTF-8 JSON")?;
-    Envelope::parse(&text).with_context(|| format!("archived envelope {}", store.url(object)))
+    envelopes_in(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("archive object {}", store.url(object)))
 }
 
 /// The events a replay would send, in the archive's order, filtered by their ledger status.
@@ -116,42 +145,50 @@ pub async fn select(
     let mut out = Vec::new();
     match selection {
         Selection::Key(key) => {
-            let (object, found) = archived_object(ledger, key).await?;
-            let envelope = read_envelope(store, &object).await?;
-            if status.admits(found) {
-                out.push(Candidate {
-                    object,
-                    envelope,
-                    status: found,
-                });
+            let candidate = archived_envelope(store, ledger, key).await?;
+            if status.admits(candidate.status) {
+                out.push(candidate);
             }
         }
         Selection::Range {
             source,
             from_ms,
             to_ms,
+            archive_lag_ms,
         } => {
             if to_ms <= from_ms {
                 bail!("--to must be after --from");
             }
-            // One listing per hour; the envelope's received_at decides at the edges.
-            let mut hour = from_ms - from_ms.rem_euclid(3_600_000);
-            while hour < *to_ms {
-                for object in store.list(&archive_hour_prefix(source, hour)).await? {
-                    let envelope = read_envelope(store, &object).await?;
-                    if envelope.received_at < *from_ms || envelope.received_at >= *to_ms {
-                        continue;
-                    }
-                    let found = ledger.get(&envelope.key).await?.map(|r| r.status);
-                    if status.admits(found) {
-                        out.push(Candidate {
-                            object,
-                            envelope,
-                            status: found,
-                        });
+            // The hours the range's events were filed under: archived after their receipt
+            // (up to the lag), in an object filed under its oldest record's hour (up to the
+            // stream's 15-minute buffer earlier). One listing per hour, an hour either side;
+            // the envelope's received_at decides; a key once (a redelivered message is
+            // archived again).
+            const HOUR_MS: i64 = 3_600_000;
+            let mut seen = std::collections::HashSet::new();
+            let mut hour = from_ms - from_ms.rem_euclid(HOUR_MS) - HOUR_MS;
+            let until = to_ms.saturating_add((*archive_lag_ms).max(0)) + HOUR_MS;
+            while hour < until {
+                for object in store.list(&archive_hour_prefix(hour)).await? {
+                    for envelope in read_object(store, &object).await? {
+                        if envelope.source != *source
+                            || envelope.received_at < *from_ms
+                            || envelope.received_at >= *to_ms
+                            || !seen.insert(envelope.key.clone())
+                        {
+                            continue;
+                        }
+                        let found = ledger.get(&envelope.key).await?.map(|r| r.status);
+                        if status.admits(found) {
+                            out.push(Candidate {
+                                object: object.clone(),
+                                envelope,
+                                status: found,
+                            });
+                        }
                     }
                 }
-                hour += 3_600_000;
+                hour += HOUR_MS;
             }
         }
     }
@@ -222,6 +259,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             source: source.clone(),
             from_ms,
             to_ms,
+            archive_lag_ms: i64::from(args.archive_lag) * 3_600_000,
         },
         _ => bail!("give --key KEY, or --source SOURCE --from TIME --to TIME"),
     };

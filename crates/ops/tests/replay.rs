@@ -14,18 +14,13 @@
 //! `tests/large_and_replay.rs`.
 
 use devstack::bridge::Bridge;
-use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
-use inbox::clock::SystemClock;
-use inbox::consumer::Consumer;
+use devstack::testkit::{self, github_headers, post, ArchivingConsumer, LocalAws, SystemOfRecord};
 use inbox::forward::HttpForwarder;
-use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::receiver::ReceiverSettings;
-use inbox::redelivery::NoRedelivery;
-use inbox::store::S3Store;
 
 /// The consumer as deployed, reading bodies behind pointers from the stack's bucket.
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock, NoRedelivery, S3Store>;
+type Cx = ArchivingConsumer<HttpForwarder>;
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -96,17 +91,16 @@ async fn replay_by_key_and_by_hour_and_lookup_body_through_the_binary() {
     let aws = LocalAws::new("ops-replay").await;
     assert_eq!(
         aws.stack
-            .receiver
+            .consumer
             .environment
             .get("ARCHIVE_BODIES")
             .map(String::as_str),
         Some("true"),
-        "the stack's receiver archives what replay reads"
+        "the stack's consumer archives what replay reads"
     );
     let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
     let sor = SystemOfRecord::start();
-    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
-    let cx: Cx = cx.with_store(aws.payload_store());
+    let (cx, _): (Cx, _) = aws.archiving_consumer(testkit::forwarder(sor.url()));
     let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
         .await
         .expect("bridge");
@@ -140,7 +134,7 @@ async fn replay_by_key_and_by_hour_and_lookup_body_through_the_binary() {
     let columns: Vec<&str> = line.split('\t').collect();
     assert_eq!(columns.len(), 4, "key, receipt, status, object: {line}");
     assert_eq!(columns[2], "COMPLETED", "{line}");
-    assert!(columns[3].starts_with("archive/github/"), "{line}");
+    assert!(columns[3].starts_with("archive/20"), "{line}");
     assert!(
         err.contains("dry run: 1 event(s) would be replayed"),
         "{err}"

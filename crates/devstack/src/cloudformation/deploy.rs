@@ -165,6 +165,8 @@ pub async fn deploy_local_with(
         .await?;
     }
 
+    super::streams::create_delivery_streams(sdk, &translated, stack_name, &resources).await?;
+
     let lambda = aws_sdk_lambda::Client::new(sdk);
     let receiver = function(&lambda, &physical(RECEIVER)?).await?;
     let consumer = function(&lambda, &physical(CONSUMER)?).await?;
@@ -186,8 +188,12 @@ pub async fn deploy_local_with(
 }
 
 /// `sam delete` as CloudFormation does it: DeleteStack, then waits until the stack is gone
-/// (DELETE_COMPLETE, or no longer described). Resources under `DeletionPolicy: Retain` stay.
-pub async fn delete_local(sdk: &aws_config::SdkConfig, stack_name: &str) -> anyhow::Result<()> {
+/// (DELETE_COMPLETE, or no longer described). Resources under `DeletionPolicy: Retain` stay;
+/// the delivery streams moto's CloudFormation could not create (and so cannot delete) are
+/// deleted as CloudFormation deletes them.
+pub async fn delete_local(sdk: &aws_config::SdkConfig, stack: &Stack) -> anyhow::Result<()> {
+    let stack_name = stack.name.as_str();
+    super::streams::delete_delivery_streams(sdk, &stack.translated, stack_name).await?;
     let cfn = aws_sdk_cloudformation::Client::new(sdk);
     cfn.delete_stack()
         .stack_name(stack_name)

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 mod cache;
 pub mod deploy;
 pub mod samconfig;
+pub mod streams;
 pub mod translate;
 
 pub use deploy::{delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack};

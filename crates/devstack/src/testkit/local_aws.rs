@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
+use inbox::archive::FirehoseArchive;
 use inbox::clock::SystemClock;
 use inbox::config::{AwsSecretResolver, SourceSpecs};
-use inbox::consumer::Processor;
+use inbox::consumer::{Consumer, ConsumerSettings, Processor};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
@@ -16,7 +17,8 @@ use inbox::store::S3Store;
 use tokio::sync::OnceCell;
 
 use super::{
-    consumer_with, set_test_secrets, stack_sources, unique, MetricLines, TestConsumer, TestReceiver,
+    consumer_with, set_test_secrets, stack_sources, unique, ArchivingConsumer, MetricLines,
+    TestConsumer, TestReceiver,
 };
 use crate::cloudformation::{Function, Stack};
 use crate::faults::{self, Faults};
@@ -150,8 +152,8 @@ impl LocalAws {
 
     /// The consumer over the stack's `WEBHOOK_SOURCES` (the consumer function's configuration)
     /// on this ledger, running `processor`, and the metric lines it writes.
-    /// The receiver as deployed (payload bucket, `ARCHIVE_BODIES`), on `clock`: events
-    /// received at chosen times (the archive's hours).
+    /// The receiver as deployed (payload bucket), on `clock`: events received at chosen
+    /// times.
     pub async fn receiver_at<C: inbox::clock::Clock>(
         &self,
         clock: C,
@@ -162,21 +164,12 @@ impl LocalAws {
             .await
             .unwrap_or_else(|e| panic!("the stack's sources resolve from Secrets Manager: {e}"));
         let (metrics, lines) = Metrics::memory("receiver");
-        let archive_bodies = self
-            .stack
-            .receiver
-            .environment
-            .get("ARCHIVE_BODIES")
-            .is_some_and(|v| v == "true");
         let receiver = Receiver::new(
             sources,
             self.ledger(),
             self.queue(),
             clock,
-            ReceiverSettings {
-                archive_bodies,
-                ..settings
-            },
+            settings,
             metrics,
         )
         .with_store(self.payload_store());
@@ -192,25 +185,54 @@ impl LocalAws {
         S3Store::new(self.s3.clone(), &self.resources.payload_bucket)
     }
 
-    /// The receiver as deployed: with the stack's payload bucket and `ARCHIVE_BODIES` as the
-    /// stack sets it.
+    /// The receiver as deployed: with the stack's payload bucket.
     pub async fn receiver_with_store(
         &self,
         settings: ReceiverSettings,
     ) -> (TestReceiver<S3Store>, MetricLines) {
-        let archive = self
+        let (receiver, lines) = self.receiver(settings).await;
+        (receiver.with_store(self.payload_store()), lines)
+    }
+
+    /// The stack's archive stream (the consumer's `ARCHIVE_STREAM`), on moto's Firehose, which
+    /// files each call's records as one object in the payload bucket.
+    pub fn archive(&self) -> FirehoseArchive {
+        let stream = self
             .stack
-            .receiver
+            .consumer
+            .environment
+            .get("ARCHIVE_STREAM")
+            .expect("the consumer has ARCHIVE_STREAM");
+        FirehoseArchive::new(aws_sdk_firehose::Client::new(&self.sdk), stream)
+    }
+
+    /// The consumer as deployed: the stack's payload bucket, its archive stream and
+    /// `ARCHIVE_BODIES` as the stack sets them, running `processor`.
+    pub fn archiving_consumer<P: Processor>(
+        &self,
+        processor: P,
+    ) -> (ArchivingConsumer<P>, MetricLines) {
+        let archive_bodies = self
+            .stack
+            .consumer
             .environment
             .get("ARCHIVE_BODIES")
             .is_some_and(|v| v == "true");
-        let (receiver, lines) = self
-            .receiver(ReceiverSettings {
-                archive_bodies: archive,
-                ..settings
-            })
-            .await;
-        (receiver.with_store(self.payload_store()), lines)
+        let (metrics, lines) = Metrics::memory("consumer");
+        let consumer = Consumer::new(
+            Self::sources_of(&self.stack.consumer),
+            self.ledger(),
+            processor,
+            SystemClock,
+            ConsumerSettings {
+                archive_bodies,
+                ..ConsumerSettings::default()
+            },
+            metrics,
+        )
+        .with_store(self.payload_store())
+        .with_archive(self.archive());
+        (consumer, lines)
     }
 
     pub fn consumer<P: Processor>(&self, processor: P) -> (TestConsumer<P>, MetricLines) {

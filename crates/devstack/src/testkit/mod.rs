@@ -94,13 +94,22 @@ pub fn unique(label: &str) -> String {
 pub type TestReceiver<S = inbox::store::NoStore> = Receiver<DynamoLedger, SqsQueue, SystemClock, S>;
 /// The consumer as the tests build it, with the shipped forwarder unless told otherwise.
 pub type TestConsumer<P = HttpForwarder> = Consumer<DynamoLedger, P, SystemClock>;
+/// The consumer as deployed with an archive: the stack's payload bucket and archive stream.
+pub type ArchivingConsumer<P> = Consumer<
+    DynamoLedger,
+    P,
+    SystemClock,
+    inbox::redelivery::NoRedelivery,
+    inbox::store::S3Store,
+    inbox::archive::FirehoseArchive,
+>;
 /// The EMF lines a function wrote (`Metrics::memory`).
 pub type MetricLines = Arc<Mutex<Vec<String>>>;
 
 /// One consumer invocation over `event`, as the event source mapping makes it: a fresh
 /// request id and 30 s to run.
-pub async fn consume<L, P, C, Q, S>(
-    cx: &Consumer<L, P, C, Q, S>,
+pub async fn consume<L, P, C, Q, S, A>(
+    cx: &Consumer<L, P, C, Q, S, A>,
     event: SqsEvent,
 ) -> anyhow::Result<SqsBatchResponse>
 where
@@ -109,6 +118,7 @@ where
     C: Clock,
     Q: Redelivery,
     S: ObjectStore,
+    A: inbox::archive::Archive,
 {
     Ok(cx
         .handle_batch(&event.records, &unique("inv"), Some(now_ms() + 30_000))

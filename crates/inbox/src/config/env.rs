@@ -90,17 +90,15 @@ pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
 }
 
 /// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`,
-/// `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`, `REPLAY_CACHE_BYTES`, `REPLAY_CACHE_SECONDS`.
+/// `REPLAY_CACHE_KEYS`, `REPLAY_CACHE_BYTES`, `REPLAY_CACHE_SECONDS`.
 #[derive(Clone, Debug)]
 pub struct ReceiverEnv {
     pub ledger_table: String,
     pub queue_url: String,
     pub max_body_bytes: u64,
-    /// `PAYLOAD_BUCKET`: where bodies too big for the queue go (and the archive). Unset:
-    /// such bodies are refused with 413.
+    /// `PAYLOAD_BUCKET`: where bodies too big for the queue go. Unset: such bodies are
+    /// refused with 413.
     pub payload_bucket: Option<String>,
-    /// `ARCHIVE_BODIES`: archive every source's envelopes (a source's `archive` overrides it).
-    pub archive_bodies: bool,
     pub replay_cache_keys: u64,
     pub replay_cache_bytes: u64,
     pub replay_cache_seconds: u64,
@@ -132,7 +130,6 @@ impl ReceiverEnv {
             queue_url: required("QUEUE_URL")?,
             max_body_bytes,
             payload_bucket: optional("PAYLOAD_BUCKET"),
-            archive_bodies: archive_bodies()?,
             replay_cache_keys: number_or("REPLAY_CACHE_KEYS", DEFAULT_REPLAY_CACHE_KEYS)?,
             replay_cache_bytes: number_or("REPLAY_CACHE_BYTES", DEFAULT_REPLAY_CACHE_BYTES)?,
             replay_cache_seconds: number_or("REPLAY_CACHE_SECONDS", DEFAULT_REPLAY_CACHE_SECONDS)?,
@@ -164,8 +161,13 @@ pub struct ConsumerEnv {
     pub dlq_url: Option<String>,
     /// `MAX_FAILURES`: real failures of a key before its message is dead-lettered (at least 1).
     pub max_failures: u32,
-    /// `PAYLOAD_BUCKET`: where the bodies behind envelope pointers are read from.
+    /// `PAYLOAD_BUCKET`: where the bodies behind envelope pointers are read from, and where
+    /// an envelope too big for a Firehose record is archived.
     pub payload_bucket: Option<String>,
+    /// `ARCHIVE_BODIES`: archive every source's envelopes (a source's `archive` overrides it).
+    pub archive_bodies: bool,
+    /// `ARCHIVE_STREAM`: the Firehose delivery stream the archive goes through.
+    pub archive_stream: Option<String>,
 }
 
 /// `FORWARD_SIGNING_SECRET`: comma-separated secret references, or nothing.
@@ -235,6 +237,8 @@ impl ConsumerEnv {
             dlq_url: optional("DLQ_URL"),
             max_failures: u32::try_from(max_failures).unwrap_or(u32::MAX),
             payload_bucket: optional("PAYLOAD_BUCKET"),
+            archive_bodies: archive_bodies()?,
+            archive_stream: optional("ARCHIVE_STREAM"),
         })
     }
 }

@@ -26,6 +26,7 @@ use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
 use crate::answer::accepted_response;
+use crate::archive::{Archive, NoArchive};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
 use crate::key::sha256_hex;
@@ -39,18 +40,20 @@ use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
 
 mod admit;
+mod archiving;
 mod invocation;
 mod processor;
 mod requeue;
 
 pub use admit::Refusal;
+use archiving::Archived;
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
 pub use crate::defaults::DEFAULT_MAX_FAILURES;
 
-/// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`).
+/// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`, `ARCHIVE_BODIES`).
 #[derive(Clone, Copy, Debug)]
 pub struct ConsumerSettings {
     pub max_concurrent_groups: usize,
@@ -61,6 +64,9 @@ pub struct ConsumerSettings {
     /// delay would take it within [`RETENTION_MARGIN_MS`] of it is also copied to the
     /// dead-letter queue, so that it never expires unseen. `None`: not checked.
     pub queue_retention_seconds: Option<u64>,
+    /// `ARCHIVE_BODIES`: archive every source's envelopes before they run (a source's
+    /// `archive` decides for itself), through [`Consumer::with_archive`].
+    pub archive_bodies: bool,
 }
 
 impl Default for ConsumerSettings {
@@ -69,13 +75,15 @@ impl Default for ConsumerSettings {
             max_concurrent_groups: 8,
             max_failures: DEFAULT_MAX_FAILURES,
             queue_retention_seconds: None,
+            archive_bodies: false,
         }
     }
 }
 
 /// The consumer, with its collaborators. The payload bucket ([`Consumer::with_store`]) is
 /// where the bodies behind envelope pointers are read; without one, such a message fails.
-pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery, S = NoStore> {
+/// The archive ([`Consumer::with_archive`]) takes each batch's envelopes before they run.
+pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery, S = NoStore, A = NoArchive> {
     sources: SourceSpecs,
     ledger: L,
     processor: P,
@@ -84,6 +92,7 @@ pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery, S = NoStore> {
     metrics: Metrics,
     redelivery: Q,
     store: S,
+    archive: A,
 }
 
 impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
@@ -106,15 +115,16 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             metrics,
             redelivery: NoRedelivery,
             store: NoStore,
+            archive: NoArchive,
         }
     }
 }
 
-impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
-    Consumer<L, P, C, Q, S>
+impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: Archive>
+    Consumer<L, P, C, Q, S, A>
 {
     /// The same consumer delaying and dead-lettering messages through `redelivery`.
-    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S> {
+    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S, A> {
         Consumer {
             sources: self.sources,
             ledger: self.ledger,
@@ -124,12 +134,13 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             metrics: self.metrics,
             redelivery,
             store: self.store,
+            archive: self.archive,
         }
     }
 
     /// The same consumer reading bodies behind envelope pointers from `store`
     /// (`PAYLOAD_BUCKET`).
-    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T> {
+    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T, A> {
         Consumer {
             sources: self.sources,
             ledger: self.ledger,
@@ -139,6 +150,23 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             metrics: self.metrics,
             redelivery: self.redelivery,
             store,
+            archive: self.archive,
+        }
+    }
+
+    /// The same consumer putting each batch's envelopes in `archive` before they run
+    /// (`ARCHIVE_STREAM`), for the sources that archive.
+    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, Q, S, T> {
+        Consumer {
+            sources: self.sources,
+            ledger: self.ledger,
+            processor: self.processor,
+            clock: self.clock,
+            settings: self.settings,
+            metrics: self.metrics,
+            redelivery: self.redelivery,
+            store: self.store,
+            archive,
         }
     }
 
@@ -185,12 +213,14 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             throttled: Mutex::new(None),
             verdicts: Mutex::new(vec![None; messages.len()]),
         };
+        let archived = self.archive_batch(messages).await;
+        let archived = &archived;
         let groups = fifo::plan(messages);
         let inv_ref = &inv;
         let failed: Vec<Vec<usize>> = futures::stream::iter(groups)
             .map(|group| {
                 fifo::run_in_order(group, move |i| async move {
-                    let verdict = self.run_one(&messages[i], inv_ref).await;
+                    let verdict = self.run_one(&messages[i], &archived[i], inv_ref).await;
                     inv_ref.record(i, verdict);
                     verdict == Verdict::Done
                 })
@@ -216,10 +246,14 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
         response
     }
 
-    /// One message: read it, then run it at most once or through the ledger.
-    async fn run_one(&self, msg: &SqsMessage, inv: &Invocation<'_>) -> Verdict {
+    /// One message: read it, then run it at most once or through the ledger; never where
+    /// the archive step did not take it.
+    async fn run_one(&self, msg: &SqsMessage, archived: &Archived, inv: &Invocation<'_>) -> Verdict {
         if inv.throttled().is_some() {
             return Verdict::Held;
+        }
+        if *archived == Archived::Failed {
+            return Verdict::Failed;
         }
         let message_id = msg.message_id.as_deref().unwrap_or_default();
         let envelope = match msg.body.as_deref().map(Envelope::parse) {
@@ -293,6 +327,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore>
             expires_at: ledger::expires_at(now, spec.retention_hours),
             response_status,
             response_body,
+            archived_at: match archived {
+                Archived::At(at) => Some(*at),
+                Archived::Skipped | Archived::Failed => None,
+            },
         };
         self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
             .await

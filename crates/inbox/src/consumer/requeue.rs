@@ -30,8 +30,14 @@ pub fn throttle_delay_seconds(wait: Duration, receives: u32) -> u32 {
     wait.max(receives).clamp(1, MAX_DELAY_SECONDS)
 }
 
-impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: crate::store::ObjectStore>
-    Consumer<L, P, C, Q, S>
+impl<
+        L: LedgerStore,
+        P: Processor,
+        C: Clock,
+        Q: Redelivery,
+        S: crate::store::ObjectStore,
+        A: crate::archive::Archive,
+    > Consumer<L, P, C, Q, S, A>
 {
     /// After a throttle: the throttled messages, and every message that did not run, come
     /// back after the wait (each at least its receive count in seconds); messages that ran

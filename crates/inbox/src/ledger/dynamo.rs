@@ -90,9 +90,14 @@ impl DynamoLedger {
                  response_body = if_not_exists(response_body, :rb)";
         // An ordinary take forgets a completion (it takes only a key that never completed, or
         // a forgotten one); a replay's take keeps it (TAKE_CONDITION, GIVE_BACK_REPLAY_CONDITION).
+        let archived = if t.archived_at.is_some() {
+            ", archived_at = if_not_exists(archived_at, :archived)"
+        } else {
+            ""
+        };
         let update = match replay_id {
-            Some(_) => SET.to_owned(),
-            None => format!("{SET} REMOVE completed_at"),
+            Some(_) => format!("{SET}{archived}"),
+            None => format!("{SET}{archived} REMOVE completed_at"),
         };
         let mut req = self
             .client
@@ -119,6 +124,9 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         // DynamoDB refuses a value the expressions do not use: the statuses only the take's
         // condition names, the replay id only the replay's.
+        if let Some(at) = t.archived_at {
+            req = req.expression_attribute_values(":archived", n(at));
+        }
         req = match replay_id {
             Some(rid) => req.expression_attribute_values(":rid", s(rid)),
             None => req
@@ -511,6 +519,7 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
         last_error: text("last_error")?,
         received_at: num("received_at")?.unwrap_or(0),
         completed_at: num("completed_at")?,
+        archived_at: num("archived_at")?,
         replays: match item.get("replays") {
             None => Default::default(),
             Some(v) => v

@@ -80,8 +80,12 @@ impl MemoryLedger {
             last_error: None,
             received_at: t.now_ms,
             completed_at: None,
+            archived_at: None,
             replays: Default::default(),
         });
+        if r.archived_at.is_none() {
+            r.archived_at = t.archived_at;
+        }
         r.status = Status::Processing;
         r.lease_until = Some(t.lease_until_ms);
         r.lease_owner = Some(t.owner.clone());
@@ -144,6 +148,7 @@ impl LedgerStore for MemoryLedger {
                     last_error: None,
                     received_at: c.now_ms,
                     completed_at: None,
+                    archived_at: None,
                     replays: Default::default(),
                 },
             );

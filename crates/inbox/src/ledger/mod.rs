@@ -104,6 +104,9 @@ pub struct Record {
     pub received_at: i64,
     /// Epoch milliseconds.
     pub completed_at: Option<i64>,
+    /// Epoch milliseconds: when the consumer first put the event in the archive (the first
+    /// take after it), where the archive holds it ([`crate::archive::archive_hours`]).
+    pub archived_at: Option<i64>,
     /// The replay ids whose side effect completed (a string set; absent means none).
     pub replays: BTreeSet<String>,
 }
@@ -179,6 +182,9 @@ pub struct Take {
     /// the first delivery was.
     pub response_status: u16,
     pub response_body: String,
+    /// When this batch put the event in the archive, where it did: kept as the item's
+    /// `archived_at` unless it has one already.
+    pub archived_at: Option<i64>,
 }
 
 /// What a take found.

@@ -25,6 +25,7 @@ fn item(status: Status) -> Record {
         last_error: None,
         received_at: NOW,
         completed_at: None,
+        archived_at: None,
         replays: Default::default(),
     }
 }
@@ -372,6 +373,7 @@ fn take_by(owner: &str) -> Take {
         expires_at: NOW_S + 3600,
         response_status: 200,
         response_body: "{}".into(),
+        archived_at: None,
     }
 }
 

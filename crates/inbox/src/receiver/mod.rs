@@ -47,7 +47,7 @@ pub use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
 /// The header on a replayed response.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
-/// The receiver's tunables (`MAX_BODY_BYTES`, `ARCHIVE_BODIES`, `REPLAY_CACHE_KEYS`,
+/// The receiver's tunables (`MAX_BODY_BYTES`, `REPLAY_CACHE_KEYS`,
 /// `REPLAY_CACHE_SECONDS`).
 ///
 /// The default is a bare receiver's: no replay cache, so that every delivery reaches the
@@ -56,9 +56,6 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 #[derive(Clone, Copy, Debug)]
 pub struct ReceiverSettings {
     pub max_body_bytes: usize,
-    /// Archive every source's envelope in the payload bucket (a source's `archive` decides
-    /// for itself where it says).
-    pub archive_bodies: bool,
     /// Keys the replay cache holds at most (0: no cache).
     pub replay_cache_keys: usize,
     /// Bytes the replay cache holds at most ([`crate::replay_cache::entry_bytes`]; 0: no cache).
@@ -72,7 +69,6 @@ impl Default for ReceiverSettings {
         Self {
             max_body_bytes: usize::try_from(crate::config::env::DEFAULT_MAX_BODY_BYTES)
                 .unwrap_or(usize::MAX),
-            archive_bodies: false,
             replay_cache_keys: 0,
             replay_cache_bytes: usize::try_from(crate::config::env::DEFAULT_REPLAY_CACHE_BYTES)
                 .unwrap_or(usize::MAX),

@@ -1,6 +1,6 @@
 //! Where an accepted event's body travels (docs/design.md §12): in the envelope when the
 //! envelope fits the queue's 1 MiB, else in the payload bucket with a pointer in the envelope;
-//! and, where the source archives, the envelope itself stored under its hour of receipt.
+//! the archive is the consumer's ([`crate::archive`]), off the sender's path.
 
 use std::collections::BTreeMap;
 
@@ -54,14 +54,12 @@ pub(super) fn envelope_surely_fits(
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// The queue text of an accepted event: the body in the envelope, or in the bucket with
-    /// a pointer in the envelope; and, where the source archives, the envelope stored under
-    /// the hour of receipt (docs/design.md §12). Every object key derives from the event,
-    /// so a retry writes the same objects.
+    /// a pointer in the envelope (docs/design.md §12). The object key derives from the event,
+    /// so a retry writes the same object.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn envelope_text(
         &self,
         carry: Carry,
-        archive: bool,
         key: &str,
         source: &str,
         now: i64,
@@ -84,14 +82,6 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 Envelope::json_with_ref(key, source, now, body_sha256, headers, &body_ref)
             }
         };
-        if archive {
-            self.store
-                .put(
-                    &store::archive_key(source, key, now),
-                    text.as_bytes().to_vec(),
-                )
-                .await?;
-        }
         Ok(text)
     }
 }
@@ -107,13 +97,12 @@ pub(super) struct Event<'a> {
     pub(super) headers: BTreeMap<String, String>,
     /// When it was received (and measured, where a [`Carry::Inline`] holds the text).
     pub(super) measured_at: i64,
-    pub(super) archive: bool,
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// The event as it will travel, measured: in the envelope or in the bucket (a body whose
     /// envelope would not fit the queue, with no bucket, is refused here, before the claim),
-    /// archived or not; and where its body travels.
+    /// and where its body travels.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn event<'a>(
         &self,
@@ -150,13 +139,12 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             json,
             headers,
             measured_at: now,
-            archive: source.spec.archive.unwrap_or(self.settings.archive_bodies),
         };
         Ok((event, carry))
     }
 
     /// Puts the event on the queue as received at `received_at`: its body in the bucket
-    /// first where it goes there, and its archive copy. Built only now, so a duplicate that
+    /// first where it goes there. Built only now, so a duplicate that
     /// sends nothing never pays for the group's parse, the copy of the body into the
     /// envelope, or a write to the bucket.
     pub(super) async fn send(
@@ -174,7 +162,6 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let text = self
             .envelope_text(
                 carry,
-                event.archive,
                 &event.key,
                 name,
                 received_at,

@@ -117,6 +117,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
             // No retention guard: the delays here (at most a minute) never near the queue's
             // retention.
             queue_retention_seconds: None,
+            archive_bodies: false,
         },
         cx_metrics,
     )
