@@ -393,7 +393,9 @@ async fn a_changed_body_behind_a_live_claim_leaves_the_archive_copy_alone() {
         .await
         .expect("bridge");
     b.retry_failed_now = true;
-    b.drain(|e| testkit::consume(&cx, e)).await.expect("drained");
+    b.drain(|e| testkit::consume(&cx, e))
+        .await
+        .expect("drained");
     let store = aws.payload_store();
     let objects = store.list("archive/").await.expect("list");
     let mut copies = Vec::new();
@@ -406,7 +408,11 @@ async fn a_changed_body_behind_a_live_claim_leaves_the_archive_copy_alone() {
         );
     }
     assert_eq!(copies.len(), 1, "one archive copy");
-    assert_eq!(copies[0].body.as_bytes(), first.as_slice(), "the first body");
+    assert_eq!(
+        copies[0].body.as_bytes(),
+        first.as_slice(),
+        "the first body"
+    );
     let item = aws.ledger_items().await;
     assert!(item[0].archived_at.is_some(), "the take records it");
 }

@@ -218,16 +218,30 @@ fn the_consumer_role_is_scoped_to_its_queue() {
         assert!(all.contains(needed), "consumer role lacks {needed}");
     }
     for (actions, resource) in &statements {
-        // Object keys need a prefix pattern: read only, the bodies behind pointers only.
+        // Object keys need a prefix pattern: it reads the bodies behind pointers and writes
+        // only the archive's envelopes too big for a Firehose record.
         if actions.iter().any(|a| a.starts_with("s3:")) {
-            assert_eq!(
-                actions,
-                &["s3:GetObject"],
-                "the consumer only reads objects"
+            let allowed = [
+                (
+                    vec!["s3:GetObject".to_owned()],
+                    json!({"Fn::Sub": "${PayloadBucket.Arn}/payloads/*"}),
+                ),
+                (
+                    vec!["s3:PutObject".to_owned()],
+                    json!({"Fn::Sub": "${PayloadBucket.Arn}/archive/*"}),
+                ),
+            ];
+            assert!(
+                allowed.contains(&(actions.clone(), resource.clone())),
+                "the consumer's S3 statement {actions:?} on {resource}"
             );
+            continue;
+        }
+        if actions.iter().any(|a| a.starts_with("firehose:")) {
+            assert_eq!(actions, &["firehose:PutRecordBatch"]);
             assert_eq!(
                 resource,
-                &json!({"Fn::Sub": "${PayloadBucket.Arn}/payloads/*"})
+                &json!({"Fn::Sub": "arn:${AWS::Partition}:firehose:${AWS::Region}:${AWS::AccountId}:deliverystream/${AWS::StackName}-archive"})
             );
             continue;
         }
@@ -543,7 +557,11 @@ fn forwards_are_signed_with_a_generated_whsec_key_the_consumer_alone_reads() {
         if id == role_id {
             continue;
         }
-        for policy in resource["Properties"]["Policies"].as_array().into_iter().flatten() {
+        for policy in resource["Properties"]["Policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             for statement in policy["PolicyDocument"]["Statement"]
                 .as_array()
                 .into_iter()

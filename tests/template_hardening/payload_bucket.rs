@@ -157,16 +157,38 @@ fn the_receiver_puts_the_consumer_gets_and_operators_list_and_get_payloads() {
         s3,
         vec![(
             vec!["s3:PutObject".to_owned()],
-            json!([
-                {"Fn::Sub": "${PayloadBucket.Arn}/payloads/*"},
-                {"Fn::Sub": "${PayloadBucket.Arn}/archive/*"}
-            ])
+            json!({"Fn::Sub": "${PayloadBucket.Arn}/payloads/*"})
         )],
-        "the receiver only writes, under payloads/ and archive/"
+        "the receiver only writes, under payloads/: the archive is off the sender's path"
     );
     let env = &t.properties("ReceiverFunction")["Environment"]["Variables"];
     assert_eq!(env["PAYLOAD_BUCKET"], reference("PayloadBucket"));
-    assert_eq!(env["ARCHIVE_BODIES"], reference("ArchiveBodies"));
+    assert!(
+        env.get("ARCHIVE_BODIES").is_none(),
+        "the receiver archives nothing"
+    );
+    let consumer_env = &t.properties("ConsumerFunction")["Environment"]["Variables"];
+    assert_eq!(consumer_env["ARCHIVE_BODIES"], reference("ArchiveBodies"));
+    // The consumer's stream is the template's ArchiveStream, by name.
+    let stream = t.properties("ArchiveStream");
+    assert_eq!(consumer_env["ARCHIVE_STREAM"], stream["DeliveryStreamName"]);
+    assert_eq!(
+        stream["DeliveryStreamName"],
+        json!({"Fn::Sub": "${AWS::StackName}-archive"})
+    );
+    let s3 = &stream["ExtendedS3DestinationConfiguration"];
+    assert_eq!(s3["BucketARN"], get_att("PayloadBucket", "Arn"));
+    // The layout the readers search: inbox::archive::archive_hour_prefix.
+    assert_eq!(
+        s3["Prefix"],
+        "archive/!{timestamp:yyyy}/!{timestamp:MM}/!{timestamp:dd}/!{timestamp:HH}/"
+    );
+    assert_eq!(
+        inbox::archive::archive_hour_prefix(1_796_306_399_999),
+        "archive/2026/12/03/13/"
+    );
+    // At most the 15 minutes archive_hours allows for between a record and its object's hour.
+    assert!(s3["BufferingHints"]["IntervalInSeconds"].as_i64() <= Some(900));
     assert_eq!(
         t.parameter("ArchiveBodies").expect("ArchiveBodies")["Default"],
         "true"

@@ -172,9 +172,10 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         env.payload_bucket
             .map(|bucket| S3Store::new(crate::store::s3_client(&sdk), bucket)),
     )
-    .with_archive(env.archive_stream.map(|stream| {
-        FirehoseArchive::new(aws_sdk_firehose::Client::new(&sdk), stream)
-    })))
+    .with_archive(
+        env.archive_stream
+            .map(|stream| FirehoseArchive::new(aws_sdk_firehose::Client::new(&sdk), stream)),
+    ))
 }
 
 /// The signer of `FORWARD_SIGNING_SECRET`'s secrets, each read once (`None` when there are

@@ -30,11 +30,15 @@ pub struct ArchiveError(pub String);
 pub trait Archive: Send + Sync + 'static {
     /// `Ok(taken)`, one flag per line in order (a partial failure leaves some false);
     /// `Err` where nothing was taken.
-    fn put(&self, lines: &[String]) -> impl Future<Output = Result<Vec<bool>, ArchiveError>> + Send;
+    fn put(&self, lines: &[String])
+        -> impl Future<Output = Result<Vec<bool>, ArchiveError>> + Send;
 }
 
 impl<T: Archive> Archive for Arc<T> {
-    fn put(&self, lines: &[String]) -> impl Future<Output = Result<Vec<bool>, ArchiveError>> + Send {
+    fn put(
+        &self,
+        lines: &[String],
+    ) -> impl Future<Output = Result<Vec<bool>, ArchiveError>> + Send {
         (**self).put(lines)
     }
 }
@@ -94,7 +98,9 @@ impl Archive for FirehoseArchive {
             .set_records(Some(records))
             .send()
             .await
-            .map_err(|e| ArchiveError(aws_sdk_firehose::error::DisplayErrorContext(e).to_string()))?;
+            .map_err(|e| {
+                ArchiveError(aws_sdk_firehose::error::DisplayErrorContext(e).to_string())
+            })?;
         let answers = out.request_responses();
         if answers.len() != lines.len() {
             return Err(ArchiveError(format!(
@@ -137,7 +143,9 @@ impl<S: ObjectStore, C: Clock> MemoryArchive<S, C> {
 impl<S: ObjectStore, C: Clock + 'static> Archive for MemoryArchive<S, C> {
     async fn put(&self, lines: &[String]) -> Result<Vec<bool>, ArchiveError> {
         let now = self.clock.now_ms();
-        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let object = format!("{}memory-{now:013}-{n:06}", archive_hour_prefix(now));
         let bytes: Vec<u8> = lines.iter().flat_map(|l| line_bytes(l)).collect();
         self.store
@@ -233,7 +241,11 @@ mod tests {
         assert_eq!(keys.len(), 1);
         assert!(keys[0].starts_with("archive/2026/12/03/13/"), "{keys:?}");
         let bytes = store.get(&keys[0]).await.unwrap().unwrap();
-        assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 2, "one line each");
+        assert_eq!(
+            bytes.iter().filter(|b| **b == b'\n').count(),
+            2,
+            "one line each"
+        );
         let read: Vec<_> = envelopes_in(&bytes).map(Result::unwrap).collect();
         assert_eq!(read, [a, b]);
         let mut bad = bytes.clone();

@@ -14,9 +14,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
+use inbox::archive::{archive_hour_prefix, archive_hours, envelopes_in};
 use inbox::ledger::{LedgerStore, Status};
 use inbox::queue::{Envelope, Outgoing, Queue, MAX_REPLAY_ID_LEN};
-use inbox::archive::{archive_hour_prefix, archive_hours, envelopes_in};
 use inbox::store::ObjectStore;
 
 use crate::cli::{ReplayArgs, StatusFilter};

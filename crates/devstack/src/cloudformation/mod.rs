@@ -20,7 +20,9 @@ pub mod samconfig;
 pub mod streams;
 pub mod translate;
 
-pub use deploy::{delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack};
+pub use deploy::{
+    delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack,
+};
 pub use samconfig::{samconfig_path, Parameters};
 pub use translate::Translated;
 

@@ -125,9 +125,9 @@ fn chunks<'a>(lines: &[&'a (usize, String)]) -> Vec<Vec<&'a (usize, String)>> {
     let mut bytes = 0;
     for line in lines {
         let size = line.1.len() + 1;
-        let full = chunks.last().is_none_or(|c| {
-            c.len() == MAX_RECORDS_PER_CALL || bytes + size > MAX_BYTES_PER_CALL
-        });
+        let full = chunks
+            .last()
+            .is_none_or(|c| c.len() == MAX_RECORDS_PER_CALL || bytes + size > MAX_BYTES_PER_CALL);
         if full {
             chunks.push(Vec::new());
             bytes = 0;

@@ -248,7 +248,12 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
 
     /// One message: read it, then run it at most once or through the ledger; never where
     /// the archive step did not take it.
-    async fn run_one(&self, msg: &SqsMessage, archived: &Archived, inv: &Invocation<'_>) -> Verdict {
+    async fn run_one(
+        &self,
+        msg: &SqsMessage,
+        archived: &Archived,
+        inv: &Invocation<'_>,
+    ) -> Verdict {
         if inv.throttled().is_some() {
             return Verdict::Held;
         }
