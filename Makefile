@@ -73,12 +73,15 @@ build: venv
 	  $(PY) -c 'import os, sys; f = "target/lambda/%s/bootstrap.zip" % sys.argv[1]; print("%-9s %6.2f MB  %s" % (sys.argv[1], os.path.getsize(f) / 1e6, f))' $$fn; \
 	done
 
-# Deploy to the AWS account of the current credentials: `sam build` (cargo lambda, arm64, from
+# Deploy to the AWS account of the current credentials: `inbox-ops preflight` (refuses
+# samconfig.toml's placeholders, a bad ForwardUrl or WebhookSources, and secrets that are
+# missing, invalid or unreadable by the receiver), `sam build` (cargo lambda, arm64, from
 # template.yaml) and `sam deploy` with samconfig.toml (replace its placeholders first; the first
 # time ARGS=--guided). ARGS go to sam deploy. Not part of make test, which creates the same
 # translated template on moto (tests/template_deploys.rs).
 deploy: venv $(VENV_SAM)/.installed
 	rustup target add aarch64-unknown-linux-gnu
+	cargo run -q -p inbox-ops -- preflight
 	$(VENV_SAM)/bin/sam build
 	$(VENV_SAM)/bin/sam deploy $(ARGS)
 

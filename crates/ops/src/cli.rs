@@ -1,8 +1,8 @@
-//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `audit`,
-//! `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`. The queue, table
-//! and bucket flags fall back to the environment variable names the functions get in
-//! template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`. A
-//! flag or variable given but empty counts as missing.
+//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `preflight`,
+//! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`. The
+//! queue, table and bucket flags fall back to the environment variable names the functions get
+//! in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`.
+//! A flag or variable given but empty counts as missing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,7 +13,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
 pub use crate::smoke::SmokeArgs;
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, esm, lookup, redrive, replay, smoke, status, why};
+use crate::{audit, esm, lookup, preflight, redrive, replay, smoke, status, why};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -33,6 +33,17 @@ pub struct Cli {
 /// One command.
 #[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
 pub enum Command {
+    /// Before `sam deploy`: the parameter values samconfig.toml would deploy (its
+    /// parameter_overrides, then the template's defaults), refused with every problem listed,
+    /// each naming its parameter.
+    ///
+    /// Refuses placeholders (REGION, ACCOUNT_ID, ACCOUNT, example.com/.org/.net hosts,
+    /// replace-me, the docs' whsec_…), a ForwardUrl that is missing or not https://,
+    /// WebhookSources the functions would refuse, and each referenced secret that is missing,
+    /// an env: reference, invalid for its scheme or outside what the receiver may read
+    /// (SecretArns; when empty, the secrets named <stack>/*). Secrets are read with your own
+    /// credentials, as the receiver reads them; no value is printed. Exits 1 on any problem.
+    Preflight(PreflightArgs),
     /// What each source does when a webhook arrives twice, what identifies a repeat, what the
     /// sender is told when we fail; decisions worth a second look flagged.
     ///
@@ -104,6 +115,20 @@ pub struct StatusArgs {
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `preflight`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct PreflightArgs {
+    /// The SAM template.
+    #[arg(long, value_name = "FILE", default_value = "template.yaml")]
+    pub template: PathBuf,
+    /// The SAM CLI configuration `sam deploy` reads (its `default` environment).
+    #[arg(long, value_name = "FILE", default_value = "samconfig.toml")]
+    pub config: PathBuf,
+    /// The stack's name [default: samconfig's stack_name, else webhook-inbox].
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub stack: Option<String>,
 }
 
 /// `audit`'s arguments.
@@ -240,6 +265,7 @@ impl Cli {
             return ExitCode::SUCCESS;
         };
         let (name, outcome) = match &command {
+            Command::Preflight(args) => ("preflight", preflight::run(args).await),
             Command::Audit(args) => (
                 "audit",
                 audit::run(args, std::env::var("WEBHOOK_SOURCES").ok()).map(|report| {
@@ -425,6 +451,39 @@ mod tests {
     }
 
     #[test]
+    fn preflight_reads_the_files_here_unless_told() {
+        assert_eq!(
+            parse(&["preflight"], &[]).unwrap(),
+            Some(Command::Preflight(PreflightArgs {
+                template: "template.yaml".into(),
+                config: "samconfig.toml".into(),
+                stack: None
+            }))
+        );
+        assert_eq!(
+            parse(
+                &[
+                    "preflight",
+                    "--template",
+                    "t.yaml",
+                    "--config",
+                    "c.toml",
+                    "--stack",
+                    "s"
+                ],
+                &[]
+            )
+            .unwrap(),
+            Some(Command::Preflight(PreflightArgs {
+                template: "t.yaml".into(),
+                config: "c.toml".into(),
+                stack: Some("s".into())
+            }))
+        );
+        assert!(parse(&["preflight", "--stack", ""], &[]).is_err());
+    }
+
+    #[test]
     fn refuses_what_it_cannot_run() {
         let e = parse(&["why", "--table", "t"], &[])
             .unwrap_err()
@@ -503,7 +562,15 @@ mod tests {
         Cli::command().debug_assert();
         let help = Cli::command().render_long_help().to_string();
         for command in [
-            "audit", "why", "lookup", "redrive", "pause", "resume", "status", "replay",
+            "preflight",
+            "audit",
+            "why",
+            "lookup",
+            "redrive",
+            "pause",
+            "resume",
+            "status",
+            "replay",
         ] {
             assert!(help.contains(command), "{help}");
         }

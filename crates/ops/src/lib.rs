@@ -1,6 +1,6 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
-//! ([`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`],
-//! [`smoke`], [`replay`]),
+//! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
+//! pause and resume, [`status`], [`smoke`], [`replay`]),
 //! their command line ([`cli`]), the AWS clients
 //! ([`aws`]) and the template.yaml reader ([`template`], shared with the dev stack). Depends on
 //! the library and the AWS SDK only, never on the dev stack.
@@ -9,6 +9,7 @@ pub mod aws;
 pub mod cli;
 pub mod esm;
 pub mod lookup;
+pub mod preflight;
 pub mod redrive;
 pub mod replay;
 pub mod smoke;

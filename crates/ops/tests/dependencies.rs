@@ -1,8 +1,8 @@
 //! What `inbox-ops` is built from: the library and the AWS SDK, plus a few small crates for the
-//! command line and its output, and the library's own HMAC crates and HTTP client for `smoke`.
-//! Its manifest's dependency tables (normal, build and target-specific; not dev-dependencies,
-//! which the tests alone use) name nothing else, so the operator's tool never compiles the dev
-//! stack, an HTTP server or a zip reader.
+//! command line and its output, the library's own HMAC crates and HTTP client for `smoke`, and
+//! a TOML reader for `preflight`. Its manifest's dependency tables (normal, build and
+//! target-specific; not dev-dependencies, which the tests alone use) name nothing else, so the
+//! operator's tool never compiles the dev stack, an HTTP server or a zip reader.
 
 /// Every crate `inbox-ops` may depend on.
 const ALLOWED: &[&str] = &[
@@ -29,6 +29,10 @@ const ALLOWED: &[&str] = &[
     "sha2",
     "hex",
     "reqwest",
+    // `preflight` reads samconfig.toml (the dev stack reads it with the same crate) and
+    // describes the secrets the sources reference (the library reads their values with it).
+    "toml",
+    "aws-sdk-secretsmanager",
 ];
 
 /// Named here so that a change to [`ALLOWED`] cannot let them in unnoticed.

@@ -1,0 +1,405 @@
+//! `inbox-ops preflight` as an operator runs it before `sam deploy`: the binary, against the
+//! repository's template.yaml and a samconfig.toml (the committed one, or one written here),
+//! its secrets on moto's Secrets Manager (reached through the inherited `AWS_ENDPOINT_URL`).
+//!
+//! - the committed samconfig.toml is refused for its placeholders;
+//! - real values, with their secrets created, pass; so does an empty `SecretArns` when the
+//!   secrets are the stack's own (`<stack>/...`);
+//! - a missing secret, a secret invalid for its scheme (its value never printed), a secret
+//!   the receiver may not read and an `env:` reference are each refused, by name.
+
+use std::path::{Path, PathBuf};
+
+use devstack::testkit::unique;
+
+/// The outcome of one run: exit code, stdout, stderr.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Both streams.
+    fn text(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// The problem lines (`  - Parameter: ...`) that start with `subject`.
+    fn problems_of(&self, subject: &str) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("  - "))
+            .filter(|l| l.starts_with(&format!("{subject}: ")))
+            .collect()
+    }
+}
+
+/// Runs `inbox-ops preflight <args>` in `dir`, on the moto server this process started.
+async fn preflight(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let endpoint = devstack::moto::shared();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"));
+    cmd.arg("preflight")
+        .args(args)
+        .current_dir(dir)
+        .env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env_remove("AWS_PROFILE");
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().await.expect("run inbox-ops");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Creates secret `name` with `value` on moto; its ARN.
+async fn create_secret(name: &str, value: &str) -> String {
+    devstack::moto::shared();
+    let sdk = inbox_ops::aws::config().await;
+    aws_sdk_secretsmanager::Client::new(&sdk)
+        .create_secret()
+        .name(name)
+        .secret_string(value)
+        .send()
+        .await
+        .expect("CreateSecret on moto")
+        .arn()
+        .expect("an ARN")
+        .to_owned()
+}
+
+/// The IAM resource for `arn` as the docs write it: the name with `-??????` for its suffix.
+fn with_suffix_wildcard(arn: &str) -> String {
+    let (named, _suffix) = arn.rsplit_once('-').expect("a random suffix");
+    format!("{named}-??????")
+}
+
+/// A github source reading `secret`, a Standard Webhooks one reading `whsec`.
+fn two_sources(github: &str, acme: &str) -> String {
+    format!(
+        r#"{{"github": {{"signature": {{"scheme": "github", "secrets": ["{github}"]}}, "key": {{"from": "header", "name": "X-GitHub-Delivery"}}, "replay_guard_seconds": 259200}}, "acme": {{"signature": {{"scheme": "standard-webhooks", "secrets": ["{acme}"]}}, "key": {{"from": "header", "name": "webhook-id"}}}}}}"#
+    )
+}
+
+/// A directory holding a samconfig.toml for `stack` with these overrides (WebhookSources
+/// single-quoted as docs/configuration.md writes it).
+fn samconfig(stack: &str, secret_arns: &str, sources: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique("preflight"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = format!(
+        r#"version = 0.1
+
+[default.global.parameters]
+stack_name = "{stack}"
+
+[default.deploy.parameters]
+capabilities = "CAPABILITY_IAM"
+parameter_overrides = [
+  "ForwardUrl=https://records.acme-corp.io/webhooks",
+  "SecretArns={secret_arns}",
+  '''WebhookSources='{sources}'''',
+  "LogLevel=INFO",
+]
+"#
+    );
+    std::fs::write(dir.join("samconfig.toml"), text).expect("write samconfig.toml");
+    dir
+}
+
+fn template_arg() -> String {
+    workspace_root().join("template.yaml").display().to_string()
+}
+
+/// 32 random-looking bytes, base64, as a Standard Webhooks sender shows them.
+const ACME_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw2m1Q3Z9xP4s=";
+const GITHUB_SECRET: &str = "5f1d3c0b9a8e7d6c5b4a39281706f5e4d3c2b1a0";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_committed_samconfig_is_refused_for_its_placeholders() {
+    // In the workspace root, with no flags: template.yaml and samconfig.toml as committed.
+    let run = preflight(&workspace_root(), &[], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    assert!(
+        run.stdout.is_empty(),
+        "nothing passed is printed: {}",
+        run.stdout
+    );
+    let arns = run.problems_of("SecretArns");
+    for placeholder in ["REGION", "ACCOUNT_ID"] {
+        assert!(
+            arns.iter()
+                .any(|l| l.contains(&format!("placeholder {placeholder}"))),
+            "{placeholder}: {}",
+            run.stderr
+        );
+    }
+    let forward = run.problems_of("ForwardUrl");
+    assert!(
+        forward.iter().any(|l| l.contains("example.com")),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        forward.iter().any(|l| l.contains("replace-me")),
+        "{}",
+        run.stderr
+    );
+    // Every problem, not only the first: the default sources' secrets are not on moto either.
+    let sources = run.problems_of("WebhookSources");
+    for name in [
+        "webhook-inbox/stripe",
+        "webhook-inbox/github",
+        "webhook-inbox/acme",
+    ] {
+        assert!(
+            sources
+                .iter()
+                .any(|l| l.contains(name) && l.contains("no such secret")),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+    assert!(
+        run.stderr
+            .starts_with("preflight: stack webhook-inbox, region us-east-1"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_values_with_their_secrets_pass() {
+    let stack = unique("pf-pass");
+    let github = create_secret(&format!("{stack}/github"), GITHUB_SECRET).await;
+    let acme = create_secret(&format!("{stack}/acme"), ACME_SECRET).await;
+    let sources = two_sources(
+        &format!("secretsmanager:{stack}/github"),
+        // By ARN, as the library also takes it.
+        &format!("secretsmanager:{acme}"),
+    );
+    let listed = format!(
+        "{},{}",
+        with_suffix_wildcard(&github),
+        with_suffix_wildcard(&acme)
+    );
+    let dir = samconfig(&stack, &listed, &sources);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.text());
+    let out = &run.stdout;
+    assert!(
+        out.contains("ok: ForwardUrl is https, host records.acme-corp.io"),
+        "{out}"
+    );
+    assert!(
+        out.contains("WebhookSources parses: 2 sources (acme, github)"),
+        "{out}"
+    );
+    for source in ["github", "acme"] {
+        let name = format!("{stack}/{source}");
+        assert!(
+            out.contains(&format!(
+                "ok: secret {name} exists and is valid for source `{source}`"
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "ok: secret {name} readable by the receiver (SecretArns entry"
+            )),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "ok: source `{source}` starts as the receiver's cold start"
+            )),
+            "{out}"
+        );
+    }
+    for secret in [GITHUB_SECRET, ACME_SECRET] {
+        assert!(
+            !run.text().contains(secret),
+            "a secret's value printed: {}",
+            run.text()
+        );
+    }
+
+    // SecretArns empty: the stack's own secrets, <stack>/*, which these are.
+    let dir = samconfig(&stack, "", &sources);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.text());
+    assert!(
+        run.stdout.contains(&format!(
+            "readable by the receiver (the stack's own secrets, {stack}/* in us-east-1)"
+        )),
+        "{}",
+        run.stdout
+    );
+    // ... and not another stack's.
+    let run = preflight(
+        &dir,
+        &["--template", &template_arg(), "--stack", "other-stack"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let refused = run.problems_of("SecretArns");
+    assert_eq!(refused.len(), 2, "{}", run.stderr);
+    assert!(
+        refused.iter().all(|l| l.contains("other-stack/*")),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_secret_is_named() {
+    let stack = unique("pf-missing");
+    let acme = create_secret(&format!("{stack}/acme"), ACME_SECRET).await;
+    let sources = two_sources(
+        &format!("secretsmanager:{stack}/github"),
+        &format!("secretsmanager:{stack}/acme"),
+    );
+    let dir = samconfig(&stack, &with_suffix_wildcard(&acme), &sources);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let problems = run.problems_of("WebhookSources");
+    assert_eq!(problems.len(), 1, "{}", run.stderr);
+    assert!(
+        problems[0].contains("source `github`")
+            && problems[0].contains(&format!("`secretsmanager:{stack}/github`"))
+            && problems[0].contains("no such secret in us-east-1"),
+        "{}",
+        problems[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_invalid_for_their_scheme_are_named_never_shown() {
+    let stack = unique("pf-invalid");
+    // Fifteen bytes: under github's 16. Not base64 after whsec_: no Standard Webhooks key.
+    let short = "short-2b7e151ff";
+    let not_base64 = "whsec_%%not-base64-4a1f%%";
+    let github = create_secret(&format!("{stack}/github"), short).await;
+    let acme = create_secret(&format!("{stack}/acme"), not_base64).await;
+    let stripe = create_secret(&format!("{stack}/stripe"), "whsec_\u{2026}").await;
+    let two = two_sources(
+        &format!("secretsmanager:{stack}/github"),
+        &format!("secretsmanager:{stack}/acme"),
+    );
+    let sources = format!(
+        r#"{}, "stripe": {{"signature": {{"scheme": "stripe", "secrets": ["secretsmanager:{stack}/stripe"]}}, "key": {{"from": "json", "pointers": ["/id"]}}}}}}"#,
+        two.strip_suffix('}').expect("an object")
+    );
+    let listed = [github, acme, stripe]
+        .map(|a| with_suffix_wildcard(&a))
+        .join(",");
+    let dir = samconfig(&stack, &listed, &sources);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let problems = run.problems_of("WebhookSources");
+    let of = |source: &str| {
+        problems
+            .iter()
+            .find(|l| l.starts_with(&format!("WebhookSources: source `{source}`")))
+            .unwrap_or_else(|| panic!("{source}: {}", run.stderr))
+            .to_string()
+    };
+    let github = of("github");
+    assert!(
+        github.contains("secret #1 is 15 bytes; the github scheme needs at least 16"),
+        "{github}"
+    );
+    assert!(
+        github.contains(&format!("secretsmanager:{stack}/github")),
+        "{github}"
+    );
+    let acme = of("acme");
+    assert!(acme.contains("not valid base64"), "{acme}");
+    let stripe = of("stripe");
+    assert!(
+        stripe.contains("the docs' placeholder whsec_\u{2026}"),
+        "{stripe}"
+    );
+    let text = run.text();
+    for value in [short, not_base64, "not-base64-4a1f"] {
+        assert!(!text.contains(value), "a secret's value printed: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_outside_secret_arns_is_named() {
+    let stack = unique("pf-outside");
+    let github = create_secret(&format!("{stack}/github"), GITHUB_SECRET).await;
+    let acme = create_secret(&format!("shared-{stack}/acme"), ACME_SECRET).await;
+    let sources = two_sources(
+        &format!("secretsmanager:{stack}/github"),
+        &format!("secretsmanager:shared-{stack}/acme"),
+    );
+    let dir = samconfig(&stack, &with_suffix_wildcard(&github), &sources);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let refused = run.problems_of("SecretArns");
+    assert_eq!(refused.len(), 1, "{}", run.stderr);
+    assert!(
+        refused[0].contains(&format!("secret shared-{stack}/acme ({acme})"))
+            && refused[0].contains("source `acme`")
+            && refused[0].contains("not matched by any SecretArns entry"),
+        "{}",
+        refused[0]
+    );
+    assert!(
+        run.problems_of("WebhookSources").is_empty(),
+        "{}",
+        run.stderr
+    );
+
+    // Empty SecretArns: only <stack>/..., which shared-<stack>/acme is not.
+    let dir = samconfig(&stack, "", &sources);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let refused = run.problems_of("SecretArns");
+    assert_eq!(refused.len(), 1, "{}", run.stderr);
+    assert!(
+        refused[0].contains(&format!("shared-{stack}/acme"))
+            && refused[0].contains(&format!("{stack}/*")),
+        "{}",
+        refused[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_reference_is_refused_for_a_deploy() {
+    let stack = unique("pf-env");
+    let acme = create_secret(&format!("{stack}/acme"), ACME_SECRET).await;
+    let sources = two_sources(
+        "env:PREFLIGHT_GITHUB_SECRET",
+        &format!("secretsmanager:{stack}/acme"),
+    );
+    let dir = samconfig(&stack, &with_suffix_wildcard(&acme), &sources);
+    // Set here, yet refused: the deployed receiver will not have it.
+    let run = preflight(
+        &dir,
+        &["--template", &template_arg()],
+        &[("PREFLIGHT_GITHUB_SECRET", GITHUB_SECRET)],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let problems = run.problems_of("WebhookSources");
+    assert_eq!(problems.len(), 1, "{}", run.stderr);
+    assert!(
+        problems[0].contains("source `github`")
+            && problems[0].contains("`env:PREFLIGHT_GITHUB_SECRET`")
+            && problems[0].contains("cannot be deployed"),
+        "{}",
+        problems[0]
+    );
+    assert!(!run.text().contains(GITHUB_SECRET));
+}
