@@ -626,6 +626,7 @@ fn the_consumer_dead_letters_after_max_failures_and_max_receive_count_is_a_safet
     assert!(throttled_s > 24 * 3600, "{throttled_s} s");
 }
 
+mod deployer_policy;
 mod first_deploy;
 mod function_url;
 mod payload_bucket;

@@ -3,6 +3,8 @@
 //! - [`moto`]: local AWS (a moto server), [`cloudformation`]: template.yaml translated and
 //!   created as a stack on it and read back, [`local_stack`]: that stack with the local
 //!   parameters and secrets, which the tests, the demo and the bench run on;
+//! - [`deployer_policy`]: the IAM policy a deployer needs, derived from the translated
+//!   template's resource types and cfn-lint's resource provider schemas (docs/deployer-policy*.json);
 //! - [`dynalite`]: a second DynamoDB (dynalite, from npm), for the ledger transition tests;
 //! - [`runtime`]: the Lambda Runtime API emulator and function processes under supervision;
 //! - [`bridge`]: a stand-in for the SQS event source mapping;
@@ -15,6 +17,7 @@
 pub mod bridge;
 pub mod cloudformation;
 pub mod demo;
+pub mod deployer_policy;
 pub mod dynalite;
 pub mod faults;
 pub mod local_stack;
