@@ -47,6 +47,12 @@ pub const OPTIONAL_RESOURCES_ON: &[(&str, &str)] = &[
     ("FunctionUrl", "enabled"),
     ("AlarmEmail", "alarms@example.com"),
     ("AlarmTopicArn", "arn:aws:sns:us-east-1:123456789012:alarms"),
+    // Chooses a resource of a statement, no resource: given so that every condition holds.
+    (
+        "SecretArns",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-inbox/github-??????",
+    ),
+    ("ReceiverReservedConcurrency", "5"),
 ];
 
 /// The resource types of SAM CLI's `aws-sam-cli-managed-default` stack (its artifact bucket
