@@ -202,10 +202,17 @@ fn functions_get_the_environment_the_code_reads() {
         "QUEUE_URL",
         "MAX_BODY_BYTES",
         "PAYLOAD_BUCKET",
-        "ARCHIVE_BODIES",
         "RUST_LOG",
     ] {
         assert!(receiver.iter().any(|n| n == name), "receiver lacks {name}");
+    }
+    // The archive is the consumer's (issue 21): off the sender's path.
+    for name in ["ARCHIVE_BODIES", "ARCHIVE_STREAM"] {
+        assert!(!receiver.iter().any(|n| n == name), "receiver has {name}");
+        assert!(
+            t.function_env_names(CONSUMER).iter().any(|n| n == name),
+            "consumer lacks {name}"
+        );
     }
     // Removed by issue 15 (a duplicate behind a live claim no longer waits): not set.
     assert!(!receiver.iter().any(|n| n == "IN_PROGRESS_WAIT_MS"));

@@ -291,7 +291,7 @@ mod tests {
         assert_eq!(p.get("SecretArns"), Some(""));
         assert!(p
             .get("WebhookSources")
-            .is_some_and(|s| s.contains("stripe")));
+            .is_some_and(|s| s.contains("github")));
         assert_eq!(p.get("Nope"), None);
         let subjects: Vec<_> = report
             .problems()
