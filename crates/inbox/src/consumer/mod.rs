@@ -320,25 +320,39 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
                 .at_most_once(job, envelope.body_ref.as_ref(), inv)
                 .await;
         }
+        let owner = format!("{}:{message_id}", inv.request_id);
+        let take = self.take_of(&envelope, spec.retention_hours, owner, inv, archived);
+        self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
+            .await
+    }
+
+    /// The take of an admitted envelope by `owner`, now, under the invocation's lease, with
+    /// when the batch archived it.
+    fn take_of(
+        &self,
+        envelope: &Envelope,
+        retention_hours: u64,
+        owner: String,
+        inv: &Invocation<'_>,
+        archived: &Archived,
+    ) -> Take {
         let now = self.clock.now_ms();
-        let (response_status, response_body) = accepted_response(key);
-        let take = Take {
-            key: key.to_owned(),
-            source: source.to_owned(),
+        let (response_status, response_body) = accepted_response(&envelope.key);
+        Take {
+            key: envelope.key.clone(),
+            source: envelope.source.clone(),
             payload_sha256: envelope.payload_sha256.clone(),
-            owner: format!("{}:{message_id}", inv.request_id),
+            owner,
             now_ms: now,
             lease_until_ms: inv.lease_until_ms,
-            expires_at: ledger::expires_at(now, spec.retention_hours),
+            expires_at: ledger::expires_at(now, retention_hours),
             response_status,
             response_body,
             archived_at: match archived {
                 Archived::At(at) => Some(*at),
                 Archived::Skipped | Archived::Failed => None,
             },
-        };
-        self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
-            .await
+        }
     }
 
     /// An envelope whose parts disagree ([`admit::check`]): no side effect; the reason as the
