@@ -43,6 +43,17 @@ fn scalar(value: &Value) -> String {
     }
 }
 
+/// A Number parameter's value for the stack: samconfig's, else the template's default.
+fn number_value(parameters: &Parameters, t: &Translated, name: &str) -> i32 {
+    parameters
+        .get(name)
+        .map(str::to_owned)
+        .or_else(|| t.parameter(name).map(|p| scalar(&p["Default"])))
+        .unwrap_or_else(|| panic!("{name} has a value"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{name} is a number"))
+}
+
 async fn queue_attributes(url: &str) -> BTreeMap<String, String> {
     aws_sdk_sqs::Client::new(&sdk().await)
         .get_queue_attributes()
@@ -269,16 +280,7 @@ async fn both_functions_have_their_resolved_environment_roles_and_concurrency() 
         stack.consumer.role
     );
 
-    let reserved: i32 = parameters
-        .get("ReceiverReservedConcurrency")
-        .map(str::to_owned)
-        .or_else(|| {
-            t.parameter("ReceiverReservedConcurrency")
-                .map(|p| scalar(&p["Default"]))
-        })
-        .expect("ReceiverReservedConcurrency has a value")
-        .parse()
-        .expect("a number");
+    let reserved = number_value(&parameters, t, "ReceiverReservedConcurrency");
     // 0 reserves nothing (a new account has nothing to reserve): no concurrency setting.
     assert_eq!(
         stack.receiver.reserved_concurrency,
