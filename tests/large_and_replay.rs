@@ -70,6 +70,16 @@ fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (Cx, MetricLines) {
     aws.archiving_consumer(testkit::forwarder(sor.url()))
 }
 
+/// The `github` events received in `[from_ms, to_ms)`, archived up to `lag_ms` later.
+fn github_range(from_ms: i64, to_ms: i64, lag_ms: i64) -> Selection {
+    Selection::Range {
+        source: "github".into(),
+        from_ms,
+        to_ms,
+        archive_lag_ms: lag_ms,
+    }
+}
+
 /// Every message on the queue, looked at and made visible again.
 async fn peek_bodies(aws: &LocalAws) -> Vec<String> {
     let messages = aws.receive_all(&aws.resources.queue_url).await;
@@ -358,12 +368,7 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     let (store, ledger) = (aws.payload_store(), aws.ledger());
     // Received two hours back on the receiver's clock, archived now (moto files the objects
     // under its own now): a lag of three hours finds them.
-    let range = Selection::Range {
-        source: "github".into(),
-        from_ms: hour,
-        to_ms: hour + 3_600_000,
-        archive_lag_ms: 3 * 3_600_000,
-    };
+    let range = github_range(hour, hour + 3_600_000, 3 * 3_600_000);
     let picked = replay::select(&store, &ledger, &range, StatusFilter::Completed)
         .await
         .unwrap();
@@ -373,23 +378,13 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     assert!(picked.iter().all(|c| c.object.starts_with("archive/20")));
     // No lag: the hours up to an hour after the range, not the objects filed two hours
     // after the receipts.
-    let short = Selection::Range {
-        source: "github".into(),
-        from_ms: hour,
-        to_ms: hour + 3_600_000,
-        archive_lag_ms: 0,
-    };
+    let short = github_range(hour, hour + 3_600_000, 0);
     assert!(replay::select(&store, &ledger, &short, StatusFilter::Any)
         .await
         .unwrap()
         .is_empty());
     // A narrower range inside the hour: the received_at decides at the edges.
-    let narrow = Selection::Range {
-        source: "github".into(),
-        from_ms: hour + 1,
-        to_ms: hour + 3_599_999,
-        archive_lag_ms: 3 * 3_600_000,
-    };
+    let narrow = github_range(hour + 1, hour + 3_599_999, 3 * 3_600_000);
     let picked_narrow = replay::select(&store, &ledger, &narrow, StatusFilter::Any)
         .await
         .unwrap();
