@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::sqs::SqsMessage;
+use inbox::archive::{Archive, ArchiveError};
 use inbox::consumer::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 use inbox::ledger::memory::MemoryLedger;
 use inbox::ledger::{
@@ -279,6 +280,45 @@ impl Queue for SimQueue {
     }
 }
 
+/// The archive stream behind the consumer's `Archive` port, with the queue's fault rates: a
+/// call that fails before taking anything, or one whose records were taken but its answer
+/// lost (the consumer sees an error and the message comes back; the archive holds it twice).
+#[derive(Clone)]
+pub(crate) struct SimArchive {
+    pub(crate) world: Shared,
+}
+
+impl Archive for SimArchive {
+    async fn put(&self, lines: &[String]) -> Result<Vec<bool>, ArchiveError> {
+        step().await;
+        let mut w = lock(&self.world);
+        w.called("archive");
+        let (before, after) = (w.rates.queue_before, w.rates.queue_after);
+        let f = w.roll(before, after);
+        if f == Fault::Before {
+            w.log(format!(
+                "  archive {} line(s): error (nothing taken)",
+                lines.len()
+            ));
+            return Err(ArchiveError("injected: archive unavailable".into()));
+        }
+        for line in lines {
+            if let Ok(envelope) = inbox::Envelope::parse(line) {
+                w.archived.insert(envelope.key);
+            }
+        }
+        if f == Fault::After {
+            w.log(format!(
+                "  archive {} line(s): taken, answer lost (error)",
+                lines.len()
+            ));
+            return Err(ArchiveError("injected: answer lost".into()));
+        }
+        w.log(format!("  archive {} line(s): taken", lines.len()));
+        Ok(vec![true; lines.len()])
+    }
+}
+
 /// The queue model behind the consumer's `Redelivery` port: a delay changes a message's
 /// visibility, a dead letter copies it to the dead-letter queue; each with injected errors
 /// before and after, as the receiver's sends.
@@ -438,6 +478,15 @@ impl Processor for SimProcessor {
                 "  effect {} attempt {}: starts",
                 job.key, job.attempt
             ));
+        }
+        {
+            let mut w = lock(&self.world);
+            if job.replay_id.is_none() && !w.archived.contains(&job.key) {
+                w.violation(format!(
+                    "UNARCHIVED: a side effect of {} started before the archive held it",
+                    job.key
+                ));
+            }
         }
         let _running = Running::start(&self.world, &job.key, job.attempt, gives_up_at);
         // The downstream works on it: other invocations move meanwhile.

@@ -14,7 +14,7 @@ use inbox::receiver::{Receiver, ReceiverSettings};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::adapters::{SimLedger, SimProcessor, SimQueue, SimRedelivery};
+use crate::adapters::{SimArchive, SimLedger, SimProcessor, SimQueue, SimRedelivery};
 use crate::faults::{Mutant, RATES};
 use crate::params::{sources_json, MAX_FAILURES, SHORT_VISIBILITY_MS, START_MS, VISIBILITY_MS};
 use crate::queue_model::QueueModel;
@@ -68,6 +68,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         completions: HashMap::new(),
         in_effect: HashMap::new(),
         next_effect: 0,
+        archived: HashSet::new(),
         forgotten_reruns: HashSet::new(),
         current: None,
         last_call: HashMap::new(),
@@ -117,11 +118,16 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
             // No retention guard: the delays here (at most a minute) never near the queue's
             // retention.
             queue_retention_seconds: None,
-            archive_bodies: false,
+            // Every source archives: the archive step, its faults, and the invariant that no
+            // side effect runs on an envelope the archive does not hold.
+            archive_bodies: true,
         },
         cx_metrics,
     )
     .with_redelivery(SimRedelivery {
+        world: world.clone(),
+    })
+    .with_archive(SimArchive {
         world: world.clone(),
     });
     let mut sim = Sim {

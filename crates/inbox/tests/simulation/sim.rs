@@ -61,7 +61,14 @@ pub(crate) struct Task<'a> {
 }
 
 pub(crate) type Rx = Receiver<SimLedger, SimQueue, ManualClock>;
-pub(crate) type Cx = Consumer<SimLedger, SimProcessor, ManualClock, SimRedelivery>;
+pub(crate) type Cx = Consumer<
+    SimLedger,
+    SimProcessor,
+    ManualClock,
+    SimRedelivery,
+    inbox::store::NoStore,
+    crate::adapters::SimArchive,
+>;
 
 pub(crate) struct Sim<'a> {
     pub(crate) seed: u64,

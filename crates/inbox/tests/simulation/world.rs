@@ -59,6 +59,8 @@ pub(crate) struct World {
     /// lease's end less the margin, as `HttpForwarder`'s timeout).
     pub(crate) in_effect: HashMap<String, Vec<(u64, i64)>>,
     pub(crate) next_effect: u64,
+    /// Keys whose envelope the archive holds (issue 21: archived before any run).
+    pub(crate) archived: HashSet<String>,
     /// Keys run again after the ledger forgot them (past expires_at).
     pub(crate) forgotten_reruns: HashSet<String>,
     /// The invocation being advanced, and the last call each invocation made.
