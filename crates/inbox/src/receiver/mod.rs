@@ -249,23 +249,33 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if source.spec.delivery == Delivery::AtMostOnce {
             return self.accept_at_most_once(&event, carry).await;
         }
-        if let Some(window) = source.spec.replay_guard_seconds {
-            self.guard_body(source_name, &event.key, &event.body_sha256, window)
-                .await?;
-        }
         let inv = invocation(req);
         let (status, accepted) = accepted_response(&event.key);
-        match self
-            .claim(
-                source,
-                &event.key,
-                &event.body_sha256,
-                &inv,
-                status,
-                &accepted,
-            )
-            .await?
-        {
+        let claim = self.claim(
+            source,
+            &event.key,
+            &event.body_sha256,
+            &inv,
+            status,
+            &accepted,
+        );
+        // A body-only source's guard and the claim are two items: written side by side, one
+        // round trip for both. A guard that refuses (or fails) undoes a claim we made.
+        let claimed = match source.spec.replay_guard_seconds {
+            None => claim.await?,
+            Some(window) => {
+                let guard = self.guard_body(source_name, &event.key, &event.body_sha256, window);
+                let (guarded, claimed) = futures::join!(guard, claim);
+                if let Err(refused) = guarded {
+                    if let Ok(None) = claimed {
+                        self.release_claim(source_name, &event.key, &inv).await;
+                    }
+                    return Err(refused);
+                }
+                claimed?
+            }
+        };
+        match claimed {
             None => self.accept_first(&event, carry, &inv).await,
             Some(existing) => self.answer_duplicate(&event, carry, &existing).await,
         }
@@ -324,18 +334,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     ) -> Result<Response<Body>, Rejection> {
         let (name, key) = (event.source.spec.name.as_str(), event.key.as_str());
         if let Err(e) = self.send(event, carry, event.measured_at).await {
-            match self.ledger.release(key, &inv.request_id).await {
-                Ok(released) => info!(
-                    source = name,
-                    key,
-                    released,
-                    outcome = LogOutcome::Released.as_str()
-                ),
-                Err(re) => {
-                    warn!(source = name, key, error = %re, outcome = LogOutcome::ReleaseFailed.as_str())
-                }
-            }
-            self.metrics.count(name, Metric::Released);
+            self.release_claim(name, key, inv).await;
             return Err(Rejection::Internal(e));
         }
         let (status, accepted) = accepted_response(key);
@@ -389,9 +388,27 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         Ok(resp)
     }
 
+    /// Gives back a claim this invocation made (the send failed, or the body guard refused):
+    /// logged and counted `Released`; a failed release leaves the item RECEIVED under our
+    /// lease, which the next delivery of the key recovers.
+    async fn release_claim(&self, source: &str, key: &str, inv: &Invocation) {
+        match self.ledger.release(key, &inv.request_id).await {
+            Ok(released) => info!(
+                source,
+                key,
+                released,
+                outcome = LogOutcome::Released.as_str()
+            ),
+            Err(re) => {
+                warn!(source, key, error = %re, outcome = LogOutcome::ReleaseFailed.as_str())
+            }
+        }
+        self.metrics.count(source, Metric::Released);
+    }
+
     /// The replay guard of a body-only source: the body must be new within the window, or
-    /// have come under this same key (the sender's retry). Before the claim, so a replay
-    /// claims nothing; a failed call is a 500 with nothing claimed.
+    /// have come under this same key (the sender's retry). Beside the claim; a replay (or a
+    /// failed call) releases the claim the invocation made, so a replay keeps nothing.
     async fn guard_body(
         &self,
         source: &str,
