@@ -50,7 +50,9 @@ fn the_receiver_reads_the_stack_s_own_secrets_unless_secret_arns_names_others() 
     assert_eq!(samconfig().get("SecretArns"), None);
     // And the default source's secret is under the prefix of the shipped stack name.
     let stack = samconfig_stack_name();
-    let default = translated().parameter("WebhookSources").expect("WebhookSources")["Default"]
+    let default = translated()
+        .parameter("WebhookSources")
+        .expect("WebhookSources")["Default"]
         .as_str()
         .expect("a default")
         .to_owned();

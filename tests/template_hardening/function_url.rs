@@ -87,7 +87,10 @@ fn the_function_url_front_door_is_an_option_off_by_default_with_auth_none() {
         .collect();
     assert_eq!(
         actions,
-        BTreeSet::from(["lambda:InvokeFunction".into(), "lambda:InvokeFunctionUrl".into()])
+        BTreeSet::from([
+            "lambda:InvokeFunction".into(),
+            "lambda:InvokeFunctionUrl".into()
+        ])
     );
     // The reserved concurrency is the flood limit behind a door that does not throttle: the
     // template's rule refuses FunctionUrl=enabled without it (the_receiver_reserves_...).

@@ -543,7 +543,11 @@ fn forwards_are_signed_with_a_generated_whsec_key_the_consumer_alone_reads() {
         if id == role_id {
             continue;
         }
-        for policy in resource["Properties"]["Policies"].as_array().into_iter().flatten() {
+        for policy in resource["Properties"]["Policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             for statement in policy["PolicyDocument"]["Statement"]
                 .as_array()
                 .into_iter()

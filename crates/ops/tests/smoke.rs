@@ -98,7 +98,9 @@ async fn smoke_fails_when_the_receiver_refuses_the_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_smoke_test_on_the_default_source_can_be_run_again() {
     let template = devstack::cloudformation::Translated::project().expect("template.yaml");
-    let sources = template.parameter("WebhookSources").expect("WebhookSources")["Default"]
+    let sources = template
+        .parameter("WebhookSources")
+        .expect("WebhookSources")["Default"]
         .as_str()
         .expect("a default")
         .to_owned();
@@ -108,7 +110,12 @@ async fn the_smoke_test_on_the_default_source_can_be_run_again() {
     let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
     let door = FrontDoor::start(receiver).await.expect("the front door");
     for run in 1..=2 {
-        let out = smoke(&door.webhook_url(), "github", &[("WEBHOOK_SOURCES", &sources)]).await;
+        let out = smoke(
+            &door.webhook_url(),
+            "github",
+            &[("WEBHOOK_SOURCES", &sources)],
+        )
+        .await;
         let said = text(&out);
         assert!(out.status.success(), "run {run}: {said}");
         assert!(said.contains("ok: accepted once"), "run {run}: {said}");

@@ -19,7 +19,9 @@ pub mod deploy;
 pub mod samconfig;
 pub mod translate;
 
-pub use deploy::{delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack};
+pub use deploy::{
+    delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack,
+};
 pub use samconfig::{samconfig_path, Parameters};
 pub use translate::Translated;
 
