@@ -5,6 +5,8 @@
 use anyhow::{Context, Result};
 use devstack::cloudformation::Stack;
 
+use crate::options::Switch;
+
 /// The driver's own clients.
 pub struct Aws {
     pub dynamo: aws_sdk_dynamodb::Client,
@@ -13,12 +15,28 @@ pub struct Aws {
 
 impl Aws {
     /// template.yaml created as the stack `bench` on moto's CloudFormation with the bench's
-    /// sources (their secrets in the environment, as the peer's) and forward URL: the receiver's
-    /// and the consumer's table, queue and environment are the stack's.
+    /// sources (their secrets in the environment, as the peer's) and forward URL (the local
+    /// system of record): the receiver's and the consumer's table, queue, event source mapping
+    /// and environment are the stack's, samconfig.toml's parameters and the template's
+    /// defaults for the rest. With `archive`, ARCHIVE_BODIES of every function whose
+    /// environment has it is set to it; an error where none has it.
     /// (On the standard SDK configuration, as the driver's clients.)
-    pub async fn stack(sources: &str, forward_url: &str) -> Result<Stack> {
+    pub async fn stack(sources: &str, forward_url: &str, archive: Option<Switch>) -> Result<Stack> {
         let sdk = inbox::app::sdk_config().await;
-        devstack::local_stack::deploy(&sdk, "bench", sources, forward_url).await
+        let mut stack = devstack::local_stack::deploy(&sdk, "bench", sources, forward_url).await?;
+        if let Some(switch) = archive {
+            let mut set = 0;
+            for function in [&mut stack.receiver, &mut stack.consumer] {
+                if let Some(v) = function.environment.get_mut("ARCHIVE_BODIES") {
+                    *v = switch.env_value().to_owned();
+                    set += 1;
+                }
+            }
+            if set == 0 {
+                anyhow::bail!("--archive: no function of the stack has ARCHIVE_BODIES");
+            }
+        }
+        Ok(stack)
     }
 
     /// Items in `table` and the size of the largest in bytes, as DynamoDB counts it for
@@ -46,39 +64,20 @@ impl Aws {
         }
     }
 
-    /// Every item of the receiver's ledger `table` COMPLETED, lease removed: what the consumer
-    /// leaves behind (`--settle-before-duplicates`).
-    pub async fn complete_all(&self, table: &str) -> Result<()> {
-        use aws_sdk_dynamodb::types::AttributeValue as V;
-        let mut start = None;
-        loop {
-            let out = self
-                .dynamo
-                .scan()
-                .table_name(table)
-                .set_exclusive_start_key(start)
-                .send()
-                .await?;
-            for item in out.items() {
-                let Some(pk) = item.get("pk") else { continue };
-                self.dynamo
-                    .update_item()
-                    .table_name(table)
-                    .key("pk", pk.clone())
-                    .update_expression(
-                        "SET #status = :completed, attempts = :one REMOVE lease_until, lease_owner",
-                    )
-                    .expression_attribute_names("#status", "status")
-                    .expression_attribute_values(":completed", V::S("COMPLETED".into()))
-                    .expression_attribute_values(":one", V::N("1".into()))
-                    .send()
-                    .await?;
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(());
-            }
-        }
+    /// The queue's ARN (GetQueueAttributes).
+    pub async fn queue_arn(&self, queue_url: &str) -> Result<String> {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let out = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(A::QueueArn)
+            .send()
+            .await?;
+        out.attributes()
+            .and_then(|a| a.get(&A::QueueArn))
+            .cloned()
+            .context("the queue has no QueueArn")
     }
 
     /// Messages on the queue (`ApproximateNumberOfMessages`).

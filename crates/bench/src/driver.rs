@@ -1,5 +1,6 @@
-//! The bench in order: moto and the resources, the two functions under the workload, the
-//! init durations, the zip sizes; the report as text.
+//! The bench in order: moto, the local system of record and the resources, the receiver (with
+//! its consumer) and the peer under the workload, the init durations, the zip sizes; the
+//! report as text.
 
 use std::time::Duration;
 
@@ -7,12 +8,18 @@ use anyhow::{bail, Result};
 use devstack::moto;
 
 use crate::aws::Aws;
-use crate::function::{Function, FORWARD_URL, SOURCES};
+use crate::consumer::ConsumerSetup;
+use crate::forward::ForwardServer;
+use crate::function::{Function, SOURCES};
 use crate::init::init_durations_of;
 use crate::options::Options;
 use crate::phases::{run_function, Run, Store};
 use crate::report::report;
 use crate::zips::zip_sizes;
+
+/// The mapping's batch size where the stack's mapping does not say (Lambda's default for SQS:
+/// 10 records); its concurrency is then the bench's own.
+const DEFAULT_BATCH_SIZE: i32 = 10;
 
 /// Runs everything `o` asks for and hands back the report.
 pub async fn run(o: &Options) -> Result<String> {
@@ -39,19 +46,35 @@ pub async fn run(o: &Options) -> Result<String> {
         dynamo: aws_sdk_dynamodb::Client::new(&sdk),
         sqs: aws_sdk_sqs::Client::new(&sdk),
     };
-    let ours = Aws::stack(SOURCES, FORWARD_URL).await?;
+    let forward = ForwardServer::start(Duration::from_millis(o.forward_ms)).await?;
+    let ours = Aws::stack(SOURCES, &forward.url(), o.archive).await?;
     let (peer_table, peer_queue) = aws.peer_resources("bench").await?;
 
     let receiver = Function::receiver(&o.receiver, &ours.receiver.environment);
     let consumer = Function::consumer(&o.consumer, &ours.consumer.environment, &endpoint);
     let peer = Function::powertools_peer(&python, &root, &peer_table, &peer_queue);
+    let mapping = &ours.event_source_mapping;
+    let setup = ConsumerSetup {
+        function: &consumer,
+        queue_url: &ours.queue_url,
+        table: &ours.table,
+        batch_size: mapping.batch_size.unwrap_or(DEFAULT_BATCH_SIZE),
+        pollers: mapping
+            .maximum_concurrency
+            .and_then(|c| usize::try_from(c).ok())
+            .unwrap_or(o.concurrency)
+            .max(1),
+        upstream: &endpoint,
+        forward: &forward,
+        o,
+    };
 
     let mut runs: Vec<Run> = Vec::new();
     eprintln!("bench: receiver ({} deliveries)", o.deliveries);
     let store = Store {
         table: &ours.table,
         queue_url: &ours.queue_url,
-        settle: true,
+        consumer: Some(&setup),
     };
     runs.push(run_function(&receiver, o, &endpoint, store, &aws).await?);
     if !o.skip_peer {
@@ -59,7 +82,7 @@ pub async fn run(o: &Options) -> Result<String> {
         let store = Store {
             table: &peer_table,
             queue_url: &peer_queue,
-            settle: false,
+            consumer: None,
         };
         runs.push(run_function(&peer, o, &endpoint, store, &aws).await?);
     }

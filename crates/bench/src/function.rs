@@ -14,9 +14,6 @@ pub const SOURCES: &str = r#"{"acme": {"signature": {"scheme": "standard-webhook
   "key": {"from": "header", "name": "webhook-id"},
   "group": {"from": "json", "pointers": ["/customer_id"]}}}"#;
 
-/// The bench stack's `ForwardUrl`: the consumer is measured for its init only, nothing listens.
-pub const FORWARD_URL: &str = "http://127.0.0.1:9/events";
-
 /// A function: its name, how to start one of its processes, its own environment.
 #[derive(Clone)]
 pub struct Function {
@@ -40,8 +37,8 @@ impl Function {
         }
     }
 
-    /// The consumer binary (measured for its init only) with its environment from the bench
-    /// stack, on `endpoint` directly.
+    /// The consumer binary with its environment from the bench stack, on `endpoint` directly
+    /// (its init duration; its run is given a proxy lane with [`Function::with_endpoint`]).
     pub fn consumer(
         program: &Path,
         stack_env: &BTreeMap<String, String>,

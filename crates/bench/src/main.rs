@@ -1,12 +1,15 @@
 //! `make bench`: the receiver against a minimal Python receiver built on Powertools
 //! idempotency (bench/powertools_handler.py, the comparison, not the product), in one run, on
-//! one moto server, under one workload.
+//! one moto server, under one workload; and the consumer processing what the receiver put on
+//! the queue, fed by the driver playing the SQS event source mapping (the peer has none).
 //!
-//! Both functions run as real Lambda functions would: as processes that poll a Runtime API
+//! The functions run as real Lambda functions would: as processes that poll a Runtime API
 //! (an emulator in this driver), one invocation at a time per process, one process per
-//! concurrent request. Both reach AWS through a counting proxy in this driver, so their AWS
-//! calls (and new TCP connections) are counted by the same instrument. Their CPU is read from
-//! /proc/<pid>/stat (utime + stime) of the handler processes alone, before and after.
+//! concurrent request (per poller, for the consumer). They reach AWS through counting proxies
+//! in this driver, one lane per process, so their AWS calls (and new TCP connections) are
+//! counted by the same instrument, each classified by service and operation and priced; a
+//! call that cannot be fails the run. Their CPU is read from /proc/<pid>/stat (utime + stime)
+//! and schedstat of the handler processes alone, before and after.
 //!
 //! Then: init duration (process start to the first `invocation/next` poll) of each binary
 //! and of the Python peer, median of N starts; and the release zips' sizes.
@@ -17,17 +20,24 @@
 //! ```
 //!
 //! Modules: [`options`] (command line), [`driver`] (the run in order), [`function`] (the
-//! processes), [`runtime`] (Runtime API emulator), [`proxy`] (counting proxy), [`http`]
-//! (their server), [`procfs`] (CPU, RSS), [`workload`] (deliveries), [`phases`] (one
-//! function's measured run), [`init`] (init durations), [`zips`] (zip sizes), [`aws`]
-//! (direct AWS), [`bill`] (the bill per million webhooks and its prices), [`report`] (the
-//! markdown).
+//! processes), [`runtime`] (Runtime API emulator), [`proxy`] (counting proxy), [`classify`]
+//! (each request's service and operation), [`meter`] (its billing quantity), [`http`] (their
+//! server), [`procfs`] (CPU, RSS), [`workload`] (deliveries), [`phases`] (one function's
+//! measured run), [`consumer`] (the consumer's run), [`mapping`] (the event source mapping
+//! the driver plays), [`forward`] (the local system of record), [`init`] (init durations),
+//! [`zips`] (zip sizes), [`aws`] (direct AWS), [`bill`] (the bill per million webhooks by
+//! line, and its prices), [`report`] (the markdown).
 
 mod aws;
 mod bill;
+mod classify;
+mod consumer;
 mod driver;
+mod forward;
 mod function;
 mod init;
+mod mapping;
+mod meter;
 mod options;
 mod phases;
 mod procfs;

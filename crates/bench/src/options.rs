@@ -7,12 +7,13 @@ use anyhow::{bail, Result};
 use clap::Parser;
 
 /// `make bench`: the receiver against a minimal Python receiver built on Powertools
-/// idempotency (bench/powertools_handler.py), on one moto server, under one workload; then
-/// the init durations of the binaries and the release zips' sizes.
+/// idempotency (bench/powertools_handler.py), on one moto server, under one workload, and
+/// the consumer processing what the receiver queued; then the init durations of the binaries
+/// and the release zips' sizes.
 ///
-/// Both functions run as processes polling a Runtime API emulator, one invocation at a time
+/// The functions run as processes polling a Runtime API emulator, one invocation at a time
 /// per process, one process per concurrent request; their AWS calls go through a counting
-/// proxy, their CPU is read from /proc.
+/// proxy that classifies and prices each, their CPU is read from /proc.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "bench")]
 pub struct Options {
@@ -56,13 +57,37 @@ pub struct Options {
     /// Latency the proxy adds to every SQS call, milliseconds (see BENCHMARKS.md).
     #[arg(long, default_value_t = 15)]
     pub sqs_ms: u64,
-    /// Between the first deliveries and the duplicates, mark every item of the receiver's
-    /// ledger COMPLETED directly on moto (not through the proxy, not counted), as the consumer
-    /// leaves them: duplicates that arrive after the event was processed, as a sender's
-    /// retries usually do. Without it no consumer runs and every duplicate finds its key still
-    /// RECEIVED. The peer has no consumer; its items are final after its own write.
+    /// Latency the proxy adds to every S3 call, milliseconds: S3's performance guidelines put
+    /// the median latency of small requests "in the tens of milliseconds" (an assumption
+    /// within that range; see BENCHMARKS.md).
+    #[arg(long, default_value_t = 30)]
+    pub s3_ms: u64,
+    /// Latency the proxy adds to every Secrets Manager, Firehose and EventBridge call,
+    /// milliseconds (no published figure: an assumption, as SQS's).
+    #[arg(long, default_value_t = 15)]
+    pub other_ms: u64,
+    /// Run the consumer between the first deliveries and the duplicates instead of after the
+    /// duplicates: duplicates that arrive after the event was processed (their keys
+    /// COMPLETED), as a sender's retries usually do. Without it every duplicate finds its key
+    /// still RECEIVED. Either way the consumer processes everything the receiver put on the
+    /// queue. The peer has no consumer; its items are final after its own write.
     #[arg(long)]
     pub settle_before_duplicates: bool,
+    /// The archive on or off: ARCHIVE_BODIES of every function whose stack environment has
+    /// it (the receiver here; the consumer once it archives). Default: the template's.
+    #[arg(long, value_enum)]
+    pub archive: Option<Switch>,
+    /// Days the bill keeps what the functions wrote to S3 in Standard storage (the archive).
+    #[arg(long, default_value_t = 7.0)]
+    pub storage_days: f64,
+    /// Cold starts of each function per million webhooks, for the calls a cold start makes
+    /// (the consumer's Secrets Manager read): an assumption, see BENCHMARKS.md.
+    #[arg(long, default_value_t = 1000.0)]
+    pub cold_starts_per_million: f64,
+    /// Milliseconds the local system of record (the consumer's FORWARD_URL) waits before its
+    /// 200: the forward's round trip, part of the consumer's billed duration.
+    #[arg(long, default_value_t = 0)]
+    pub forward_ms: u64,
     /// Lambda memory size the bill is computed at, MB (0: the template's `MemorySize`).
     #[arg(long, default_value_t = 0)]
     pub memory_mb: u64,
@@ -75,6 +100,9 @@ impl Options {
         if o.events == 0 || o.deliveries < o.events || o.concurrency == 0 {
             bail!("need deliveries >= events > 0 and concurrency > 0");
         }
+        if !(o.storage_days >= 0.0 && o.cold_starts_per_million >= 0.0) {
+            bail!("need --storage-days and --cold-starts-per-million >= 0");
+        }
         Ok(o)
     }
 }
@@ -82,9 +110,29 @@ impl Options {
 impl Options {
     /// The latency the proxy adds, by service.
     pub fn latency(&self) -> crate::proxy::Latency {
+        let ms = std::time::Duration::from_millis;
         crate::proxy::Latency {
-            dynamodb: std::time::Duration::from_millis(self.dynamodb_ms),
-            sqs: std::time::Duration::from_millis(self.sqs_ms),
+            dynamodb: ms(self.dynamodb_ms),
+            sqs: ms(self.sqs_ms),
+            s3: ms(self.s3_ms),
+            other: ms(self.other_ms),
+        }
+    }
+}
+
+/// On or off.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl Switch {
+    /// `true` or `false`, as an environment variable takes it.
+    pub fn env_value(self) -> &'static str {
+        match self {
+            Switch::On => "true",
+            Switch::Off => "false",
         }
     }
 }

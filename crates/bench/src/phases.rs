@@ -1,18 +1,21 @@
-//! One function's run: its processes started on their own Runtime API and counting proxy,
-//! then three measured phases (first deliveries, duplicates, forged deliveries), each with
-//! its wall time, CPU, AWS calls, new connections and answers; then what it left in AWS.
+//! One function's run: its processes started on their own Runtime API, each with its own lane
+//! of a counting proxy, then three measured phases (first deliveries, duplicates, forged
+//! deliveries), each with its wall time, CPU, AWS calls, sequential round trips, new
+//! connections and answers; the consumer run where the function has one; then what it left in
+//! AWS.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use crate::aws::Aws;
+use crate::classify::Service;
+use crate::consumer::{ConsumerRun, ConsumerSetup};
 use crate::function::Function;
 use crate::options::Options;
 use crate::procfs::{clock_ticks, cpu_secs, peak_rss_kib, sched_secs};
-use crate::proxy::{Latency, Proxy};
+use crate::proxy::{calls_since, rounds, Calls, Latency, Proxy};
 use crate::runtime::Emulator;
 use crate::workload::{self, Answers};
 
@@ -24,15 +27,13 @@ pub struct Phase {
     pub cpu_secs: f64,
     /// schedstat of the processes' live threads.
     pub sched_secs: f64,
-    /// AWS calls by operation.
-    pub calls: BTreeMap<String, u64>,
-    /// Their billing units by operation ([`crate::proxy::units`]).
-    pub units: BTreeMap<String, f64>,
+    /// AWS calls by kind, with their billing quantities and waits.
+    pub calls: Calls,
+    /// Sequential round trips to AWS in all: calls made one after another (overlapping
+    /// calls of one invocation count once).
+    pub rounds: u64,
     /// Each delivery's answer time, milliseconds, sorted.
     pub times_ms: Vec<f64>,
-    /// Milliseconds the function waited on AWS calls in all (added latency and moto's own
-    /// answer time), as the proxy saw them.
-    pub aws_wait_ms: f64,
     /// New TCP connections to AWS.
     pub connections: u64,
     pub answers: Answers,
@@ -40,10 +41,20 @@ pub struct Phase {
 
 impl Phase {
     pub fn calls_total(&self) -> u64 {
-        self.calls.values().sum()
+        self.calls.values().map(|m| m.count).sum()
     }
+    /// SQS SendMessage calls.
     pub fn sends(&self) -> u64 {
-        self.calls.get("SendMessage").copied().unwrap_or(0)
+        self.calls
+            .iter()
+            .filter(|(op, _)| op.service == Service::Sqs && op.name == "SendMessage")
+            .map(|(_, m)| m.count)
+            .sum()
+    }
+    /// Milliseconds the function waited on AWS calls in all (added latency and moto's own
+    /// answer time), as the proxy saw them.
+    pub fn aws_wait_ms(&self) -> f64 {
+        self.calls.values().map(|m| m.wait_ms).sum()
     }
     /// The `p`th percentile of the answer times, milliseconds.
     pub fn time_ms(&self, p: f64) -> f64 {
@@ -53,7 +64,7 @@ impl Phase {
     /// adds to the sender's wait (its calls are sequential), milliseconds.
     pub fn own_ms(&self) -> f64 {
         let n = self.deliveries.max(1) as f64;
-        self.times_ms.iter().sum::<f64>() / n - self.aws_wait_ms / n
+        self.times_ms.iter().sum::<f64>() / n - self.aws_wait_ms() / n
     }
     /// The mean time an invocation would take on AWS, milliseconds: what the function itself
     /// adds ([`Self::own_ms`]) plus the injected round trip of each of its calls (moto's own
@@ -62,17 +73,7 @@ impl Phase {
         let injected: f64 = self
             .calls
             .iter()
-            .map(|(op, n)| {
-                let trip = if matches!(
-                    op.as_str(),
-                    "PutItem" | "UpdateItem" | "DeleteItem" | "GetItem"
-                ) {
-                    latency.dynamodb
-                } else {
-                    latency.sqs
-                };
-                *n as f64 * trip.as_secs_f64() * 1000.0
-            })
+            .map(|(op, m)| m.count as f64 * latency.of(op.service).as_secs_f64() * 1000.0)
             .sum();
         self.own_ms().max(0.0) + injected / self.deliveries.max(1) as f64
     }
@@ -94,6 +95,8 @@ pub struct Run {
     pub processes: usize,
     pub runtime_connections: u64,
     pub init_cpu_secs: f64,
+    /// The AWS calls of all its processes' inits (cold starts), before the first delivery.
+    pub init_calls: Calls,
     pub first: Phase,
     pub duplicates: Phase,
     /// Deliveries whose body was changed after signing: the floor, no AWS call.
@@ -103,16 +106,17 @@ pub struct Run {
     pub items: usize,
     /// The largest of them, bytes as DynamoDB bills them.
     pub largest_item_bytes: usize,
-    /// Messages on the function's queue afterwards.
+    /// Messages the function put on its queue (counted before its consumer took them).
     pub messages: u64,
+    /// Its consumer's run; `None` for the peer, which has none.
+    pub consumer: Option<ConsumerRun>,
 }
 
-/// Where a function's run stores its ledger and queue.
+/// Where a function's run stores its ledger and queue, and the consumer that processes it.
 pub struct Store<'a> {
     pub table: &'a str,
     pub queue_url: &'a str,
-    /// Whether `--settle-before-duplicates` applies (the receiver's ledger, not the peer's).
-    pub settle: bool,
+    pub consumer: Option<&'a ConsumerSetup<'a>>,
 }
 
 /// The processes of one function and what measures them.
@@ -124,8 +128,9 @@ struct Bench<'a> {
     o: &'a Options,
 }
 
-/// Runs `f` with `o.concurrency` processes, its AWS calls through a counting proxy in front
-/// of `upstream`, and counts what it left in `store`.
+/// Runs `f` with `o.concurrency` processes, each on its own lane of a counting proxy in front
+/// of `upstream`; its consumer, where it has one, after the first deliveries
+/// (`--settle-before-duplicates`) or after the duplicates; and counts what it left in `store`.
 pub async fn run_function(
     f: &Function,
     o: &Options,
@@ -133,17 +138,20 @@ pub async fn run_function(
     store: Store<'_>,
     aws: &Aws,
 ) -> Result<Run> {
-    let proxy = Proxy::start(upstream, o.latency()).await?;
+    let proxy = Proxy::start(upstream, o.latency(), o.concurrency).await?;
     let emu = Emulator::start().await?;
-    let f = f.with_endpoint(&proxy.endpoint());
     let mut children = Vec::new();
-    for _ in 0..o.concurrency {
-        children.push(f.spawn(&emu.address())?);
+    for lane in 0..o.concurrency {
+        children.push(
+            f.with_endpoint(&proxy.endpoint(lane))
+                .spawn(&emu.address())?,
+        );
     }
     let pids: Vec<u32> = children.iter().filter_map(|c| c.id()).collect();
     emu.wait_for_polls(pids.len() as u64, Duration::from_secs(120))
         .await
         .with_context(|| format!("{}: waiting for init", f.name))?;
+    proxy.check(f.name)?;
     let bench = Bench {
         emu,
         proxy,
@@ -152,14 +160,22 @@ pub async fn run_function(
         o,
     };
     let init_cpu = cpu_secs(&bench.pids, bench.ticks)?;
+    let init_calls = bench.proxy.snapshot().0;
 
     let [firsts, dups, forged] = workload::phases(o);
-    let first = bench.phase(firsts).await?;
-    if o.settle_before_duplicates && store.settle {
-        aws.complete_all(store.table).await?;
+    let mut messages = 0;
+    let mut consumer = None;
+    let first = bench.phase(firsts, f.name).await?;
+    if let (true, Some(c)) = (o.settle_before_duplicates, store.consumer) {
+        messages += aws.count_messages(store.queue_url).await?;
+        consumer = Some(c.drain(aws).await?);
     }
-    let duplicates = bench.phase(dups).await?;
-    let forged = bench.phase(forged).await?;
+    let duplicates = bench.phase(dups, f.name).await?;
+    let forged = bench.phase(forged, f.name).await?;
+    if let (None, Some(c)) = (&consumer, store.consumer) {
+        messages += aws.count_messages(store.queue_url).await?;
+        consumer = Some(c.drain(aws).await?);
+    }
 
     let peak = bench
         .pids
@@ -174,55 +190,45 @@ pub async fn run_function(
         processes: bench.pids.len(),
         runtime_connections: bench.emu.connections.load(Ordering::SeqCst),
         init_cpu_secs: init_cpu,
+        init_calls,
         first,
         duplicates,
         forged,
         peak_rss_kib: peak,
         items,
         largest_item_bytes,
-        messages: aws.count_messages(store.queue_url).await?,
+        messages: messages + aws.count_messages(store.queue_url).await?,
+        consumer,
     })
 }
 
 impl Bench<'_> {
-    /// Delivers `indexes` and measures what that cost.
-    async fn phase(&self, indexes: Vec<usize>) -> Result<Phase> {
+    /// Delivers `indexes` and measures what that cost; fails where a call could not be billed.
+    async fn phase(&self, indexes: Vec<usize>, name: &str) -> Result<Phase> {
         let (calls0, conns0) = self.proxy.snapshot();
         let cpu0 = cpu_secs(&self.pids, self.ticks)?;
         let sched0 = sched_secs(&self.pids);
         let started = Instant::now();
         let n = indexes.len() as u64;
         let (answers, times_ms) = workload::deliver(&self.emu, indexes, self.o).await?;
-        let wall = started.elapsed();
+        let ended = Instant::now();
         let cpu1 = cpu_secs(&self.pids, self.ticks)?;
         let sched1 = sched_secs(&self.pids);
         let (calls1, conns1) = self.proxy.snapshot();
+        self.proxy.check(name)?;
+        let rounds = (0..self.proxy.lanes())
+            .map(|lane| rounds(&self.proxy.spans(lane, started, ended)))
+            .sum();
         Ok(Phase {
             deliveries: n,
-            wall,
+            wall: ended - started,
             cpu_secs: cpu1 - cpu0,
             sched_secs: sched1 - sched0,
-            calls: diff(&calls1.count, &calls0.count),
-            units: calls1
-                .units
-                .iter()
-                .map(|(k, v)| (k.clone(), v - calls0.units.get(k).copied().unwrap_or(0.0)))
-                .filter(|(_, v)| *v > 0.0)
-                .collect(),
+            calls: calls_since(&calls1, &calls0),
+            rounds,
             times_ms,
-            aws_wait_ms: calls1.wait_ms.values().sum::<f64>()
-                - calls0.wait_ms.values().sum::<f64>(),
             connections: conns1 - conns0,
             answers,
         })
     }
-}
-
-/// The counts that grew from `before` to `after`, by how much.
-fn diff(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    after
-        .iter()
-        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0)))
-        .filter(|(_, v)| *v > 0)
-        .collect()
 }

@@ -1,12 +1,17 @@
 //! The report: the workload line, the figures table (one column per function, the ratio
-//! ours/peer), each run's details, the init durations and the zip sizes, as markdown.
+//! ours/peer), each run's details, the calls by service and operation ([`calls_table`]), the
+//! bill by line ([`bill_table`]), the goals, the init durations and the zip sizes, as markdown.
 
 use std::time::Duration;
 
-use crate::bill::{memory_sizes, prices, Bill};
+use crate::bill::Bill;
 use crate::init::median_ms;
 use crate::options::Options;
 use crate::phases::Run;
+use crate::proxy::Calls;
+
+mod bill_table;
+mod calls_table;
 
 /// One row of the figures table: its label, its value for a run, its decimals.
 type Row = (&'static str, fn(&Run) -> f64, usize);
@@ -89,6 +94,16 @@ const ROWS: &[Row] = &[
         2,
     ),
     (
+        "sequential AWS round trips per first delivery (calls one after another before the answer)",
+        |r| r.first.rounds as f64 / r.first.deliveries.max(1) as f64,
+        2,
+    ),
+    (
+        "sequential AWS round trips per duplicate",
+        |r| r.duplicates.rounds as f64 / r.duplicates.deliveries.max(1) as f64,
+        2,
+    ),
+    (
         "duplicates stopped before the queue",
         |r| r.duplicates.deliveries.saturating_sub(r.duplicates.sends()) as f64,
         0,
@@ -133,9 +148,14 @@ pub fn report(
     push(&mut s, String::new());
     for r in runs {
         push(&mut s, details(r));
+        if let Some(c) = &r.consumer {
+            push(&mut s, consumer_details(c));
+        }
     }
     push(&mut s, String::new());
-    bill_table(&mut s, o, runs);
+    calls_table::calls_table(&mut s, runs);
+    push(&mut s, String::new());
+    bill_table::bill_table(&mut s, o, runs);
     push(&mut s, String::new());
     goals(&mut s, o, runs);
     if !inits.is_empty() {
@@ -150,13 +170,13 @@ pub fn report(
 }
 
 /// Appends `line` and a newline.
-fn push(s: &mut String, line: String) {
+pub(super) fn push(s: &mut String, line: String) {
     s.push_str(&line);
     s.push('\n');
 }
 
 /// `ours / peer` with three decimals, a dash if the peer's figure is zero.
-fn ratio(ours: f64, peer: f64) -> String {
+pub(super) fn ratio(ours: f64, peer: f64) -> String {
     if peer == 0.0 {
         "—".into()
     } else {
@@ -169,7 +189,8 @@ fn workload(o: &Options) -> String {
     format!(
         "Workload: {} deliveries of {} events ({} first deliveries, then {} duplicates), {} concurrent, \
          {}-byte Standard Webhooks bodies; {} execution environments (processes) per function; one moto server; \
-         {} ms added to every DynamoDB call and {} ms to every SQS call (same-region round trips){}.\n",
+         {} ms added to every DynamoDB call, {} ms to every SQS call, {} ms to every S3 call and {} ms to every \
+         other AWS call (same-region round trips); archive {}; {}.\n",
         o.deliveries,
         o.events,
         o.events,
@@ -179,119 +200,109 @@ fn workload(o: &Options) -> String {
         o.concurrency,
         o.dynamodb_ms,
         o.sqs_ms,
+        o.s3_ms,
+        o.other_ms,
+        match o.archive {
+            Some(a) => format!("{} (ARCHIVE_BODIES={})", if a.env_value() == "true" { "on" } else { "off" }, a.env_value()),
+            None => "as the template's default".into(),
+        },
         if o.settle_before_duplicates {
-            "; the receiver's ledger items marked COMPLETED before the duplicates (as its consumer leaves them)"
+            "the consumer processed the queue between the first deliveries and the duplicates (which find their keys COMPLETED)"
         } else {
-            "; no consumer runs: the duplicates find the receiver's items as the first deliveries left them"
+            "the consumer processed the queue after the duplicates (which find the receiver's items as the first deliveries left them)"
         }
     )
 }
 
-/// One row of the bill table: its label, its value in a bill.
-type BillRow = (&'static str, fn(&Bill) -> f64);
-
-/// The bill per million webhooks, by service, at the list prices of [`prices`]; and what the
-/// receiver's duration would cost at other memory sizes.
-fn bill_table(s: &mut String, o: &Options, runs: &[Run]) {
-    push(
-        s,
-        format!(
-            "Bill per million webhooks of this workload, USD (us-east-1 list prices of {}; Lambda arm64 at {} MB, billed duration = own time + injected round trips, CPU stretched by 1769/MB; \
-             DynamoDB on-demand; SQS FIFO):\n",
-            prices::PRICES_AS_OF,
-            o.memory_mb
-        ),
-    );
-    push(
-        s,
-        format!(
-            "| service | {} | ratio ours/peer |",
-            runs.iter().map(|r| r.name).collect::<Vec<_>>().join(" | ")
-        ),
-    );
-    push(s, format!("| --- |{} --- |", " ---: |".repeat(runs.len())));
-    let bills: Vec<Bill> = runs
-        .iter()
-        .map(|r| Bill::of(r, o.memory_mb, &o.latency()))
-        .collect();
-    let rows: [BillRow; 8] = [
-        ("API Gateway HTTP API requests (the front door)", |b| {
-            b.front_door
-        }),
-        ("Lambda requests", |b| b.lambda_requests),
-        ("Lambda duration (billed ms x memory)", |b| {
-            b.lambda_duration
-        }),
-        ("DynamoDB write and read units", |b| b.dynamodb),
-        ("SQS requests (64 KiB chunks)", |b| b.sqs),
-        ("**total**", Bill::total),
-        (
-            "**controllable** (all but the front door)",
-            Bill::controllable,
-        ),
-        ("total behind a function URL (no door charge)", |b| {
-            b.with_function_url()
-        }),
-    ];
-    for (label, f) in rows {
-        let values: Vec<f64> = bills.iter().map(f).collect();
-        let cells: Vec<String> = values.iter().map(|v| format!("{v:.4}")).collect();
-        let r = if values.len() == 2 {
-            ratio(values[0], values[1])
-        } else {
-            "—".into()
-        };
-        push(s, format!("| {label} | {} | {r} |", cells.join(" | ")));
-    }
-    push(s, String::new());
-    for r in runs {
-        let rows = memory_sizes(r, &o.latency(), &[128, 256, 512, 1024, 1769]);
-        let cells: Vec<String> = rows
-            .iter()
-            .map(|(mb, ms, usd)| format!("{mb} MB: {ms:.0} ms, {usd:.4}"))
-            .collect();
-        push(
-            s,
-            format!(
-                "- {} duration at other memory sizes (mean billed ms per invocation, USD per million): {}",
-                r.name,
-                cells.join("; ")
-            ),
-        );
-    }
-}
-
 /// The goals, as figures from this run.
 fn goals(s: &mut String, o: &Options, runs: &[Run]) {
-    let two_trips = (o.dynamodb_ms + o.sqs_ms) as f64;
+    let latency = o.latency();
     for r in runs {
+        let n = r.first.deliveries.max(1) as f64;
+        let injected: f64 = r
+            .first
+            .calls
+            .iter()
+            .map(|(op, m)| m.count as f64 * latency.of(op.service).as_secs_f64() * 1000.0)
+            .sum::<f64>()
+            / n;
         push(
             s,
             format!(
-                "- {}: first delivery p50 {:.1} ms ({:+.1} ms from two injected round trips, {two_trips:.0} ms, \
+                "- {}: first delivery p50 {:.1} ms ({:+.1} ms from its {:.2} sequential round trips' injected {injected:.0} ms, \
                  moto's own answer time included); mean answer time less the wait on AWS {:.2} ms (goal: under 1 ms); \
                  AWS calls per duplicate {:.2}",
                 r.name,
                 r.first.time_ms(50.0),
-                r.first.time_ms(50.0) - two_trips,
+                r.first.time_ms(50.0) - injected,
+                r.first.rounds as f64 / n,
                 r.first.own_ms(),
                 r.duplicates.calls_total() as f64 / r.duplicates.deliveries.max(1) as f64,
             ),
         );
     }
     if let [ours, peer] = runs {
-        let (a, b) = (
-            Bill::of(ours, o.memory_mb, &o.latency()).controllable(),
-            Bill::of(peer, o.memory_mb, &o.latency()).controllable(),
+        let receiver = Bill::receiver(ours, o).controllable();
+        let peer_bill = Bill::receiver(peer, o).controllable();
+        let mut line = format!(
+            "- controllable bill, receiver/peer: {} (goal: at most 0.7)",
+            ratio(receiver, peer_bill)
         );
-        push(
-            s,
-            format!(
-                "- controllable bill, ours/peer: {} (goal: at most 0.7)",
-                ratio(a, b)
-            ),
-        );
+        if let Some(c) = &ours.consumer {
+            let consumer = Bill::consumer(c, webhooks(ours), o).controllable();
+            line += &format!(
+                "; ours with the consumer/peer: {} (the peer has no consumer)",
+                ratio(receiver + consumer, peer_bill)
+            );
+        }
+        push(s, line);
     }
+}
+
+/// The deliveries a run's bill is per (first deliveries and duplicates).
+pub(super) fn webhooks(r: &Run) -> u64 {
+    r.first.deliveries + r.duplicates.deliveries
+}
+
+/// `DynamoDB PutItem 1000, SQS SendMessage 1000`.
+fn call_counts(calls: &Calls) -> String {
+    let parts: Vec<String> = calls
+        .iter()
+        .map(|(op, m)| format!("{} {}", op.label(), m.count))
+        .collect();
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The consumer's run in one line.
+fn consumer_details(c: &crate::consumer::ConsumerRun) -> String {
+    let n = c.invocations.len().max(1) as f64;
+    let mean =
+        |f: fn(&crate::consumer::Invocation) -> f64| c.invocations.iter().map(f).sum::<f64>() / n;
+    format!(
+        "- consumer: {} pollers and processes (the mapping's MaximumConcurrency), batches of up to {}; \
+         {} messages in {} invocations ({:.2} records each), {} forwards received; per invocation: \
+         wall {:.1} ms, of it moto answering {:.1} ms, modelled {:.1} ms, CPU {:.2} ms, {:.2} sequential round trips; \
+         its calls: {}; the mapping's: {}; at its cold starts: {}; wall {:.2} s",
+        c.processes,
+        c.batch_size,
+        c.messages,
+        c.invocations.len(),
+        c.records() as f64 / n,
+        c.forwards,
+        mean(|i| i.wall_ms),
+        mean(|i| i.moto_ms),
+        mean(crate::consumer::Invocation::modelled_ms),
+        mean(|i| i.cpu_ms),
+        mean(|i| i.rounds as f64),
+        call_counts(&c.calls),
+        call_counts(&c.mapping_calls),
+        call_counts(&c.init_calls),
+        c.wall.as_secs_f64()
+    )
 }
 
 /// The figures table: a column per run, the ratio of the first to the second.
@@ -319,17 +330,18 @@ fn figures(s: &mut String, runs: &[Run]) {
 /// One run's calls by operation, answers, what it left in AWS and its wall times.
 fn details(r: &Run) -> String {
     format!(
-        "- {}: {} first deliveries made calls {:?}; {} duplicates {:?}; {} forged {:?} ({} answered 401); \
-         answers: {} accepted, {} replayed (marked), {} other; \
-         {} ledger items, {} messages on its queue; wall {:.2} s + {:.2} s",
+        "- {}: {} first deliveries made calls {}; {} duplicates {}; {} forged {} ({} answered 401); \
+         its cold starts {}; answers: {} accepted, {} replayed (marked), {} other; \
+         {} ledger items, {} messages put on its queue; wall {:.2} s + {:.2} s",
         r.name,
         r.first.deliveries,
-        r.first.calls,
+        call_counts(&r.first.calls),
         r.duplicates.deliveries,
-        r.duplicates.calls,
+        call_counts(&r.duplicates.calls),
         r.forged.deliveries,
-        r.forged.calls,
+        call_counts(&r.forged.calls),
         r.forged.answers.unauthorized,
+        call_counts(&r.init_calls),
         r.first.answers.ok_first + r.duplicates.answers.ok_first,
         r.first.answers.ok_replayed + r.duplicates.answers.ok_replayed,
         r.first.answers.other + r.duplicates.answers.other,
