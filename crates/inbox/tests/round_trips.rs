@@ -61,7 +61,8 @@ impl LedgerStore for Overlap {
         error: &str,
         now_ms: i64,
     ) -> Result<Option<u32>, StoreError> {
-        self.around(self.inner.fail(key, owner, error, now_ms)).await
+        self.around(self.inner.fail(key, owner, error, now_ms))
+            .await
     }
     async fn defer(
         &self,
@@ -70,10 +71,12 @@ impl LedgerStore for Overlap {
         reason: &str,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        self.around(self.inner.defer(key, owner, reason, now_ms)).await
+        self.around(self.inner.defer(key, owner, reason, now_ms))
+            .await
     }
     async fn note_refusal(&self, key: &str, reason: &str, now_ms: i64) -> Result<bool, StoreError> {
-        self.around(self.inner.note_refusal(key, reason, now_ms)).await
+        self.around(self.inner.note_refusal(key, reason, now_ms))
+            .await
     }
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         self.around(self.inner.guard_body(g, now_ms)).await
