@@ -1,5 +1,5 @@
-// Signed webhook requests for the presets whose provider publishes an npm library, in the
-// contract of tests/providers/README.md: one JSON object on stdin
+// Signed webhook requests for the presets whose provider publishes an npm library, for the
+// preset test (cases as in tests/providers/README.md, "## sign.mjs"): one JSON object on stdin
 //   {"now": <unix seconds>, "base_url": "https://...", "presets": ["github", ...] | null}
 // and {"cases": [...]} on stdout; on any failure a message on stderr and exit 1.
 // Run from the repository root: `node tests/providers/sign.mjs`.

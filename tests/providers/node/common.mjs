@@ -1,5 +1,5 @@
-// Shared helpers for the Node signers (tests/providers/sign.mjs): the case shape of
-// notes in tests/providers/README.md, a clock the providers' verifiers can be run at,
+// Shared helpers for the Node signers (tests/providers/sign.mjs): the case shape (see
+// tests/providers/README.md, "## sign.mjs"), a clock the providers' verifiers can be run at,
 // and the key material made from fixed seeds so every run shows the same secrets.
 import { createECDH, createHash, createPrivateKey, createPublicKey, sign } from "node:crypto";
 import { readFileSync } from "node:fs";
