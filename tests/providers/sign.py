@@ -78,7 +78,10 @@ def check_case(case: dict, ctx: Context, preset: str) -> None:
 
 def check_expect(case: dict, where: str) -> None:
     expect = case["expect"]
-    if case["kind"] in ("event", "stale"):
+    if case["kind"] == "stale":
+        if expect != {"status": 401}:
+            raise SignerError(f"{where}: a stale case expects status 401 and nothing else")
+    elif case["kind"] == "event":
         if set(expect) != {"key", "event_type"} or not isinstance(expect["key"], str) or not expect["key"]:
             raise SignerError(f"{where}: an event expects a key and an event_type")
         if not (expect["event_type"] is None or isinstance(expect["event_type"], str)):

@@ -140,6 +140,10 @@ def event_expect(key: str, event_type) -> dict:
     return {"key": key, "event_type": event_type}
 
 
+# What a stale case expects: refused as unsigned, whatever its key.
+STALE_EXPECT = {"status": 401}
+
+
 def make_case(preset, kind, name, signed_by, secret, wrong_secret, req, expect, source=None) -> dict:
     return {
         "preset": preset,

@@ -6,7 +6,7 @@ import base64
 import json
 from urllib.parse import parse_qsl, urlencode
 
-from .common import (STALE_SECONDS, Context, SignerError, b64, body_json, body_of, derived, derived_hex, derived_text,
+from .common import (STALE_EXPECT, STALE_SECONDS, Context, SignerError, b64, body_json, body_of, derived, derived_hex, derived_text,
                      derived_uuid, event_expect, header, iso_utc, mac, make_case, package, request,
                      verified_by_library)
 
@@ -17,7 +17,7 @@ def _stale_pair(ctx, preset, name, signed, secret, wrong, expect, signed_by, sou
     """An event case signed now and a stale one signed STALE_SECONDS ago."""
     return [make_case(preset, "event", name, signed_by, secret, wrong, signed(ctx.now), expect, source),
             make_case(preset, "stale", f"{name} signed 2 h ago", signed_by, secret, wrong,
-                      signed(ctx.now - STALE_SECONDS), expect, source)]
+                      signed(ctx.now - STALE_SECONDS), STALE_EXPECT, source)]
 
 
 def stripe(ctx: Context) -> list:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 from svix.webhooks import Webhook
 
-from .common import (STALE_SECONDS, Context, SignerError, b64, body_json, body_of, clock, derived, derived_text,
+from .common import (STALE_EXPECT, STALE_SECONDS, Context, SignerError, b64, body_json, body_of, clock, derived, derived_text,
                      event_expect, make_case, package, request, verified_by_library)
 
 JSON = {"Content-Type": "application/json"}
@@ -23,18 +23,21 @@ def _sign(secret: str, msg_id: str, at: int, raw: bytes) -> str:
 
 
 def _family_cases(ctx, preset, prefix, msg_id, body, event_type, name, signed_by, verify, secret=None):
-    """The event and stale cases of one member: headers named `{prefix}-id` etc."""
+    """The event and stale cases of one member: headers `{prefix}-id`, `{prefix}-timestamp` and
+    `{prefix}-signature` (prefix "svix", "webhook" or Brex's capitalised "Webhook")."""
+    suffix = ("Id", "Timestamp", "Signature") if prefix[0].isupper() else ("id", "timestamp", "signature")
     secret = secret or _whsec(preset, "secret")
     wrong = _whsec(preset, "wrong")
     raw = body_json(body)
     cases = []
     for kind, at in (("event", ctx.now), ("stale", ctx.now - STALE_SECONDS)):
-        headers = {**JSON, f"{prefix}-id": msg_id, f"{prefix}-timestamp": str(at),
-                   f"{prefix}-signature": _sign(secret, msg_id, at, raw)}
+        headers = {**JSON, f"{prefix}-{suffix[0]}": msg_id, f"{prefix}-{suffix[1]}": str(at),
+                   f"{prefix}-{suffix[2]}": _sign(secret, msg_id, at, raw)}
         req = request(ctx, preset, headers, raw)
         verified_by_library(preset, kind, lambda req=req: verify(secret, req), at, ctx.now)
         label = name if kind == "event" else f"{name} signed 2 h ago"
-        cases.append(make_case(preset, kind, label, signed_by, secret, wrong, req, event_expect(msg_id, event_type)))
+        expect = event_expect(msg_id, event_type) if kind == "event" else STALE_EXPECT
+        cases.append(make_case(preset, kind, label, signed_by, secret, wrong, req, expect))
     return cases
 
 

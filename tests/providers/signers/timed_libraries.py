@@ -4,7 +4,7 @@ Each has an event case and a stale one, both accepted by the library at their si
 
 from datetime import datetime, timezone
 
-from .common import (STALE_SECONDS, Context, body_json, body_of, derived_text, derived_uuid, event_expect,
+from .common import (STALE_EXPECT, STALE_SECONDS, Context, body_json, body_of, derived_text, derived_uuid, event_expect,
                      header, mac, make_case, package, request, verified_by_library)
 
 JSON = {"Content-Type": "application/json"}
@@ -14,7 +14,7 @@ ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 def _pair(ctx, preset, name, signed, secret, wrong, expect, signed_by, source=None):
     return [make_case(preset, "event", name, signed_by, secret, wrong, signed(ctx.now), expect, source),
             make_case(preset, "stale", f"{name} signed 2 h ago", signed_by, secret, wrong,
-                      signed(ctx.now - STALE_SECONDS), expect, source)]
+                      signed(ctx.now - STALE_SECONDS), STALE_EXPECT, source)]
 
 
 def hubspot(ctx: Context) -> list:

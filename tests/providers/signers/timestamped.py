@@ -1,12 +1,16 @@
 """HMAC providers whose signature covers a timestamp, by their documented algorithm: Zoom,
-Twitch, Calendly and Mailgun. Each has an event case and a stale one (signed STALE_SECONDS before
-now); Zoom and Twitch also their handshakes. Every request is re-checked by hmac_family.check."""
+Twitch, Calendly and Mailgun; Zoom and Twitch also their handshakes. Only Twitch documents a
+tolerance (10 minutes), so only Twitch has a stale case (signed STALE_SECONDS before now): a
+tolerance the provider does not set could refuse a genuine late retry. Every request is
+re-checked by hmac_family.check (Mailgun's, whose signature is in the body, by _check_mailgun)."""
 
+import base64
 import hashlib
+import json
 from datetime import datetime, timezone
 
 from . import hmac_family as hf
-from .common import (STALE_SECONDS, Context, SignerError, body_json, derived_text, derived_uuid, event_expect,
+from .common import (STALE_EXPECT, STALE_SECONDS, Context, SignerError, body_json, derived_text, derived_uuid, event_expect,
                      header, mac, make_case, request)
 
 JSON = {"Content-Type": "application/json"}
@@ -34,7 +38,7 @@ def zoom(ctx: Context) -> list:
         "account_id": "AAAAAABBBB", "object": {
             "id": "1234567890", "uuid": "4444AAAiAAAAAiAAAiAAAA==", "host_id": "x1yCzABCDEfg23HiJKl4mN",
             "topic": "My Meeting", "type": 2, "start_time": "2024-05-01T14:00:00Z", "timezone": "UTC"}}}
-    event_req, stale_req = signed(event, ctx.now), signed(event, ctx.now - STALE_SECONDS)
+    event_req = signed(event, ctx.now)
     key = hashlib.sha256(body_json(event)).hexdigest()  # Zoom documents no event id
     # endpoint.url_validation, with the example plainToken and event_ts of Zoom's documentation.
     plain = "qgg8vlvZRS6UYooatFL8Aw"
@@ -43,8 +47,6 @@ def zoom(ctx: Context) -> list:
     answer = {"plainToken": plain, "encryptedToken": mac(secret, plain).hex()}
     return [
         make_case("zoom", "event", "meeting.started event", _alg(doc), secret, wrong, event_req,
-                  event_expect(key, "meeting.started")),
-        make_case("zoom", "stale", "meeting.started signed 2 h ago", _alg(doc), secret, wrong, stale_req,
                   event_expect(key, "meeting.started")),
         make_case("zoom", "handshake", "endpoint.url_validation", _alg(doc, ", doc example plainToken"), secret,
                   wrong, validation, {"status": 200, "json": answer}),
@@ -90,8 +92,7 @@ def twitch(ctx: Context) -> list:
         make_case("twitch", "event", "channel.follow notification", _alg(doc), secret, wrong,
                   signed("notification", message_id, event, ctx.now), event_expect(message_id, "channel.follow")),
         make_case("twitch", "stale", "channel.follow signed 2 h ago", _alg(doc), secret, wrong,
-                  signed("notification", message_id, event, ctx.now - STALE_SECONDS),
-                  event_expect(message_id, "channel.follow")),
+                  signed("notification", message_id, event, ctx.now - STALE_SECONDS), STALE_EXPECT),
         make_case("twitch", "handshake", "webhook_callback_verification", _alg(doc, ", doc example challenge"),
                   secret, wrong, signed("webhook_callback_verification", derived_uuid("twitch/verification"),
                                         verification, ctx.now),
@@ -120,17 +121,13 @@ def calendly(ctx: Context) -> list:
         return req
 
     expect = event_expect(f"invitee.created|{invitee}", "invitee.created")
-    return [
-        make_case("calendly", "event", "invitee.created event", _alg(doc), secret, wrong, signed(ctx.now), expect),
-        make_case("calendly", "stale", "invitee.created signed 2 h ago", _alg(doc), secret, wrong,
-                  signed(ctx.now - STALE_SECONDS), expect),
-    ]
+    return [make_case("calendly", "event", "invitee.created event", _alg(doc), secret, wrong, signed(ctx.now), expect)]
 
 
 def mailgun(ctx: Context) -> list:
     doc = "https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/securing-webhooks"
     secret, wrong = derived_text("mailgun/secret", 32, "0123456789abcdef"), derived_text("mailgun/wrong", 32, "0123456789abcdef")
-    token = derived_text("mailgun/token", 50, "0123456789abcdef")
+    token = "e0b5477167110d68991efc6b9f89f0a11066af27834600e123"  # the docs' example token
     event_data = {"id": "CPgfbmQMTCKtHW6uIWtuVe", "event": "delivered", "timestamp": 1714572000.908181,
                   "recipient": "alice@example.com", "log-level": "info",
                   "message": {"headers": {"message-id": "20240501140000.1.F3E2@example.com"}},
@@ -145,17 +142,10 @@ def mailgun(ctx: Context) -> list:
         return req
 
     expect = event_expect("CPgfbmQMTCKtHW6uIWtuVe", "delivered")
-    return [
-        make_case("mailgun", "event", "delivered event", _alg(doc), secret, wrong, signed(ctx.now), expect),
-        make_case("mailgun", "stale", "delivered signed 2 h ago", _alg(doc), secret, wrong,
-                  signed(ctx.now - STALE_SECONDS), expect),
-    ]
+    return [make_case("mailgun", "event", "delivered event", _alg(doc), secret, wrong, signed(ctx.now), expect)]
 
 
 def _check_mailgun(req: dict, secret: str) -> None:
-    import base64
-    import json
-
     sig = json.loads(base64.b64decode(req["body_base64"]))["signature"]
     expected = hf.independent_mac(secret, (sig["timestamp"] + sig["token"]).encode("utf-8"), "sha256").hex()
     if expected != sig["signature"]:

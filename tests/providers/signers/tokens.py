@@ -133,7 +133,7 @@ def figma(ctx: Context) -> list:
     doc = "https://developers.figma.com/docs/rest-api/webhooks-security/"
     secret, wrong = _pair("figma", 32)
     body = {"event_type": "FILE_UPDATE", "file_key": "zH7ZJkmxPRsnNVkd1BNxkD", "file_name": "Design system",
-            "passcode": secret, "protocol_version": "2", "timestamp": "2024-05-01T14:00:00Z", "webhook_id": "22"}
+            "passcode": secret, "timestamp": "2024-05-01T14:00:00Z", "webhook_id": "22"}
     req = request(ctx, "figma", dict(JSON), body_json(body))
     _require_equal("figma", json.loads(body_of(req))["passcode"], secret)
     return [_case("figma", "FILE_UPDATE event", doc, secret, wrong, req, "22|FILE_UPDATE|2024-05-01T14:00:00Z",
