@@ -2,8 +2,6 @@
 helper where it has one (else by the documented algorithm) and then verified by the library's
 own verifier, with every clock set to the signing moment (and, for a stale case, refused at now)."""
 
-import base64
-import json
 from urllib.parse import parse_qsl, urlencode
 
 from .common import (STALE_EXPECT, STALE_SECONDS, Context, SignerError, b64, body_json, body_of, derived, derived_hex, derived_text,
