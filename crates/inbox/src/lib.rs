@@ -38,6 +38,7 @@ pub mod app;
 pub mod archive;
 pub mod clock;
 pub mod config;
+pub mod event_type;
 pub mod consumer;
 pub(crate) mod defaults;
 pub mod fifo;

@@ -220,6 +220,25 @@ impl Scheme {
             .is_some_and(|s| s.content.covers_body())
     }
 
+    /// The declaration checked where its parser cannot: header names, prefixes, the
+    /// timestamp against the content ([`Verifier::new`] checks it again).
+    pub fn check(&self) -> Result<(), String> {
+        check_family(&self.family())
+    }
+
+    /// Whether the scheme is a keyed HMAC (the handshakes that answer with an HMAC need one).
+    pub fn is_hmac(&self) -> bool {
+        matches!(self.family(), Family::Hmac { .. })
+    }
+
+    /// Whether the signed content holds the URL the sender called (`{url}`: Twilio, Square,
+    /// HubSpot), which the source's `public_url` then gives.
+    pub fn signs_url(&self) -> bool {
+        self.family()
+            .signed()
+            .is_some_and(|s| s.content.parts().contains(&content::Part::Url))
+    }
+
     /// The scheme's configuration name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -558,9 +577,14 @@ fn check_family(family: &Family) -> Result<(), String> {
             return Err("a timestamp read from the signature needs `pairs` and `name`".to_owned());
         }
         let names_timestamp = signed.content.parts().contains(&content::Part::Timestamp);
-        if names_timestamp != signed.timestamp.is_some() {
+        // A timestamp in the body is signed with it (Linear's `webhookTimestamp`).
+        let in_signed_body = matches!(
+            signed.timestamp,
+            Some(TimestampSpec { from: TimestampFrom::Json(_), .. })
+        ) && signed.content.covers_body();
+        if names_timestamp != signed.timestamp.is_some() && !in_signed_body {
             return Err(
-                "the signed content names {timestamp} exactly when a `timestamp` is declared"
+                "the signed content names {timestamp} exactly when a `timestamp` is declared (or the timestamp is a field of the signed body)"
                     .to_owned(),
             );
         }
