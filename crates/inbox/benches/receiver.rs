@@ -59,7 +59,10 @@ fn signed_headers(scheme: &Scheme, id: &str, body: &[u8], t: i64) -> Vec<(String
         Scheme::Shopify => Box::new(senders::Shopify::new(SECRET)),
         Scheme::HmacSha256(_) => Box::new(senders::HmacHex::new(SECRET, HMAC_HEADER)),
         Scheme::None => return Vec::new(),
-        other => panic!("the receiver bench signs the named schemes, not {}", other.name()),
+        other => panic!(
+            "the receiver bench signs the named schemes, not {}",
+            other.name()
+        ),
     };
     sender
         .headers(id, t, body)

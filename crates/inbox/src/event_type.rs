@@ -14,13 +14,19 @@ pub fn read(spec: &EventTypeSpec, headers: &HeaderMap, body: &[u8]) -> Option<St
     let text = match spec {
         EventTypeSpec::Header(name) => headers.get(name)?.to_str().ok()?.trim().to_owned(),
         EventTypeSpec::Json(pointer) => {
-            match json_fields::read(body, &[pointer.as_str()]).ok()?.get(pointer)? {
+            match json_fields::read(body, &[pointer.as_str()])
+                .ok()?
+                .get(pointer)?
+            {
                 Field::String(text) | Field::Number(text) => text.clone(),
                 _ => return None,
             }
         }
         EventTypeSpec::Form(name) => {
-            match json_fields::read_form(body, &[name.as_str()]).ok()?.get(name)? {
+            match json_fields::read_form(body, &[name.as_str()])
+                .ok()?
+                .get(name)?
+            {
                 Field::String(text) => text.clone(),
                 _ => return None,
             }
@@ -46,7 +52,10 @@ mod tests {
         let json = EventTypeSpec::Json("/type".into());
         let body = br#"{"type":"invoice.paid"}"#;
         assert_eq!(read(&json, &headers, body).as_deref(), Some("invoice.paid"));
-        assert_eq!(read(&json, &headers, br#"{"type":2}"#).as_deref(), Some("2"));
+        assert_eq!(
+            read(&json, &headers, br#"{"type":2}"#).as_deref(),
+            Some("2")
+        );
         let form = EventTypeSpec::Form("SmsStatus".into());
         let body = b"MessageSid=SM1&SmsStatus=delivered";
         assert_eq!(read(&form, &headers, body).as_deref(), Some("delivered"));

@@ -141,7 +141,14 @@ impl Envelope {
     ) -> String {
         Wire {
             body_ref: Some(body_ref),
-            ..Wire::event(key, source, received_at, payload_sha256, headers, event_type)
+            ..Wire::event(
+                key,
+                source,
+                received_at,
+                payload_sha256,
+                headers,
+                event_type,
+            )
         }
         .to_json()
     }
@@ -162,7 +169,14 @@ impl Envelope {
         Wire {
             body: Some(body),
             body_encoding,
-            ..Wire::event(key, source, received_at, payload_sha256, headers, event_type)
+            ..Wire::event(
+                key,
+                source,
+                received_at,
+                payload_sha256,
+                headers,
+                event_type,
+            )
         }
         .to_json()
     }
@@ -411,7 +425,10 @@ mod tests {
             b"",
         ] {
             let owned = Envelope::new("a:1", "a", 5, "h", headers.clone(), body).to_json();
-            assert_eq!(Envelope::json_of("a:1", "a", 5, "h", &headers, None, body), owned);
+            assert_eq!(
+                Envelope::json_of("a:1", "a", 5, "h", &headers, None, body),
+                owned
+            );
         }
     }
 

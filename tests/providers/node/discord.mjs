@@ -62,12 +62,12 @@ function applicationAuthorized(now) {
   });
 }
 
-async function signed(what, body, now) {
+async function signed(what, body, now, to = preset) {
   const timestamp = String(now);
   const signature = ed25519SignHex(SIGNER.privateKey, Buffer.from(timestamp + body, "utf8"));
   expectTrue(await verifyKey(body, signature, timestamp, SIGNER.publicHex), `discord ${what}: verifyKey`);
   await expectRejected(() => verifyKey(body, signature, timestamp, OTHER.publicHex), `discord ${what}: other key`);
-  return post(preset, {
+  return post(to, {
     "Content-Type": "application/json",
     "X-Signature-Ed25519": signature,
     "X-Signature-Timestamp": timestamp,
@@ -89,9 +89,10 @@ export async function cases({ now }) {
     },
     {
       ...base,
+      preset: "discord-events",
       kind: "event",
       name: "webhook event APPLICATION_AUTHORIZED (outer type 1); no id in the payload, keyed on the body's SHA-256",
-      request: await signed("webhook event", authorized, now),
+      request: await signed("webhook event", authorized, now, "discord-events"),
       expect: { key: sha256Hex(Buffer.from(authorized, "utf8")), event_type: "APPLICATION_AUTHORIZED" },
     },
     {
@@ -103,9 +104,10 @@ export async function cases({ now }) {
     },
     {
       ...base,
+      preset: "discord-events",
       kind: "handshake",
       name: "webhook events PING (type 0): 204 with an empty body",
-      request: await signed("webhook events PING", webhookEventsPing(), now),
+      request: await signed("webhook events PING", webhookEventsPing(), now, "discord-events"),
       expect: { status: 204, body: "" },
     },
   ];

@@ -110,7 +110,7 @@ def twilio(ctx: Context) -> list:
         url, sent, header(req, "X-Twilio-Signature")), ctx.now, ctx.now)
     signed_by = f"{package('twilio')} RequestValidator.compute_signature, verified by RequestValidator.validate"
     return [make_case("twilio", "event", "incoming SMS (form POST)", signed_by, secret, wrong, req,
-                      event_expect(sid, "received"), {"public_url": url})]
+                      event_expect(f"{sid}|received", "received"), {"public_url": url})]
 
 
 def square(ctx: Context) -> list:

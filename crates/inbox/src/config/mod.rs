@@ -207,8 +207,13 @@ impl Source {
                 .resolve(reference)
                 .await
                 .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
-            crate::signature::check_secret_length(&spec.scheme, index + 1, &secret)
-                .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
+            crate::signature::check_secret_length_at_least(
+                &spec.scheme,
+                index + 1,
+                &secret,
+                spec.min_secret_bytes,
+            )
+            .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
             secrets.push(secret);
         }
         if spec.scheme == crate::signature::Scheme::None {

@@ -81,7 +81,12 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         .check()
         .map_err(|message| field_error(name, "signature", message))?;
     check_allow_unsigned(name, &scheme, raw.allow_unsigned)?;
-    let secrets = parse_secrets(name, &scheme, &raw.signature.secrets, raw.handshake.as_deref())?;
+    let secrets = parse_secrets(
+        name,
+        &scheme,
+        &raw.signature.secrets,
+        raw.handshake.as_deref(),
+    )?;
     let delivery = parse_delivery(name, raw.delivery.as_deref())?;
     let retention_hours = parse_retention(name, raw.retention_hours)?;
     let replay_guard_seconds = parse_replay_guard(
@@ -106,9 +111,15 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         on_payload_mismatch: parse_on_payload_mismatch(name, raw.on_payload_mismatch.as_deref())?,
         replay_guard_seconds,
         archive: raw.archive,
+        min_secret_bytes: expanded
+            .min_secret_bytes
+            .unwrap_or(crate::signature::MIN_SECRET_BYTES),
         preset: expanded.preset,
         overrides: expanded.overrides,
-        event_type: raw.event_type.map(|e| parse_event_type(name, e)).transpose()?,
+        event_type: raw
+            .event_type
+            .map(|e| parse_event_type(name, e))
+            .transpose()?,
         handshake,
     })
 }

@@ -182,6 +182,9 @@ pub struct SourceSpec {
     pub public_url: Option<String>,
     /// `verify_token`: Meta's verify token, by reference.
     pub verify_token: Option<SecretRef>,
+    /// The shortest secret taken: [`crate::signature::MIN_SECRET_BYTES`], or a preset's
+    /// floor for the secrets its provider issues.
+    pub min_secret_bytes: usize,
 }
 
 impl SourceSpec {

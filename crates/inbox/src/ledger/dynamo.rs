@@ -9,11 +9,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    hook_secret_key, KEEP_HOOK_SECRET_CONDITION,
-    refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
-    Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION,
-    FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION, NOTE_REFUSAL_CONDITION,
-    RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    hook_secret_key, refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome,
+    GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION,
+    DEFER_CONDITION, FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION,
+    KEEP_HOOK_SECRET_CONDITION, NOTE_REFUSAL_CONDITION, RELEASE_CONDITION,
+    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -308,7 +308,11 @@ impl LedgerStore for DynamoLedger {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
-        .chain(c.event_type.as_deref().map(|t| ("event_type".to_owned(), s(t))))
+        .chain(
+            c.event_type
+                .as_deref()
+                .map(|t| ("event_type".to_owned(), s(t))),
+        )
         .collect();
         let result = self
             .client

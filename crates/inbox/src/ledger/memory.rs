@@ -6,11 +6,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    keep_hook_secret_allowed,
     claim_allowed, defer_allowed, finish_allowed, give_back_replay_allowed, guard_body_allowed,
-    note_refusal_allowed, refused_replay_take, refused_take, release_allowed,
-    replay_complete_allowed, replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome,
-    GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    keep_hook_secret_allowed, note_refusal_allowed, refused_replay_take, refused_take,
+    release_allowed, replay_complete_allowed, replay_take_allowed, take_allowed, BodyGuard, Claim,
+    ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]

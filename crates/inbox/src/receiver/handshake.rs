@@ -62,7 +62,9 @@ pub(super) fn answer_get(
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-_=.~".contains(&b))
             {
-                return Err(Rejection::MalformedRequest("crc_token is not a plain token"));
+                return Err(Rejection::MalformedRequest(
+                    "crc_token is not a plain token",
+                ));
             }
             let mac = source
                 .verifier
@@ -238,7 +240,12 @@ mod tests {
     #[test]
     fn a_challenge_is_short_visible_ascii() {
         assert_eq!(challenge(Some("abc".into())).unwrap(), "abc");
-        for bad in [None, Some(String::new()), Some("a b".into()), Some("x".repeat(513))] {
+        for bad in [
+            None,
+            Some(String::new()),
+            Some("a b".into()),
+            Some("x".repeat(513)),
+        ] {
             assert!(challenge(bad).is_err());
         }
     }

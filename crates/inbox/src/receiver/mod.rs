@@ -249,7 +249,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let (source, body) = match self.verified(req, source_name).await? {
             Checked::Event(source, body) => (source, body),
             Checked::Answered(resp) => {
-                info!(source = source_name, outcome = LogOutcome::Handshake.as_str());
+                info!(
+                    source = source_name,
+                    outcome = LogOutcome::Handshake.as_str()
+                );
                 return Ok(resp);
             }
         };
@@ -375,7 +378,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 .await
                 .map_err(|e| Rejection::Internal(e.to_string()))?
                 .unwrap_or_default();
-            let same: bool = subtle::ConstantTimeEq::ct_eq(stored.as_bytes(), secret.as_bytes()).into();
+            let same: bool =
+                subtle::ConstantTimeEq::ct_eq(stored.as_bytes(), secret.as_bytes()).into();
             if !same {
                 return Err(Rejection::InvalidSignature(SignatureError::Mismatch));
             }
@@ -406,7 +410,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             .map_err(|_| Rejection::InvalidSignature(SignatureError::Mismatch))?;
         match self.established.lock() {
             Ok(mut map) => map.insert(name.to_owned(), verifier.clone()),
-            Err(poisoned) => poisoned.into_inner().insert(name.to_owned(), verifier.clone()),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .insert(name.to_owned(), verifier.clone()),
         };
         Ok(verifier)
     }

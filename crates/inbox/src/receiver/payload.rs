@@ -253,7 +253,16 @@ mod tests {
         let source = "s".repeat(64);
         let sha = "0".repeat(64);
         let event_type = "\u{1f}".repeat(crate::config::MAX_EVENT_TYPE_BYTES);
-        Envelope::json_of(key, &source, i64::MIN, &sha, headers, Some(&event_type), body).len()
+        Envelope::json_of(
+            key,
+            &source,
+            i64::MIN,
+            &sha,
+            headers,
+            Some(&event_type),
+            body,
+        )
+        .len()
     }
 
     #[test]

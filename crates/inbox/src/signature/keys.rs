@@ -222,6 +222,7 @@ pub(super) fn check_length(
     encoding: KeyEncoding,
     position: usize,
     secret: &str,
+    min_bytes: usize,
 ) -> Result<(), String> {
     let bytes = key_bytes(encoding, position, secret)?;
     match (kind, encoding) {
@@ -231,8 +232,8 @@ pub(super) fn check_length(
         (_, KeyEncoding::Whsec) => {
             crate::whsec::check_length(&bytes).map_err(|e| format!("secret #{position} {e}"))
         }
-        _ if bytes.len() < MIN_SECRET_BYTES => Err(format!(
-            "secret #{position} is {} bytes; the {scheme} scheme needs at least {MIN_SECRET_BYTES}",
+        _ if bytes.len() < min_bytes => Err(format!(
+            "secret #{position} is {} bytes; the {scheme} scheme needs at least {min_bytes}",
             bytes.len()
         )),
         _ => Ok(()),

@@ -580,7 +580,10 @@ fn check_family(family: &Family) -> Result<(), String> {
         // A timestamp in the body is signed with it (Linear's `webhookTimestamp`).
         let in_signed_body = matches!(
             signed.timestamp,
-            Some(TimestampSpec { from: TimestampFrom::Json(_), .. })
+            Some(TimestampSpec {
+                from: TimestampFrom::Json(_),
+                ..
+            })
         ) && signed.content.covers_body();
         if names_timestamp != signed.timestamp.is_some() && !in_signed_body {
             return Err(
@@ -623,10 +626,21 @@ pub const STANDARD_WEBHOOKS_KEY_BYTES: std::ops::RangeInclusive<usize> =
 /// [`MIN_SECRET_BYTES`] for the other shared secrets. The receiver's cold start runs it on
 /// every configured secret; the message never holds secret material.
 pub fn check_secret_length(scheme: &Scheme, position: usize, secret: &str) -> Result<(), String> {
+    check_secret_length_at_least(scheme, position, secret, MIN_SECRET_BYTES)
+}
+
+/// [`check_secret_length`] with a provider's own floor for the secrets it issues (Dropbox's
+/// app secrets are 15 characters: docs/providers.md).
+pub fn check_secret_length_at_least(
+    scheme: &Scheme,
+    position: usize,
+    secret: &str,
+    min_bytes: usize,
+) -> Result<(), String> {
     let family = scheme.family();
     if family == Family::None {
         return Ok(());
     }
     let (kind, encoding) = key_kind(&family);
-    keys::check_length(scheme.name(), kind, encoding, position, secret)
+    keys::check_length(scheme.name(), kind, encoding, position, secret, min_bytes)
 }

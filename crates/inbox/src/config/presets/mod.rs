@@ -33,6 +33,9 @@ pub struct Preset {
     /// Fields the source must add (`public_url`, `verify_token`).
     #[serde(default)]
     pub needs: Vec<String>,
+    /// The provider issues shorter secrets than [`crate::signature::MIN_SECRET_BYTES`].
+    #[serde(default)]
+    pub min_secret_bytes: Option<usize>,
 }
 
 impl Preset {
@@ -63,6 +66,7 @@ pub fn get(name: &str) -> Option<&'static Preset> {
 /// name and the fields the entry set over it.
 pub(super) struct Expanded {
     pub entry: Value,
+    pub min_secret_bytes: Option<usize>,
     pub preset: Option<String>,
     pub overrides: Vec<String>,
 }
@@ -72,6 +76,7 @@ pub(super) fn expand(source: &str, entry: Value) -> Result<Expanded, ConfigError
     let Value::Object(mut own) = entry else {
         return Ok(Expanded {
             entry,
+            min_secret_bytes: None,
             preset: None,
             overrides: Vec::new(),
         });
@@ -79,12 +84,17 @@ pub(super) fn expand(source: &str, entry: Value) -> Result<Expanded, ConfigError
     let Some(name) = own.remove("preset") else {
         return Ok(Expanded {
             entry: Value::Object(own),
+            min_secret_bytes: None,
             preset: None,
             overrides: Vec::new(),
         });
     };
     let Value::String(name) = name else {
-        return Err(field_error(source, "preset", "a preset is named by a string"));
+        return Err(field_error(
+            source,
+            "preset",
+            "a preset is named by a string",
+        ));
     };
     let preset = get(&name).ok_or_else(|| {
         let known: Vec<&str> = all().keys().map(String::as_str).collect();
@@ -110,6 +120,7 @@ pub(super) fn expand(source: &str, entry: Value) -> Result<Expanded, ConfigError
     }
     Ok(Expanded {
         entry: Value::Object(merged),
+        min_secret_bytes: preset.min_secret_bytes,
         preset: Some(name),
         overrides,
     })
@@ -182,15 +193,27 @@ mod tests {
             json!({"preset": "slack", "signature": {"scheme": "github", "secrets": ["env:S"]}}),
         )
         .unwrap();
-        assert_eq!(out.entry["signature"], json!({"scheme": "github", "secrets": ["env:S"]}));
+        assert_eq!(
+            out.entry["signature"],
+            json!({"scheme": "github", "secrets": ["env:S"]})
+        );
         assert_eq!(out.overrides, ["signature"]);
     }
 
     #[test]
     fn unknown_presets_list_the_known_ones_and_needs_are_named() {
-        let err = expand("s", json!({"preset": "stipe"})).err().unwrap().to_string();
-        assert!(err.contains("unknown preset `stipe`") && err.contains("stripe, "), "{err}");
-        let err = expand("s", json!({"preset": "meta"})).err().unwrap().to_string();
+        let err = expand("s", json!({"preset": "stipe"}))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("unknown preset `stipe`") && err.contains("stripe, "),
+            "{err}"
+        );
+        let err = expand("s", json!({"preset": "meta"}))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(err.contains("needs `verify_token`"), "{err}");
         let err = expand("s", json!({"preset": 3})).err().unwrap().to_string();
         assert!(err.contains("string"), "{err}");
