@@ -208,6 +208,7 @@ fn envelope(c: &mut Criterion) {
                             1_700_000_000_000,
                             &sha,
                             &headers,
+                            None,
                             black_box(&body),
                         ),
                     )

@@ -68,6 +68,8 @@ struct RawEventType {
     name: Option<String>,
     #[serde(default)]
     pointer: Option<String>,
+    #[serde(default)]
+    metric_types: Option<Vec<String>>,
 }
 
 /// The source called `name`, from its entry (its preset's fields filled in first).
@@ -116,6 +118,7 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
             .unwrap_or(crate::signature::MIN_SECRET_BYTES),
         preset: expanded.preset,
         overrides: expanded.overrides,
+        event_type_metrics: parse_metric_types(name, raw.event_type.as_ref())?,
         event_type: raw
             .event_type
             .map(|e| parse_event_type(name, e))
@@ -213,6 +216,25 @@ fn parse_verify_token(
             )
         }),
     }
+}
+
+/// The most types `event_type.metric_types` lists: each is a CloudWatch dimension value.
+const MAX_METRIC_TYPES: usize = 50;
+
+/// `event_type.metric_types`: the types counted with their own `event_type` dimension.
+fn parse_metric_types(name: &str, raw: Option<&RawEventType>) -> Result<Vec<String>, ConfigError> {
+    let types = raw.and_then(|e| e.metric_types.clone()).unwrap_or_default();
+    let usable = |t: &String| {
+        !t.is_empty() && t.len() <= 128 && t != "other" && !t.chars().any(char::is_control)
+    };
+    if types.len() > MAX_METRIC_TYPES || !types.iter().all(usable) {
+        return Err(field_error(
+            name,
+            "event_type.metric_types",
+            format!("at most {MAX_METRIC_TYPES} types of 1 to 128 characters, none called `other` (the rest are counted as `other`)"),
+        ));
+    }
+    Ok(types)
 }
 
 fn parse_event_type(name: &str, raw: RawEventType) -> Result<EventTypeSpec, ConfigError> {

@@ -176,6 +176,9 @@ pub struct SourceSpec {
     pub overrides: Vec<String>,
     /// `event_type`: where the event type is.
     pub event_type: Option<EventTypeSpec>,
+    /// `event_type.metric_types`: the types counted with their own dimension (the rest as
+    /// `other`); empty: no per-type count.
+    pub event_type_metrics: Vec<String>,
     /// `handshake`: the provider's URL check the receiver answers.
     pub handshake: Option<Handshake>,
     /// `public_url`: the URL the sender calls, which Twilio, Square and HubSpot sign.

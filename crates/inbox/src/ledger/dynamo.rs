@@ -259,7 +259,7 @@ impl LedgerStore for DynamoLedger {
             .client
             .put_item()
             .table_name(&self.table)
-            .item("pk", s(&hook_secret_key(source)))
+            .item("pk", s(hook_secret_key(source)))
             .item("source", s(source))
             .item("secret", s(secret))
             .item("kept_at", n(now_ms))
@@ -280,7 +280,7 @@ impl LedgerStore for DynamoLedger {
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", s(&hook_secret_key(source)))
+            .key("pk", s(hook_secret_key(source)))
             .consistent_read(true)
             .send()
             .await

@@ -31,10 +31,11 @@ use crate::metrics::{Metric, Metrics};
 use crate::outcome::LogOutcome;
 use crate::queue::Queue;
 use crate::replay_cache::{ReplayCache, Seen};
-use crate::signature::{Inbound, SignatureError, Verifier};
+use crate::signature::{Inbound, Verifier};
 use crate::store::{NoStore, ObjectStore};
 
 mod answer;
+mod established;
 mod handshake;
 mod payload;
 mod request;
@@ -358,65 +359,6 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
     }
 
-    /// Asana's handshake: the secret kept once (the first handshake's stays), echoed. A
-    /// second handshake is answered only with the kept secret; another is a 401.
-    async fn keep_hook_secret<'s, 'r>(
-        &self,
-        source: &Source,
-        secret: &str,
-    ) -> Result<Checked<'s, 'r>, Rejection> {
-        let name = source.spec.name.as_str();
-        let kept = self
-            .ledger
-            .keep_hook_secret(name, secret, self.clock.now_ms())
-            .await
-            .map_err(|e| Rejection::Internal(e.to_string()))?;
-        if !kept {
-            let stored = self
-                .ledger
-                .hook_secret(name)
-                .await
-                .map_err(|e| Rejection::Internal(e.to_string()))?
-                .unwrap_or_default();
-            let same: bool =
-                subtle::ConstantTimeEq::ct_eq(stored.as_bytes(), secret.as_bytes()).into();
-            if !same {
-                return Err(Rejection::InvalidSignature(SignatureError::Mismatch));
-            }
-        }
-        info!(source = name, kept, "handshake secret kept");
-        handshake::asana_answer(secret).map(Checked::Answered)
-    }
-
-    /// The verifier of the secret a handshake established, read once per warm instance; no
-    /// secret kept yet is a 401.
-    async fn established_verifier(&self, source: &Source) -> Result<Verifier, Rejection> {
-        let name = source.spec.name.as_str();
-        let cached = match self.established.lock() {
-            Ok(map) => map.get(name).cloned(),
-            Err(poisoned) => poisoned.into_inner().get(name).cloned(),
-        };
-        if let Some(verifier) = cached {
-            return Ok(verifier);
-        }
-        let secret = self
-            .ledger
-            .hook_secret(name)
-            .await
-            .map_err(|e| Rejection::Internal(e.to_string()))?
-            .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
-        let verifier = source
-            .verifier_with(secret)
-            .map_err(|_| Rejection::InvalidSignature(SignatureError::Mismatch))?;
-        match self.established.lock() {
-            Ok(mut map) => map.insert(name.to_owned(), verifier.clone()),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .insert(name.to_owned(), verifier.clone()),
-        };
-        Ok(verifier)
-    }
-
     /// Declared at-most-once: no ledger; the queue's five-minute window is all there is.
     async fn accept_at_most_once(
         &self,
@@ -458,6 +400,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             event.measured_at,
         );
         self.metrics.count(name, Metric::Accepted);
+        self.count_event_type(event);
         info!(source = name, key, outcome = LogOutcome::Accepted.as_str());
         Ok(json_response(StatusCode::OK, accepted))
     }
@@ -498,6 +441,20 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             event.measured_at,
         );
         Ok(resp)
+    }
+
+    /// `AcceptedByType`, where the source lists the types it counts (a bounded dimension).
+    fn count_event_type(&self, event: &Event<'_>) {
+        let listed = &event.source.spec.event_type_metrics;
+        if listed.is_empty() {
+            return;
+        }
+        let counted = match &event.event_type {
+            Some(t) if listed.contains(t) => t.as_str(),
+            _ => "other",
+        };
+        self.metrics
+            .count_event_type(&event.source.spec.name, counted);
     }
 
     /// Gives back a claim this invocation made (the send failed, or the body guard refused):
