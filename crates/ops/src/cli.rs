@@ -10,10 +10,11 @@ use std::process::ExitCode;
 use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
+pub use crate::console::ConsoleArgs;
 use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
 pub use crate::smoke::SmokeArgs;
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, esm, lookup, preflight, redrive, replay, smoke, status, why};
+use crate::{audit, console, esm, lookup, preflight, redrive, replay, smoke, status, why};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -77,6 +78,10 @@ pub enum Command {
     /// Sources: --sources FILE, else $WEBHOOK_SOURCES, else the WebhookSources default in
     /// template.yaml; the source's first secret is read as the receiver reads it.
     Smoke(SmokeArgs),
+    /// A web console on 127.0.0.1: the events (failed ones first to find), their ledger items,
+    /// bodies and reasons, the figures of the last 24 hours, and replay, redrive, pause and
+    /// resume, each confirmed on the page. Prints the URL (with this run's token) and opens it.
+    Console(ConsoleArgs),
 }
 
 /// Which event source mapping: exactly one of these.
@@ -284,6 +289,7 @@ impl Cli {
                 "smoke",
                 smoke::run(args, std::env::var("WEBHOOK_SOURCES").ok()).await,
             ),
+            Command::Console(args) => ("console", console::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             eprintln!("{name}: {e:#}");

@@ -84,6 +84,15 @@ pub async fn archived_body(
     let envelope = crate::replay::archived_envelope(store, ledger, key)
         .await?
         .envelope;
+    envelope_body(store, &envelope).await
+}
+
+/// The body of an archived envelope (inline, or behind its pointer into the payload bucket),
+/// checked against its SHA-256.
+pub async fn envelope_body(
+    store: &impl ObjectStore,
+    envelope: &inbox::queue::Envelope,
+) -> anyhow::Result<Vec<u8>> {
     let body = match &envelope.body_ref {
         None => envelope.body_bytes()?,
         Some(r) => store
@@ -92,7 +101,10 @@ pub async fn archived_body(
             .ok_or_else(|| anyhow!("payload missing: {}", store.url(&r.s3_key)))?,
     };
     if inbox::key::sha256_hex(&body) != envelope.payload_sha256 {
-        bail!("the archived body of `{key}` does not match its payload_sha256");
+        bail!(
+            "the archived body of `{}` does not match its payload_sha256",
+            envelope.key
+        );
     }
     Ok(body)
 }
