@@ -119,12 +119,7 @@ pub async fn last_day(
                 .set_next_token(next.take())
                 .send()
                 .await
-                .map_err(|e| {
-                    anyhow!(
-                        "GetMetricData: {}",
-                        aws_sdk_cloudwatch::error::DisplayErrorContext(e)
-                    )
-                })?;
+                .map_err(|e| anyhow!("GetMetricData: {}", short(&e)))?;
             for result in out.metric_data_results() {
                 let Some(&(si, ri)) = result.id().and_then(|id| ids.get(id)) else {
                     continue;
@@ -160,12 +155,7 @@ pub async fn alarms_firing(
             .state_value(StateValue::Alarm)
             .send()
             .await
-            .map_err(|e| {
-                anyhow!(
-                    "DescribeAlarms: {}",
-                    aws_sdk_cloudwatch::error::DisplayErrorContext(e)
-                )
-            })?;
+            .map_err(|e| anyhow!("DescribeAlarms: {}", short(&e)))?;
         for alarm in out.metric_alarms() {
             firing.push((
                 alarm.alarm_name().unwrap_or_default().to_owned(),
@@ -174,6 +164,22 @@ pub async fn alarms_firing(
         }
     }
     Ok(firing)
+}
+
+/// A failed CloudWatch call in a line: its error code and message, else the HTTP status (a
+/// server that does not speak the protocol), else what the SDK says.
+fn short<E: aws_sdk_cloudwatch::error::ProvideErrorMetadata + std::error::Error + 'static>(
+    e: &aws_sdk_cloudwatch::error::SdkError<E, aws_sdk_cloudwatch::config::http::HttpResponse>,
+) -> String {
+    use aws_sdk_cloudwatch::error::ProvideErrorMetadata as _;
+    match (e.code(), e.message(), e.raw_response()) {
+        (Some(code), message, _) => format!("{code}: {}", message.unwrap_or_default()),
+        (None, _, Some(raw)) => format!(
+            "answered HTTP {} without an AWS error",
+            raw.status().as_u16()
+        ),
+        _ => aws_sdk_cloudwatch::error::DisplayErrorContext(e).to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -71,7 +71,7 @@ pub fn page(stack: &str, title: &str, nav: Nav, body: Markup) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · inbox console · " (stack) }
                 style { (PreEscaped(CSS)) }
             }

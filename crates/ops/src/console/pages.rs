@@ -74,7 +74,7 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
                     } }
                     tr { th { "dead-letter queue" } td {
                         @match &s.dlq { Some(d) => {
-                            @if d.waiting > 0 { strong.error { (d.waiting) " waiting" } " · " a href="/redrive" { "redrive…" } }
+                            @if d.waiting > 0 { strong.error { (d.waiting) " waiting" } " · " a href=(events_link(None, Some("FAILED"))) { "the failed events →" } " · " a href="/redrive" { "redrive…" } }
                             @else { "0 waiting" }
                         } None => { span.muted { "none configured" } } }
                     } }

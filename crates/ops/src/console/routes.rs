@@ -82,7 +82,7 @@ async fn guard(State(c): State<Arc<Console>>, request: Request, next: Next) -> R
     response
 }
 
-/// No script, no frame, no referrer, no cache, only the inline style sheet.
+/// No script, no frame, no referrer beyond the console (an Origin of `null` would be refused), no cache, only the inline style sheet.
 fn secure(h: &mut axum::http::HeaderMap) {
     let csp = format!(
         "default-src 'none'; style-src {}; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -98,7 +98,7 @@ fn secure(h: &mut axum::http::HeaderMap) {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
