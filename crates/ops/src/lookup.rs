@@ -149,11 +149,21 @@ pub fn body_output(body: &[u8], stdout_is_terminal: bool) -> std::borrow::Cow<'_
 /// Runs `lookup`, printing the item (or, with `--body`, the archived body); exit code 1 when
 /// there is none.
 pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
-    let (table, key) = (&args.table, &args.key);
+    let key = &args.key;
     let sdk = aws::config().await;
+    let mut stack = crate::stack::Lazy::new(&sdk, &args.stack);
+    let table = &stack
+        .pick(args.table.as_deref(), crate::stack::TABLE_OUTPUT, |r| {
+            &r.table
+        })
+        .await?;
     if args.body {
-        let bucket = args.bucket.as_deref().unwrap_or_default();
-        let store = S3Store::new(inbox::store::s3_client(&sdk), bucket);
+        let bucket = stack
+            .pick(args.bucket.as_deref(), crate::stack::BUCKET_OUTPUT, |r| {
+                &r.bucket
+            })
+            .await?;
+        let store = S3Store::new(inbox::store::s3_client(&sdk), &bucket);
         let ledger = DynamoLedger::new(aws::dynamo(&sdk), table);
         let body = archived_body(&store, &ledger, key).await?;
         let stdout = std::io::stdout();

@@ -1,9 +1,9 @@
 //! How a command finds its resources from the stack (`--stack`, default [`DEFAULT_STACK`]):
 //! one `DescribeStacks` for the outputs template.yaml declares (`LedgerTableName`, `QueueUrl`,
-//! `DeadLetterQueueUrl`, `PayloadBucketName`, `ConsumerEventSourceMapping`) and the
-//! `WebhookSources` parameter (the source names), and, for the console, one
+//! `DeadLetterQueueUrl`, `PayloadBucketName`, `ConsumerEventSourceMapping`, `WebhookUrl`) and
+//! the `WebhookSources` parameter (the source names), and, for the console, one
 //! `ListStackResources` for the stack's alarms. An explicit flag or variable still wins over
-//! what the stack says ([`pick`]).
+//! what the stack says ([`Lazy::pick`]), and the stack is read only when a flag is missing.
 
 use anyhow::{anyhow, Context as _};
 
@@ -16,6 +16,7 @@ pub const QUEUE_OUTPUT: &str = "QueueUrl";
 pub const DLQ_OUTPUT: &str = "DeadLetterQueueUrl";
 pub const BUCKET_OUTPUT: &str = "PayloadBucketName";
 pub const MAPPING_OUTPUT: &str = "ConsumerEventSourceMapping";
+pub const WEBHOOK_URL_OUTPUT: &str = "WebhookUrl";
 /// The parameter whose keys are the sources.
 pub const SOURCES_PARAMETER: &str = "WebhookSources";
 
@@ -29,6 +30,8 @@ pub struct StackResources {
     pub bucket: Option<String>,
     /// The consumer's event source mapping's UUID.
     pub mapping: Option<String>,
+    /// The receiver's URL, `{source}` in it.
+    pub webhook_url: Option<String>,
     /// The source names (`WebhookSources`' keys), sorted.
     pub sources: Vec<String>,
 }
@@ -95,6 +98,7 @@ pub async fn resolve(
         dlq_url: output(DLQ_OUTPUT),
         bucket: output(BUCKET_OUTPUT),
         mapping: output(MAPPING_OUTPUT),
+        webhook_url: output(WEBHOOK_URL_OUTPUT),
         sources,
     })
 }
