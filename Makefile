@@ -15,7 +15,7 @@ VENV_PROVIDERS := .venv-providers
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv test lint demo events build deploy bench simulate audit mutants clean
+.PHONY: venv chromium test lint demo events build deploy bench simulate audit mutants clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -47,15 +47,21 @@ lint: venv $(VENV_CHECKOV)/.installed
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV_CHECKOV)/bin/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
-# dynalite (a second DynamoDB, for tests/ledger_transitions/), from npm, pinned by
+# dynalite (a second DynamoDB, for tests/ledger_transitions/) and playwright-core (the
+# console's browser test, tests/console.rs), from npm, pinned by
 # package-lock.json, into node_modules/.
 node_modules/.installed: package.json package-lock.json
 	npm ci
 	touch $@
 
+# Debian's chromium, for the console's browser test (tests/console.rs drives it headless with
+# playwright-core from node_modules); installed once, as root, where it is missing.
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
 # The tests start their own moto server (one per test binary, on a free loopback port)
 # and it stops with them; the ledger transition tests start a dynalite server the same way.
-test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed
+test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed chromium
 	cargo test --workspace --all-targets
 
 # The whole inbox on this machine: moto, both functions under `cargo lambda watch`, the sample

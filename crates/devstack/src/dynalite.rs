@@ -173,7 +173,13 @@ fn read_key_schema() -> anyhow::Result<KeySchema> {
         );
     }
     let mut attributes = Vec::new();
-    for a in list("AttributeDefinitions")? {
+    // Only the table key's: the others define the console's index, which the transitions
+    // never read (and a CreateTable refuses a definition no key uses).
+    let keyed = |a: &Value| {
+        keys.iter()
+            .any(|k| a.get("AttributeName").and_then(Value::as_str) == Some(k.attribute_name()))
+    };
+    for a in list("AttributeDefinitions")?.into_iter().filter(keyed) {
         attributes.push(
             AttributeDefinition::builder()
                 .attribute_name(field(&a, "AttributeName")?)

@@ -10,10 +10,12 @@ use std::process::ExitCode;
 use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
+pub use crate::console::ConsoleArgs;
 use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
 pub use crate::smoke::SmokeArgs;
+use crate::stack::DEFAULT_STACK;
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, esm, lookup, preflight, redrive, replay, smoke, status, why};
+use crate::{audit, console, esm, lookup, preflight, redrive, replay, smoke, status, why};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -77,11 +79,15 @@ pub enum Command {
     /// Sources: --sources FILE, else $WEBHOOK_SOURCES, else the WebhookSources default in
     /// template.yaml; the source's first secret is read as the receiver reads it.
     Smoke(SmokeArgs),
+    /// A web console on 127.0.0.1: the events (failed ones first to find), their ledger items,
+    /// bodies and reasons, the figures of the last 24 hours, and replay, redrive, pause and
+    /// resume, each confirmed on the page. Prints the URL (with this run's token) and opens it.
+    Console(ConsoleArgs),
 }
 
-/// Which event source mapping: exactly one of these.
+/// Which event source mapping: at most one of these; none is `--stack webhook-inbox`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
-#[group(required = true, multiple = false)]
+#[group(required = false, multiple = false)]
 pub struct MappingArgs {
     /// The mapping's UUID (the stack's output ConsumerEventSourceMapping).
     #[arg(long, value_name = "UUID", value_parser = NonEmptyStringValueParser::new())]
@@ -89,7 +95,8 @@ pub struct MappingArgs {
     /// The consumer function's name or ARN: its one SQS event source mapping.
     #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
     pub function: Option<String>,
-    /// The stack's name: its one event source mapping.
+    /// The stack's name: its one event source mapping [default: webhook-inbox, when neither
+    /// --uuid nor --function is given].
     #[arg(long, value_name = "STACK", value_parser = NonEmptyStringValueParser::new())]
     pub stack: Option<String>,
 }
@@ -152,12 +159,15 @@ pub struct AuditArgs {
 /// `why`'s arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct WhyArgs {
-    /// The dead-letter queue's URL.
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The dead-letter queue's URL [default: the stack's DeadLetterQueueUrl].
     #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub dlq: String,
-    /// The ledger table's name.
+    pub dlq: Option<String>,
+    /// The ledger table's name [default: the stack's LedgerTableName].
     #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: String,
+    pub table: Option<String>,
     /// JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -174,16 +184,19 @@ pub struct WhyArgs {
 /// `lookup`'s arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct LookupArgs {
-    /// The ledger table's name.
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The ledger table's name [default: the stack's LedgerTableName].
     #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: String,
+    pub table: Option<String>,
     /// The key, `<source>:<value>`.
     #[arg(value_name = "KEY")]
     pub key: String,
     /// Print the event's body from the archive (PAYLOAD_BUCKET) instead of the ledger item.
-    #[arg(long, requires = "bucket")]
+    #[arg(long)]
     pub body: bool,
-    /// The payload bucket (the stack's output PayloadBucketName).
+    /// The payload bucket [default: the stack's PayloadBucketName].
     #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
     pub bucket: Option<String>,
 }
@@ -228,26 +241,32 @@ pub struct ReplayArgs {
     /// The replay's id [default: a new one]; the same id again sends nothing that already ran.
     #[arg(long, value_name = "ID")]
     pub replay_id: Option<String>,
-    /// The payload bucket (the stack's output PayloadBucketName).
+    /// The payload bucket [default: the stack's PayloadBucketName].
     #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
-    pub bucket: String,
-    /// The ledger table's name.
+    pub bucket: Option<String>,
+    /// The ledger table's name [default: the stack's LedgerTableName].
     #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: String,
-    /// The webhook queue's URL.
+    pub table: Option<String>,
+    /// The webhook queue's URL [default: the stack's QueueUrl].
     #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub queue: String,
+    pub queue: Option<String>,
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
 }
 
 /// `redrive`'s arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Args)]
 pub struct RedriveArgs {
-    /// The dead-letter queue's URL.
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The dead-letter queue's URL [default: the stack's DeadLetterQueueUrl].
     #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub dlq: String,
-    /// The webhook queue's URL.
+    pub dlq: Option<String>,
+    /// The webhook queue's URL [default: the stack's QueueUrl].
     #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub queue: String,
+    pub queue: Option<String>,
     /// How the messages are moved.
     #[arg(long, value_enum, default_value_t = Method::Auto)]
     pub method: Method,
@@ -284,6 +303,7 @@ impl Cli {
                 "smoke",
                 smoke::run(args, std::env::var("WEBHOOK_SOURCES").ok()).await,
             ),
+            Command::Console(args) => ("console", console::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             eprintln!("{name}: {e:#}");
@@ -334,8 +354,9 @@ mod tests {
         assert_eq!(
             parse(&["why", "--dlq", "d"], &env).unwrap(),
             Some(Command::Why(WhyArgs {
-                dlq: "d".into(),
-                table: "t-env".into(),
+                stack: DEFAULT_STACK.into(),
+                dlq: Some("d".into()),
+                table: Some("t-env".into()),
                 json: false,
                 peek: DEFAULT_PEEK_SECONDS
             }))
@@ -347,8 +368,9 @@ mod tests {
             )
             .unwrap(),
             Some(Command::Redrive(RedriveArgs {
-                dlq: "d".into(),
-                queue: "q-env".into(),
+                stack: DEFAULT_STACK.into(),
+                dlq: Some("d".into()),
+                queue: Some("q-env".into()),
                 method: Method::Manual,
                 wait: 5
             }))
@@ -356,7 +378,8 @@ mod tests {
         assert_eq!(
             parse(&["lookup", "--table", "t", "github:abc"], &env).unwrap(),
             Some(Command::Lookup(LookupArgs {
-                table: "t".into(),
+                stack: DEFAULT_STACK.into(),
+                table: Some("t".into()),
                 key: "github:abc".into(),
                 body: false,
                 bucket: None
@@ -369,7 +392,8 @@ mod tests {
             )
             .unwrap(),
             Some(Command::Lookup(LookupArgs {
-                table: "t".into(),
+                stack: DEFAULT_STACK.into(),
+                table: Some("t".into()),
                 key: "github:abc".into(),
                 body: true,
                 bucket: Some("b".into())
@@ -409,9 +433,10 @@ mod tests {
                 dry_run: true,
                 rate: 5,
                 replay_id: None,
-                bucket: "b".into(),
-                table: "t".into(),
-                queue: "q".into()
+                bucket: Some("b".into()),
+                table: Some("t".into()),
+                queue: Some("q".into()),
+                stack: DEFAULT_STACK.into()
             }))
         );
         for bad in [
@@ -423,9 +448,16 @@ mod tests {
         ] {
             assert!(parse(bad, &replay_env).is_err(), "{bad:?}");
         }
-        assert!(
-            parse(&["lookup", "--table", "t", "--body", "k"], &[]).is_err(),
-            "--body needs a bucket"
+        assert_eq!(
+            parse(&["lookup", "--body", "--stack", "prod", "k"], &[]).unwrap(),
+            Some(Command::Lookup(LookupArgs {
+                stack: "prod".into(),
+                table: None,
+                key: "k".into(),
+                body: true,
+                bucket: None
+            })),
+            "the table and the bucket from the stack"
         );
         assert_eq!(parse(&[], &env).unwrap(), None, "no command: the help");
         assert_eq!(
@@ -485,14 +517,11 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_run() {
-        let e = parse(&["why", "--table", "t"], &[])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--dlq") && e.contains("DLQ_URL"), "{e}");
         assert!(
             parse(&["why", "--table", "t"], &[("DLQ_URL", "")]).is_err(),
             "an empty variable is no value"
         );
+        assert!(parse(&["why", "--stack", ""], &[]).is_err());
         assert!(parse(&["lookup", "--table", "t"], &[]).is_err());
         assert!(parse(&["lookup", "--table", "t", "a", "b"], &[]).is_err());
         assert!(parse(
@@ -509,7 +538,14 @@ mod tests {
             );
         }
         assert!(parse(&["audit", "--sources"], &[]).is_err());
-        assert!(parse(&["pause"], &[]).is_err(), "which mapping");
+        assert_eq!(
+            parse(&["pause"], &[]).unwrap(),
+            Some(Command::Pause(PauseArgs {
+                mapping: MappingArgs::default(),
+                wait: 60
+            })),
+            "the default stack's mapping (esm::Locator)"
+        );
         assert!(
             parse(&["resume", "--uuid", "u", "--stack", "s"], &[]).is_err(),
             "one way to find it"
@@ -571,6 +607,7 @@ mod tests {
             "resume",
             "status",
             "replay",
+            "console",
         ] {
             assert!(help.contains(command), "{help}");
         }

@@ -29,6 +29,7 @@ impl Locator {
             (Some(u), None, None) => Ok(Locator::Uuid(u.clone())),
             (None, Some(f), None) => Ok(Locator::Function(f.clone())),
             (None, None, Some(s)) => Ok(Locator::Stack(s.clone())),
+            (None, None, None) => Ok(Locator::Stack(crate::stack::DEFAULT_STACK.to_owned())),
             _ => bail!("give one of --uuid, --function, --stack"),
         }
     }

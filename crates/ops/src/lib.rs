@@ -1,18 +1,21 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
 //! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
-//! pause and resume, [`status`], [`smoke`], [`replay`]),
+//! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser),
+//! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), the AWS clients
 //! ([`aws`]) and the template.yaml reader ([`template`], shared with the dev stack). Depends on
 //! the library and the AWS SDK only, never on the dev stack.
 pub mod audit;
 pub mod aws;
 pub mod cli;
+pub mod console;
 pub mod esm;
 pub mod lookup;
 pub mod preflight;
 pub mod redrive;
 pub mod replay;
 pub mod smoke;
+pub mod stack;
 pub mod status;
 pub mod template;
 pub mod why;

@@ -84,6 +84,15 @@ pub async fn archived_body(
     let envelope = crate::replay::archived_envelope(store, ledger, key)
         .await?
         .envelope;
+    envelope_body(store, &envelope).await
+}
+
+/// The body of an archived envelope (inline, or behind its pointer into the payload bucket),
+/// checked against its SHA-256.
+pub async fn envelope_body(
+    store: &impl ObjectStore,
+    envelope: &inbox::queue::Envelope,
+) -> anyhow::Result<Vec<u8>> {
     let body = match &envelope.body_ref {
         None => envelope.body_bytes()?,
         Some(r) => store
@@ -92,7 +101,10 @@ pub async fn archived_body(
             .ok_or_else(|| anyhow!("payload missing: {}", store.url(&r.s3_key)))?,
     };
     if inbox::key::sha256_hex(&body) != envelope.payload_sha256 {
-        bail!("the archived body of `{key}` does not match its payload_sha256");
+        bail!(
+            "the archived body of `{}` does not match its payload_sha256",
+            envelope.key
+        );
     }
     Ok(body)
 }
@@ -137,11 +149,21 @@ pub fn body_output(body: &[u8], stdout_is_terminal: bool) -> std::borrow::Cow<'_
 /// Runs `lookup`, printing the item (or, with `--body`, the archived body); exit code 1 when
 /// there is none.
 pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
-    let (table, key) = (&args.table, &args.key);
+    let key = &args.key;
     let sdk = aws::config().await;
+    let mut stack = crate::stack::Lazy::new(&sdk, &args.stack);
+    let table = &stack
+        .pick(args.table.as_deref(), crate::stack::TABLE_OUTPUT, |r| {
+            &r.table
+        })
+        .await?;
     if args.body {
-        let bucket = args.bucket.as_deref().unwrap_or_default();
-        let store = S3Store::new(inbox::store::s3_client(&sdk), bucket);
+        let bucket = stack
+            .pick(args.bucket.as_deref(), crate::stack::BUCKET_OUTPUT, |r| {
+                &r.bucket
+            })
+            .await?;
+        let store = S3Store::new(inbox::store::s3_client(&sdk), &bucket);
         let ledger = DynamoLedger::new(aws::dynamo(&sdk), table);
         let body = archived_body(&store, &ledger, key).await?;
         let stdout = std::io::stdout();

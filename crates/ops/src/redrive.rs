@@ -240,9 +240,21 @@ async fn move_one_by_one(
 /// Runs `redrive`, printing what it did; exit code 1 when a move task ended other than
 /// COMPLETED (or still RUNNING at the end of `--wait`).
 pub async fn run(args: &RedriveArgs) -> anyhow::Result<ExitCode> {
-    let sqs = aws::sqs(&aws::config().await);
+    let sdk = aws::config().await;
+    let mut stack = crate::stack::Lazy::new(&sdk, &args.stack);
+    let dlq = stack
+        .pick(args.dlq.as_deref(), crate::stack::DLQ_OUTPUT, |r| {
+            &r.dlq_url
+        })
+        .await?;
+    let queue = stack
+        .pick(args.queue.as_deref(), crate::stack::QUEUE_OUTPUT, |r| {
+            &r.queue_url
+        })
+        .await?;
+    let sqs = aws::sqs(&sdk);
     let wait = Duration::from_secs(args.wait);
-    let done = redrive(&sqs, &args.dlq, &args.queue, args.method, wait).await?;
+    let done = redrive(&sqs, &dlq, &queue, args.method, wait).await?;
     println!("{}", done.describe());
     Ok(match &done {
         Redrive::Task { status, .. } if status != "COMPLETED" && status != "RUNNING" => {

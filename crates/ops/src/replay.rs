@@ -269,8 +269,19 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     check_replay_id(&replay_id)?;
     let sdk = crate::aws::config().await;
-    let store = inbox::store::S3Store::new(inbox::store::s3_client(&sdk), &args.bucket);
-    let ledger = inbox::ledger::dynamo::DynamoLedger::new(crate::aws::dynamo(&sdk), &args.table);
+    let mut stack = crate::stack::Lazy::new(&sdk, &args.stack);
+    let bucket = stack
+        .pick(args.bucket.as_deref(), crate::stack::BUCKET_OUTPUT, |r| {
+            &r.bucket
+        })
+        .await?;
+    let table = stack
+        .pick(args.table.as_deref(), crate::stack::TABLE_OUTPUT, |r| {
+            &r.table
+        })
+        .await?;
+    let store = inbox::store::S3Store::new(inbox::store::s3_client(&sdk), &bucket);
+    let ledger = inbox::ledger::dynamo::DynamoLedger::new(crate::aws::dynamo(&sdk), &table);
     let candidates = select(&store, &ledger, &selection, args.status).await?;
     if args.dry_run {
         for c in &candidates {
@@ -285,7 +296,12 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         eprintln!("dry run: {} event(s) would be replayed", candidates.len());
         return Ok(ExitCode::SUCCESS);
     }
-    let queue = inbox::queue::SqsQueue::new(crate::aws::sqs(&sdk), &args.queue);
+    let queue = stack
+        .pick(args.queue.as_deref(), crate::stack::QUEUE_OUTPUT, |r| {
+            &r.queue_url
+        })
+        .await?;
+    let queue = inbox::queue::SqsQueue::new(crate::aws::sqs(&sdk), &queue);
     let bar = indicatif::ProgressBar::new(candidates.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {per_sec} eta {eta}")

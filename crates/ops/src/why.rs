@@ -274,8 +274,19 @@ fn now_ms() -> i64 {
 /// Runs `why`, printing the answer as text or (`--json`) as JSON.
 pub async fn run(args: &WhyArgs) -> anyhow::Result<ExitCode> {
     let config = aws::config().await;
-    let ledger = DynamoLedger::new(aws::dynamo(&config), args.table.clone());
-    let answer = why(&aws::sqs(&config), &ledger, &args.dlq, args.peek).await?;
+    let mut stack = crate::stack::Lazy::new(&config, &args.stack);
+    let table = stack
+        .pick(args.table.as_deref(), crate::stack::TABLE_OUTPUT, |r| {
+            &r.table
+        })
+        .await?;
+    let dlq = stack
+        .pick(args.dlq.as_deref(), crate::stack::DLQ_OUTPUT, |r| {
+            &r.dlq_url
+        })
+        .await?;
+    let ledger = DynamoLedger::new(aws::dynamo(&config), table);
+    let answer = why(&aws::sqs(&config), &ledger, &dlq, args.peek).await?;
     if args.json {
         println!("{:#}", answer.to_json(now_ms()));
     } else {

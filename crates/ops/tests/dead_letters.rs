@@ -168,7 +168,9 @@ async fn a_dead_letter_is_explained_redriven_and_then_completes() {
             .is_some_and(|h| h.contains("fix the cause")),
         "{letter}"
     );
-    let (code, text, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table]).await;
+    // Found from the stack's name alone (its outputs), as every command can.
+    let stack = aws.stack.name.as_str();
+    let (code, text, err) = inbox_ops(&["why", "--stack", stack]).await;
     assert_eq!(code, 0, "{err}");
     assert!(
         text.contains(&format!(
@@ -199,7 +201,7 @@ async fn a_dead_letter_is_explained_redriven_and_then_completes() {
     assert!(err.contains("no item for `github:never-seen`"), "{err}");
 
     // redrive: moto has no StartMessageMoveTask, so receive/send/delete, and it says so.
-    let (code, out, err) = inbox_ops(&["redrive", "--dlq", dlq, "--queue", queue]).await;
+    let (code, out, err) = inbox_ops(&["redrive", "--stack", stack]).await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("method: receive/send/delete"), "{out}");
     assert!(

@@ -29,9 +29,12 @@ use crate::template::{template_path, Template};
 #[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 pub struct SmokeArgs {
     /// The receiver's URL: the stack's WebhookUrl output (its `{source}` becomes --source), or
-    /// the source's own URL.
+    /// the source's own URL [default: the WebhookUrl of --stack].
     #[arg(long, env = "WEBHOOK_URL", value_name = "URL", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub url: String,
+    pub url: Option<String>,
+    /// The stack whose WebhookUrl output is used where --url is not given.
+    #[arg(long, value_name = "NAME", default_value = crate::stack::DEFAULT_STACK, value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub stack: String,
     /// The source to send as: a key of the sources configuration.
     #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub source: String,
@@ -241,7 +244,13 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
     let now_ms = jiff::Timestamp::now().as_millisecond();
     let id = format!("smoke-{now_ms}-{}", std::process::id());
     let event = event(&spec, &secret, &id, now_ms)?;
-    let url = endpoint(&args.url, &spec.name);
+    let sdk = crate::aws::config().await;
+    let given = crate::stack::Lazy::new(&sdk, &args.stack)
+        .pick(args.url.as_deref(), crate::stack::WEBHOOK_URL_OUTPUT, |r| {
+            &r.webhook_url
+        })
+        .await?;
+    let url = endpoint(&given, &spec.name);
     if !url.starts_with("https://") && !url.starts_with("http://") {
         bail!("--url {url} is not an http(s) URL");
     }
@@ -390,7 +399,8 @@ mod tests {
             ])
             .unwrap(),
             Some(Command::Smoke(SmokeArgs {
-                url: "https://x/webhooks/{source}".into(),
+                url: Some("https://x/webhooks/{source}".into()),
+                stack: crate::stack::DEFAULT_STACK.into(),
                 source: "github".into(),
                 sources_file: Some("s.json".into()),
                 timeout: 30,

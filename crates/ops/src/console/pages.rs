@@ -1,0 +1,284 @@
+//! The read-only pages, rendered from what the routes gathered: the overview, the event list
+//! and one event. Nothing here calls AWS.
+
+use maud::{html, Markup};
+use serde_json::Value;
+
+use super::figures::{SourceFigures, SERIES};
+use super::layout::{bars, page, time, Nav};
+use super::listing::{Filter, Page, Row};
+use super::show::ShownBody;
+use crate::status::Status;
+
+/// The ledger statuses the list filters by.
+pub const STATUSES: &[&str] = &["RECEIVED", "QUEUED", "PROCESSING", "COMPLETED", "FAILED"];
+
+/// What the overview shows; each part may have failed on its own.
+pub struct Overview {
+    pub status: Result<Status, String>,
+    pub figures: Result<Vec<SourceFigures>, String>,
+    pub alarms: Result<Vec<(String, String)>, String>,
+}
+
+/// A link to the list filtered so.
+pub fn events_link(source: Option<&str>, status: Option<&str>) -> String {
+    let mut query = form_urlencoded(&[("source", source), ("status", status)]);
+    if !query.is_empty() {
+        query.insert(0, '?');
+    }
+    format!("/events{query}")
+}
+
+/// `name=value&…` of the pairs that have a value, each percent-encoded.
+pub fn form_urlencoded(pairs: &[(&str, Option<&str>)]) -> String {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| {
+            v.filter(|v| !v.is_empty())
+                .map(|v| format!("{k}={}", encode(v)))
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Percent-encoding of everything but unreserved characters.
+pub fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub fn overview(stack: &str, o: &Overview) -> Markup {
+    let body = html! {
+        h2 { "Delivery and queues" }
+        @match &o.status {
+            Ok(s) => {
+                table {
+                    tr { th { "delivery" } td {
+                        @if s.mapping.paused() { strong.error { "PAUSED" } " (" (s.mapping.state) "): the receiver keeps accepting; events wait on the queue" }
+                        @else { span.ok { "running" } " (" (s.mapping.state) ")" }
+                        " · " a href="/actions" { "pause or resume" }
+                    } }
+                    tr { th { "queue" } td { (s.queue.waiting) " waiting, " (s.queue.in_flight) " in flight, " (s.queue.delayed) " delayed; "
+                        @match &s.oldest_age_seconds {
+                            Ok(Some(age)) => { "oldest " (age) " s" }
+                            Ok(None) => { span.muted { "oldest: no datapoint in the last five minutes" } }
+                            Err(e) => { span.muted { "oldest: unknown (" (e) ")" } }
+                        }
+                    } }
+                    tr { th { "dead-letter queue" } td {
+                        @match &s.dlq { Some(d) => {
+                            @if d.waiting > 0 { strong.error { (d.waiting) " waiting" } " · " a href=(events_link(None, Some("FAILED"))) { "the failed events →" } " · " a href="/redrive" { "redrive…" } }
+                            @else { "0 waiting" }
+                        } None => { span.muted { "none configured" } } }
+                    } }
+                }
+            }
+            Err(e) => { p.error { "Delivery and queue status unavailable: " (e) } }
+        }
+        h2 { "Alarms in ALARM" }
+        @match &o.alarms {
+            Ok(firing) if firing.is_empty() => { p.ok { "None." } }
+            Ok(firing) => { ul { @for (name, reason) in firing { li { strong.error { (name) } ": " (reason) } } }
+                p { a href=(events_link(None, Some("FAILED"))) { "The failed events →" } } }
+            Err(e) => { p.error { "Alarms unavailable: " (e) } }
+        }
+        h2 { "Last 24 hours, per source" }
+        @match &o.figures {
+            Ok(figures) if figures.is_empty() => { p.muted { "The stack declares no sources." } }
+            Ok(figures) => {
+                div.cards {
+                    @for f in figures {
+                        section.card aria-label=(format!("source {}", f.source)) {
+                            h3 { a href=(events_link(Some(&f.source), None)) { (f.source) } }
+                            @for (label, values) in &f.series {
+                                (bars(label, values, matches!(*label, "failed" | "dead-lettered" | "rejected")))
+                            }
+                            p { a href=(events_link(Some(&f.source), Some("FAILED"))) { "failed events" } }
+                        }
+                    }
+                }
+                p.muted { "CloudWatch metrics of namespace WebhookInbox (" (SERIES.len()) " series), hourly sums; rejected counts signature failures too." }
+            }
+            Err(e) => { p.error { "Metrics unavailable: " (e) } }
+        }
+    };
+    page(stack, "Overview", Nav::Overview, body)
+}
+
+/// The list's filter form, the rows and the next page's link.
+pub fn events(
+    stack: &str,
+    sources: &[String],
+    filter: &Filter,
+    given: &ListQuery,
+    listed: &Page,
+) -> Markup {
+    let body = html! {
+        form.filters method="get" action="/events" {
+            label { "source" select name="source" {
+                option value="" selected[filter.source.is_none()] { "every source" }
+                @for s in sources { option value=(s) selected[filter.source.as_deref() == Some(s.as_str())] { (s) } }
+            } }
+            label { "status" select name="status" {
+                option value="" selected[filter.status.is_none()] { "any" }
+                @for s in STATUSES { option value=(s) selected[filter.status.as_deref() == Some(*s)] { (s) } }
+            } }
+            label { "event type" input name="event_type" value=[filter.event_type.as_deref()] size="14"; }
+            label { "from (RFC 3339 or epoch ms)" input name="from" value=[given.from.as_deref()] placeholder="2026-12-03T13:00:00Z" size="22"; }
+            label { "to (excluded)" input name="to" value=[given.to.as_deref()] size="22"; }
+            button type="submit" { "List" }
+        }
+        @if listed.rows.is_empty() {
+            p.muted { "No events match." }
+        } @else {
+            table {
+                thead { tr { th { "key" } th { "source" } th { "event type" } th { "status" } th { "attempts" } th { "received" } th { "last_error" } } }
+                tbody {
+                    @for row in &listed.rows { (event_row(row)) }
+                }
+            }
+        }
+        p.muted { (listed.rows.len()) " shown, newest first; " (listed.examined) " key(s) read from the index for this page." }
+        @if let Some(next) = &listed.next {
+            p { a href=(format!("/events?{}", form_urlencoded(&[
+                ("source", filter.source.as_deref()), ("status", filter.status.as_deref()),
+                ("event_type", filter.event_type.as_deref()), ("from", given.from.as_deref()),
+                ("to", given.to.as_deref()), ("cursor", Some(&next.encode()))]))) rel="next" { "Next page →" } }
+        }
+        @if let Some(source) = &filter.source {
+            h2 { "Replay" }
+            p { "Replay " (source) "'s archived events of this time range"
+                @if let Some(s) = &filter.status { " whose status is " (s) }
+                ": " a href=(format!("/replay?{}", form_urlencoded(&[("source", Some(source)), ("from", given.from.as_deref()), ("to", given.to.as_deref()), ("status", filter.status.as_deref())]))) { "count them first…" } }
+        }
+    };
+    page(stack, "Events", Nav::Events, body)
+}
+
+/// The list's query as typed (kept for the links).
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+pub struct ListQuery {
+    pub source: Option<String>,
+    pub status: Option<String>,
+    pub event_type: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub cursor: Option<String>,
+    pub limit: Option<usize>,
+}
+
+fn event_row(row: &Row) -> Markup {
+    html! {
+        tr {
+            td.key { a href=(format!("/event?key={}", encode(&row.key))) { (row.key) } }
+            td { (row.source) }
+            td { @if let Some(t) = &row.event_type { (t) } @else { span.muted { "—" } } }
+            td class=(format!("status-{}", row.status)) { (row.status) }
+            td.num { (row.attempts) }
+            td { (time(row.received_at)) }
+            td { @if let Some(e) = &row.last_error { span.error { (e) } } }
+        }
+    }
+}
+
+/// One event: its ledger item, its archived headers and body (or why there are none).
+pub struct EventView {
+    pub key: String,
+    pub item: Value,
+    pub headers: Result<Vec<(String, String)>, String>,
+    pub body: Result<ShownBody, String>,
+    pub archive_object: Option<String>,
+}
+
+/// An attribute's value as shown: times as UTC beside their number.
+fn attribute(name: &str, value: &Value) -> String {
+    match (name, value.as_i64()) {
+        ("expires_at", Some(s)) => format!("{s} ({})", time(s.saturating_mul(1000))),
+        (n, Some(ms)) if n.ends_with("_at") || n == "lease_until" => format!("{ms} ({})", time(ms)),
+        _ => match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
+pub fn event(stack: &str, v: &EventView) -> Markup {
+    let status = v.item["status"].as_str().unwrap_or_default();
+    let body = html! {
+        p { "Key " code.key { (v.key) } " · status " strong class=(format!("status-{status}")) { (status) }
+            " · " a href=(format!("/replay?key={}", encode(&v.key))) { "Replay this event…" } }
+        h2 { "Ledger item" }
+        table {
+            @if let Value::Object(map) = &v.item {
+                @for (name, value) in map { tr { th { (name) } td { (attribute(name, value)) } } }
+            }
+        }
+        h2 { "Headers (as archived; signatures masked)" }
+        @match &v.headers {
+            Ok(headers) => { table { @for (name, value) in headers { tr { th { (name) } td { code { (value) } } } } } }
+            Err(e) => { p.muted { (e) } }
+        }
+        h2 { "Body" }
+        @match &v.body {
+            Ok(b) => {
+                p.muted { (b.bytes) " bytes, " (b.kind)
+                    @if b.cut { ", cut to the first " (b.text.len()) " characters" }
+                    @if let Some(o) = &v.archive_object { " · archived in " code { (o) } } }
+                pre #body { (b.text) }
+            }
+            Err(e) => { p.muted { "No archived body: " (e) } }
+        }
+    };
+    page(stack, &format!("Event {}", v.key), Nav::Events, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_page_escapes_its_body_and_formats_times() {
+        let view = EventView {
+            key: "github:<b>".into(),
+            item: serde_json::json!({"pk": "github:<b>", "status": "FAILED", "received_at": 1_796_302_800_000_i64, "expires_at": 1_796_302_800, "last_error": "<i>boom</i>"}),
+            headers: Ok(vec![(
+                "x-hub-signature-256".into(),
+                "•••••• (masked, 71 characters)".into(),
+            )]),
+            body: Ok(super::super::show::body(
+                br#"{"x":"<script>alert(1)</script>"}"#,
+            )),
+            archive_object: Some("archive/2026/12/03/13/o".into()),
+        };
+        let html = event("s", &view).into_string();
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("&lt;i&gt;boom&lt;/i&gt;"));
+        assert!(
+            html.contains("1796302800000 (2026-12-03 13:00:00 UTC)"),
+            "{html}"
+        );
+        assert!(html.contains("1796302800 (2026-12-03 13:00:00 UTC)"));
+        assert!(html.contains("/replay?key=github%3A%3Cb%3E"));
+    }
+
+    #[test]
+    fn links_encode_their_values() {
+        assert_eq!(
+            events_link(Some("git hub"), Some("FAILED")),
+            "/events?source=git%20hub&status=FAILED"
+        );
+        assert_eq!(events_link(None, None), "/events");
+        assert_eq!(
+            form_urlencoded(&[("a", Some("")), ("b", Some("x&y=z"))]),
+            "b=x%26y%3Dz"
+        );
+    }
+}

@@ -1,0 +1,188 @@
+//! How a command finds its resources from the stack (`--stack`, default [`DEFAULT_STACK`]):
+//! one `DescribeStacks` for the outputs template.yaml declares (`LedgerTableName`, `QueueUrl`,
+//! `DeadLetterQueueUrl`, `PayloadBucketName`, `ConsumerEventSourceMapping`, `WebhookUrl`) and
+//! the `WebhookSources` parameter (the source names), and, for the console, one
+//! `ListStackResources` for the stack's alarms. An explicit flag or variable still wins over
+//! what the stack says ([`Lazy::pick`]), and the stack is read only when a flag is missing.
+
+use anyhow::{anyhow, Context as _};
+
+/// The stack a command reads when none is named: template.yaml's name in samconfig.toml.
+pub const DEFAULT_STACK: &str = "webhook-inbox";
+
+/// The outputs a command may need.
+pub const TABLE_OUTPUT: &str = "LedgerTableName";
+pub const QUEUE_OUTPUT: &str = "QueueUrl";
+pub const DLQ_OUTPUT: &str = "DeadLetterQueueUrl";
+pub const BUCKET_OUTPUT: &str = "PayloadBucketName";
+pub const MAPPING_OUTPUT: &str = "ConsumerEventSourceMapping";
+pub const WEBHOOK_URL_OUTPUT: &str = "WebhookUrl";
+/// The parameter whose keys are the sources.
+pub const SOURCES_PARAMETER: &str = "WebhookSources";
+
+/// What a stack holds that the commands use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StackResources {
+    pub name: String,
+    pub table: Option<String>,
+    pub queue_url: Option<String>,
+    pub dlq_url: Option<String>,
+    pub bucket: Option<String>,
+    /// The consumer's event source mapping's UUID.
+    pub mapping: Option<String>,
+    /// The receiver's URL, `{source}` in it.
+    pub webhook_url: Option<String>,
+    /// The source names (`WebhookSources`' keys), sorted.
+    pub sources: Vec<String>,
+}
+
+impl StackResources {
+    /// The output's value, or an error naming the stack and the output.
+    pub fn need<'a>(&self, value: &'a Option<String>, output: &str) -> anyhow::Result<&'a str> {
+        value
+            .as_deref()
+            .ok_or_else(|| anyhow!("stack {} has no output {output}", self.name))
+    }
+}
+
+/// The source names of a `WebhookSources` value (a JSON object), sorted; none where it is not
+/// one (the functions refuse it anyway, and the console then lists nothing by source).
+pub fn source_names(json: &str) -> Vec<String> {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(json) else {
+        return Vec::new();
+    };
+    map.keys().cloned().collect()
+}
+
+/// The stack's outputs and sources (`DescribeStacks`).
+pub async fn resolve(
+    config: &aws_config::SdkConfig,
+    stack: &str,
+) -> anyhow::Result<StackResources> {
+    let cfn = aws_sdk_cloudformation::Client::new(config);
+    let out = cfn
+        .describe_stacks()
+        .stack_name(stack)
+        .send()
+        .await
+        .map_err(|e| {
+            anyhow!(
+                "DescribeStacks {stack}: {} (name the stack with --stack, or give the resource flags)",
+                aws_sdk_cloudformation::error::DisplayErrorContext(e)
+            )
+        })?;
+    let described = out
+        .stacks()
+        .first()
+        .ok_or_else(|| anyhow!("no stack named {stack}"))?;
+    let output = |name: &str| {
+        described
+            .outputs()
+            .iter()
+            .find(|o| o.output_key() == Some(name))
+            .and_then(|o| o.output_value())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let sources = described
+        .parameters()
+        .iter()
+        .find(|p| p.parameter_key() == Some(SOURCES_PARAMETER))
+        .and_then(|p| p.parameter_value())
+        .map(source_names)
+        .unwrap_or_default();
+    Ok(StackResources {
+        name: stack.to_owned(),
+        table: output(TABLE_OUTPUT),
+        queue_url: output(QUEUE_OUTPUT),
+        dlq_url: output(DLQ_OUTPUT),
+        bucket: output(BUCKET_OUTPUT),
+        mapping: output(MAPPING_OUTPUT),
+        webhook_url: output(WEBHOOK_URL_OUTPUT),
+        sources,
+    })
+}
+
+/// The physical ids (alarm names) of the stack's `AWS::CloudWatch::Alarm` resources.
+pub async fn alarm_names(
+    config: &aws_config::SdkConfig,
+    stack: &str,
+) -> anyhow::Result<Vec<String>> {
+    let cfn = aws_sdk_cloudformation::Client::new(config);
+    let resources = cfn
+        .list_stack_resources()
+        .stack_name(stack)
+        .into_paginator()
+        .items()
+        .send()
+        .collect::<Result<Vec<_>, _>>()
+        .await
+        .with_context(|| format!("ListStackResources {stack}"))?;
+    Ok(resources
+        .into_iter()
+        .filter(|r| r.resource_type() == Some("AWS::CloudWatch::Alarm"))
+        .filter_map(|r| r.physical_resource_id().map(str::to_owned))
+        .collect())
+}
+
+/// A flag's value where given, else the stack's (resolved once, on first need).
+pub struct Lazy<'a> {
+    config: &'a aws_config::SdkConfig,
+    stack: &'a str,
+    resolved: Option<StackResources>,
+}
+
+impl<'a> Lazy<'a> {
+    pub fn new(config: &'a aws_config::SdkConfig, stack: &'a str) -> Lazy<'a> {
+        Lazy {
+            config,
+            stack,
+            resolved: None,
+        }
+    }
+
+    /// `given` where there is one, else the stack's output (`pick` selects it).
+    pub async fn pick(
+        &mut self,
+        given: Option<&str>,
+        output: &str,
+        pick: impl FnOnce(&StackResources) -> &Option<String>,
+    ) -> anyhow::Result<String> {
+        if let Some(value) = given.filter(|v| !v.is_empty()) {
+            return Ok(value.to_owned());
+        }
+        if self.resolved.is_none() {
+            self.resolved = Some(resolve(self.config, self.stack).await?);
+        }
+        let resources = self
+            .resolved
+            .as_ref()
+            .ok_or_else(|| anyhow!("unreachable"))?;
+        Ok(resources.need(pick(resources), output)?.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_names_are_the_keys_sorted() {
+        assert_eq!(
+            source_names(r#"{"stripe":{},"github":{"scheme":"github"}}"#),
+            ["github", "stripe"]
+        );
+        assert!(source_names("[1]").is_empty());
+        assert!(source_names("not json").is_empty());
+    }
+
+    #[test]
+    fn a_missing_output_names_the_stack_and_the_output() {
+        let r = StackResources {
+            name: "s".into(),
+            ..StackResources::default()
+        };
+        let e = r.need(&r.table, TABLE_OUTPUT).unwrap_err().to_string();
+        assert_eq!(e, "stack s has no output LedgerTableName");
+    }
+}

@@ -1,0 +1,156 @@
+// The console in headless Chromium (Debian's /usr/bin/chromium), driven by playwright-core.
+// Run by tests/console.rs, which starts the local stack and the console and passes:
+//   CONSOLE_URL        the printed URL (with the run's token)
+//   FAILED_KEY         an event the system of record refused (FAILED, dead-lettered)
+//   FAILED_LAST_ERROR  its ledger item's last_error
+//   SCRIPT_KEY         an event whose body holds a <script>
+//   SCREENSHOTS        where the screenshots go (docs/images/)
+// The tests run in order, one browser page, as an operator would go.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const need = (name) => {
+  const value = process.env[name];
+  assert.ok(value, `${name} is set`);
+  return value;
+};
+const loginUrl = need('CONSOLE_URL');
+const failedKey = need('FAILED_KEY');
+const lastError = need('FAILED_LAST_ERROR');
+const scriptKey = need('SCRIPT_KEY');
+const shots = need('SCREENSHOTS');
+const base = new URL(loginUrl).origin;
+const port = Number(new URL(loginUrl).port);
+
+let browser;
+let context;
+let page;
+const dialogs = [];
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    // Chromium's sandbox needs an unprivileged user; the tests run as root in CI.
+    args: ['--no-sandbox'],
+  });
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  page.on('dialog', async (dialog) => {
+    dialogs.push(dialog.message());
+    await dialog.dismiss();
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+/// A raw HTTP request to the console, with the headers given (a browser cannot forge Host).
+function raw(method, pathname, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: pathname, headers }, (res) => {
+      let text = '';
+      res.on('data', (chunk) => { text += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode, text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('the printed URL opens the overview, drops the token from the address, shows the dead letter', async () => {
+  await page.goto(loginUrl);
+  assert.equal(page.url(), `${base}/`, 'redirected without the token');
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  const main = await page.locator('main').innerText();
+  assert.match(main, /dead-letter queue\s+1 waiting/);
+  assert.match(main, /delivery\s+running \(Enabled\)/);
+  // moto does not serve CloudWatch's CBOR protocol: the section says so, the page stands.
+  assert.match(main, /Metrics unavailable: GetMetricData/);
+  assert.match(main, /Alarms in ALARM\s+None\./);
+  await page.screenshot({ path: path.join(shots, 'console-overview.png'), fullPage: true });
+});
+
+test('from the dead letter to the failed event in the list, with its last_error', async () => {
+  await page.getByRole('link', { name: 'the failed events →' }).click();
+  await page.getByRole('heading', { name: 'Events' }).waitFor();
+  const row = page.locator('tbody tr', { hasText: failedKey });
+  assert.equal(await row.count(), 1);
+  const text = await row.innerText();
+  assert.ok(text.includes(lastError), `the row shows the last_error: ${text}`);
+  assert.ok(text.includes('FAILED'));
+  assert.equal(await page.locator('tbody tr', { hasText: scriptKey }).count(), 0, 'the filter keeps completed events out');
+  // Every event of the source, newest first, for the screenshot.
+  await page.getByLabel('status').selectOption('');
+  await page.getByRole('button', { name: 'List' }).click();
+  await page.locator('tbody tr', { hasText: scriptKey }).waitFor();
+  assert.equal(await page.locator('tbody tr').count(), 2);
+  await page.screenshot({ path: path.join(shots, 'console-events.png'), fullPage: true });
+});
+
+test('opening the failed event shows its body, its headers masked', async () => {
+  await page.getByRole('link', { name: failedKey }).click();
+  await page.getByRole('heading', { name: `Event ${failedKey}` }).waitFor();
+  const body = await page.locator('#body').innerText();
+  assert.ok(body.includes('"marker": "refused-by-the-system-of-record"'), body);
+  const main = await page.locator('main').innerText();
+  assert.match(main, /x-hub-signature-256\s+•••••• \(masked, \d+ characters\)/);
+  assert.doesNotMatch(main, /sha256=[0-9a-f]{64}/, 'no signature on the page');
+  assert.ok(main.includes(lastError));
+  await page.screenshot({ path: path.join(shots, 'console-event.png'), fullPage: true });
+});
+
+test('a <script> body renders as text and runs nothing', async () => {
+  await page.goto(`${base}/event?key=${encodeURIComponent(scriptKey)}`);
+  const body = await page.locator('#body').innerText();
+  assert.ok(body.includes("<script>window.__xss=1;alert('xss')</script>"), body);
+  assert.equal(await page.locator('script').count(), 0, 'no script element on the page');
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.deepEqual(dialogs, [], 'no dialog opened');
+});
+
+test('replay from the page: the dry run, then the confirmed replay', async () => {
+  await page.goto(`${base}/event?key=${encodeURIComponent(failedKey)}`);
+  await page.getByRole('link', { name: 'Replay this event…' }).click();
+  const confirm = page.locator('.confirm');
+  assert.match(await confirm.innerText(), /Dry run: 1 event\(s\) of the event github:console-fails/);
+  await page.getByRole('button', { name: 'Replay 1 event(s)' }).click();
+  await page.locator('#outcome, #reason').first().waitFor();
+  const refused = page.locator('#reason');
+  if (await refused.count()) assert.fail(`the replay was refused: ${await refused.innerText()}`);
+  const outcome = await page.locator('#outcome').innerText();
+  assert.match(outcome, /^replay rp-[0-9TZ]+-[0-9a-f]{8}: 1 event\(s\) sent$/);
+});
+
+test('a request naming another host is refused (DNS rebinding)', async () => {
+  for (const host of [`evil.example:${port}`, `127.0.0.1.evil.example:${port}`]) {
+    const answer = await raw('GET', '/', { host });
+    assert.equal(answer.status, 421, host);
+  }
+  const ours = await raw('GET', '/', { host: `127.0.0.1:${port}` });
+  assert.equal(ours.status, 403, 'our Host without the session: refused too, but not as foreign');
+});
+
+test('an action without the token is refused', async () => {
+  // The browser's own session (its cookie), but no form token.
+  const noToken = await context.request.post(`${base}/redrive`, { form: {} });
+  assert.equal(noToken.status(), 403);
+  assert.match(await noToken.text(), /needs the form&#39;s token|needs the form's token/);
+  const wrong = await context.request.post(`${base}/delivery`, { form: { set: 'pause', csrf: 'guess' } });
+  assert.equal(wrong.status(), 403);
+  // No session at all: a fresh client with neither cookie nor token.
+  const stranger = await raw('POST', '/redrive', {
+    host: `127.0.0.1:${port}`,
+    'content-type': 'application/x-www-form-urlencoded',
+  }, 'csrf=x');
+  assert.equal(stranger.status, 403);
+  // A page of another origin posting with the session cookie is refused by its Origin.
+  const foreign = await context.request.post(`${base}/redrive`, {
+    form: { csrf: 'x' },
+    headers: { origin: 'http://evil.example' },
+  });
+  assert.equal(foreign.status(), 403);
+});
