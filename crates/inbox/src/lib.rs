@@ -53,6 +53,7 @@ pub mod queue;
 pub mod receiver;
 pub mod redelivery;
 pub(crate) mod replay_cache;
+pub mod route;
 pub mod signature;
 pub mod store;
 pub mod whsec;

@@ -59,6 +59,13 @@ pub struct Envelope {
     /// where the key is COMPLETED (docs/design.md §12).
     #[serde(default)]
     pub replay_id: Option<String>,
+    /// The event's type (`invoice.paid`, `push`), where the source declares where it is: what
+    /// a destination's filter reads (docs/routing.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_type: Option<String>,
+    /// Set by `inbox-ops replay --destination`: the replay runs for this destination only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
 }
 
 /// A message that cannot be read back.
@@ -97,6 +104,8 @@ impl Envelope {
             body_encoding: body_encoding.map(str::to_owned),
             body_ref: None,
             replay_id: None,
+            event_type: None,
+            destination: None,
         }
     }
 
@@ -107,6 +116,8 @@ impl Envelope {
             body_encoding: self.body_encoding.as_deref(),
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
+            event_type: self.event_type.as_deref(),
+            destination: self.destination.as_deref(),
             ..Wire::event(
                 &self.key,
                 &self.source,
@@ -221,6 +232,10 @@ struct Wire<'a> {
     body_ref: Option<&'a BodyRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     replay_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    event_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destination: Option<&'a str>,
 }
 
 impl<'a> Wire<'a> {
@@ -244,6 +259,8 @@ impl<'a> Wire<'a> {
             body_encoding: None,
             body_ref: None,
             replay_id: None,
+            event_type: None,
+            destination: None,
         }
     }
 
