@@ -40,6 +40,7 @@ pub mod clock;
 pub mod config;
 pub mod consumer;
 pub(crate) mod defaults;
+pub mod destination;
 pub mod fifo;
 pub mod forward;
 pub mod json_fields;
