@@ -75,16 +75,18 @@ where
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: set up, deliver, check every pair"
+)]
 async fn fan_out_applies_each_destination_once_while_one_fails_three_times() {
     let aws = LocalAws::new("fanout").await;
     let ledger_sor = SystemOfRecord::start();
     let crm_sor = SystemOfRecord::start();
     let specs = specs(&aws);
     let routes = Routes::parse(
-        &format!(
-            r#"{{"ledger": {{"target": "https://ledger.example/in", "sources": ["github"]}},
-                "crm": {{"target": "https://crm.example/in", "sources": ["github"]}}}}"#
-        ),
+        r#"{"ledger": {"target": "https://ledger.example/in", "sources": ["github"]},
+            "crm": {"target": "https://crm.example/in", "sources": ["github"]}}"#,
         &specs,
     )
     .expect("routes");
@@ -203,6 +205,10 @@ async fn enqueue(aws: &LocalAws, source: &str, id: &str, event_type: &str, body:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: the bus, its rule, the queues, the checks"
+)]
 async fn eventbridge_and_sqs_destinations_each_receive_their_events_once() {
     let aws = LocalAws::new("aws-targets").await;
     let billing = SystemOfRecord::start();

@@ -17,6 +17,7 @@ use std::time::Duration;
 use aws_lambda_events::sqs::SqsMessage;
 use tracing::{info, warn};
 
+use super::archiving::Archived;
 use super::invocation::{Invocation, Verdict};
 use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor};
 use crate::archive::Archive;
@@ -65,18 +66,19 @@ where
     A: Archive,
     D: Destinations,
 {
-    /// A routed event: its destinations, each once. `take` is the event's take, its owner
-    /// not yet set.
+    /// A routed event: its destinations, each once.
     pub(super) async fn routed(
         &self,
         msg: &SqsMessage,
         mut job: Job,
-        mut take: Take,
         envelope: &Envelope,
+        retention_hours: u64,
         inv: &Invocation<'_>,
+        archived: &Archived,
     ) -> Verdict {
         let message_id = msg.message_id.as_deref().unwrap_or_default();
-        take.owner = format!("{}:{message_id}", inv.request_id);
+        let owner = format!("{}:{message_id}", inv.request_id);
+        let take = self.take_of(envelope, retention_hours, owner, inv, archived);
         let mut names: Vec<&str> = self
             .routes
             .destinations_for(&job.source, job.event_type.as_deref());
@@ -112,23 +114,8 @@ where
     /// invocation, else take its item, call the destination, and record what it came to.
     async fn leg(&self, name: &str, job: &Job, event_take: &Take, inv: &Invocation<'_>) -> Leg {
         let (key, source) = (job.key.as_str(), job.source.as_str());
-        match &inv.paused {
-            Ok(paused) if paused.contains(name) => {
-                return Leg::Pending {
-                    wait: Some(PAUSED_WAIT),
-                    failures: None,
-                    reason: format!("{name}: paused"),
-                }
-            }
-            Ok(_) => {}
-            Err(e) => return pending(format!("{name}: pauses unreadable: {e}")),
-        }
-        if let Some(wait) = inv.held(name) {
-            return Leg::Pending {
-                wait: Some(wait),
-                failures: None,
-                reason: format!("{name}: held back: the destination is throttling"),
-            };
+        if let Some(skipped) = skipped(name, inv) {
+            return skipped;
         }
         let pair = destination_key(key, name);
         let take = Take {
@@ -333,4 +320,24 @@ where
             _ => Verdict::Failed,
         }
     }
+}
+
+/// A destination not called in this invocation: paused by an operator, or throttling.
+fn skipped(name: &str, inv: &Invocation<'_>) -> Option<Leg> {
+    match &inv.paused {
+        Ok(paused) if paused.contains(name) => {
+            return Some(Leg::Pending {
+                wait: Some(PAUSED_WAIT),
+                failures: None,
+                reason: format!("{name}: paused"),
+            })
+        }
+        Ok(_) => {}
+        Err(e) => return Some(pending(format!("{name}: pauses unreadable: {e}"))),
+    }
+    inv.held(name).map(|wait| Leg::Pending {
+        wait: Some(wait),
+        failures: None,
+        reason: format!("{name}: held back: the destination is throttling"),
+    })
 }

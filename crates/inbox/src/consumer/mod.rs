@@ -314,8 +314,6 @@ impl<
         archived: &Archived,
         inv: &Invocation<'_>,
     ) -> Verdict {
-        // A throttle of the forward holds what would go to it; routed events have their own
-        // holds, per destination (`fan_out`).
         if inv.throttled().is_some() && self.routes.is_empty() {
             return Verdict::Held;
         }
@@ -376,15 +374,11 @@ impl<
             event_type: envelope.event_type.clone(),
         };
         if self.routes.routes(source) {
-            let take = self.take_of(
-                &envelope,
-                spec.retention_hours,
-                String::new(),
-                inv,
-                archived,
-            );
-            return self.routed(msg, job, take, &envelope, inv).await;
+            return self
+                .routed(msg, job, &envelope, spec.retention_hours, inv, archived)
+                .await;
         }
+        // A throttle of the forward holds what would go to it (routed events: per destination).
         if inv.throttled().is_some() {
             return Verdict::Held;
         }
