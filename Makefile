@@ -9,6 +9,9 @@ PY := $(VENV)/bin/python
 # share: each has its own venv, from its own requirements file.
 VENV_CHECKOV := .venv-checkov
 VENV_SAM := .venv-sam
+# The providers' own libraries for tests/providers/sign.py (the presets' signed requests): their
+# pydantic and httpx pins must not move moto's in .venv.
+VENV_PROVIDERS := .venv-providers
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -31,6 +34,11 @@ $(VENV_SAM)/.installed: requirements-sam.txt
 	$(VENV_SAM)/bin/pip install --quiet --disable-pip-version-check -r requirements-sam.txt
 	touch $@
 
+$(VENV_PROVIDERS)/.installed: requirements-providers.txt
+	python3 -m venv $(VENV_PROVIDERS)
+	$(VENV_PROVIDERS)/bin/pip install --quiet --disable-pip-version-check -r requirements-providers.txt
+	touch $@
+
 # checkov offline (--skip-download); a finding is fixed in template.yaml or skipped, with its
 # reason, in the resource's Metadata.checkov.skip.
 lint: venv $(VENV_CHECKOV)/.installed
@@ -47,7 +55,7 @@ node_modules/.installed: package.json package-lock.json
 
 # The tests start their own moto server (one per test binary, on a free loopback port)
 # and it stops with them; the ledger transition tests start a dynalite server the same way.
-test: lint node_modules/.installed
+test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed
 	cargo test --workspace --all-targets
 
 # The whole inbox on this machine: moto, both functions under `cargo lambda watch`, the sample

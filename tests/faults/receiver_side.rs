@@ -209,6 +209,7 @@ async fn release_after_a_failed_send_keeps_the_event_a_duplicate_enqueued() {
         expires_at: now / 1000 + 3600,
         response_status: status,
         response_body: accepted,
+        event_type: None,
     };
     assert!(matches!(
         aws.ledger().claim(&claim).await,

@@ -39,6 +39,7 @@ pub fn claim_at(owner: &str, now_ms: i64) -> Claim {
         expires_at: now_ms.div_euclid(1000) + HOUR_S,
         response_status,
         response_body,
+        event_type: None,
     }
 }
 

@@ -40,6 +40,26 @@ pub enum FieldsError {
     Duplicate(String),
 }
 
+/// The named fields of a form-encoded body (`a=1&b=2`), each decoded, as [`Fields`] keyed by
+/// name: a field named twice is refused ([`FieldsError::Duplicate`]), a body that is not
+/// UTF-8 is not a form ([`FieldsError::NotJson`]'s twin for forms is the caller's to name).
+pub fn read_form(body: &[u8], names: &[&str]) -> Result<Fields, FieldsError> {
+    if std::str::from_utf8(body).is_err() {
+        return Err(FieldsError::NotJson);
+    }
+    let mut found: Vec<(String, Option<Field>)> =
+        names.iter().map(|n| ((*n).to_owned(), None)).collect();
+    for (name, value) in form_urlencoded::parse(body) {
+        if let Some(slot) = found.iter_mut().find(|(n, _)| *n == name) {
+            if slot.1.is_some() {
+                return Err(FieldsError::Duplicate(slot.0.clone()));
+            }
+            slot.1 = Some(Field::String(value.into_owned()));
+        }
+    }
+    Ok(Fields { found })
+}
+
 /// The values found at the pointers given to [`read`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fields {

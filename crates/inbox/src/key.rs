@@ -35,6 +35,13 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The values at the source's key and group pointers, read from the body in one pass
 /// ([`json_fields`]), only where a pointer needs it.
 pub fn fields(body: &[u8], key: &KeySpec, group: &GroupSpec) -> Result<Fields, KeyError> {
+    if let KeySpec::Form(names) = key {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        return json_fields::read_form(body, &names).map_err(|e| match e {
+            FieldsError::NotJson => KeyError::NotJson,
+            FieldsError::Duplicate(name) => KeyError::Duplicate(name),
+        });
+    }
     let mut pointers: Vec<&str> = Vec::new();
     if let KeySpec::Json(p) = key {
         pointers.extend(p.iter().map(String::as_str));
@@ -78,6 +85,14 @@ pub fn derive(
             join_parts(&parts)
         }
         KeySpec::PayloadSha256 => body_sha256.to_owned(),
+        KeySpec::Form(names) => {
+            let form = json.ok_or(KeyError::NotJson)?;
+            let mut parts = Vec::with_capacity(names.len());
+            for name in names {
+                parts.push(pointer_value(form, name)?);
+            }
+            join_parts(&parts)
+        }
     };
     if value.len() > MAX_KEY_VALUE_BYTES {
         return Err(KeyError::Invalid(spec.describe(), "longer than 1024 bytes"));

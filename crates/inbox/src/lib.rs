@@ -41,6 +41,7 @@ pub mod config;
 pub mod consumer;
 pub(crate) mod defaults;
 pub mod destination;
+pub mod event_type;
 pub mod fifo;
 pub mod forward;
 pub mod json_fields;

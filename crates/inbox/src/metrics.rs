@@ -147,6 +147,27 @@ impl Metrics {
         self.emit(line);
     }
 
+    /// Counts one event accepted with its type: `AcceptedByType`, dimensions source, function
+    /// and `event_type`. Only for a source that lists the types it counts
+    /// (`event_type.metric_types`), so the dimension's values stay bounded: any other type is
+    /// counted as `other`.
+    pub fn count_event_type(&self, source: &str, event_type: &str) {
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let line = format!(
+            concat!(
+                r#"{{"AcceptedByType":1,"_aws":{{"CloudWatchMetrics":[{{"Dimensions":[["source","function","event_type"]],"#,
+                r#""Metrics":[{{"Name":"AcceptedByType","Unit":"Count"}}],"Namespace":"{namespace}"}}],"#,
+                r#""Timestamp":{ts}}},"event_type":{event_type},"function":{function},"source":{source}}}"#
+            ),
+            namespace = NAMESPACE,
+            ts = SystemClock.now_ms(),
+            event_type = quoted(event_type),
+            function = quoted(self.function),
+            source = quoted(source),
+        );
+        self.emit(line);
+    }
+
     fn emit(&self, line: String) {
         match &self.sink {
             Sink::Stdout => {

@@ -15,6 +15,8 @@ pub enum LogOutcome {
     Released,
     /// A claim that could not be given back (it expires with its lease).
     ReleaseFailed,
+    /// A provider's URL check answered (docs/providers.md): nothing claimed or sent.
+    Handshake,
     // The consumer.
     /// The side effect ran and the key is COMPLETED.
     Completed,
@@ -40,12 +42,13 @@ pub enum LogOutcome {
 
 impl LogOutcome {
     /// Every outcome, in the order docs/operations.md lists them.
-    pub const ALL: [LogOutcome; 15] = [
+    pub const ALL: [LogOutcome; 16] = [
         LogOutcome::Accepted,
         LogOutcome::Replayed,
         LogOutcome::Rejected,
         LogOutcome::Released,
         LogOutcome::ReleaseFailed,
+        LogOutcome::Handshake,
         LogOutcome::Completed,
         LogOutcome::Failed,
         LogOutcome::Throttled,
@@ -66,6 +69,7 @@ impl LogOutcome {
             LogOutcome::Rejected => "rejected",
             LogOutcome::Released => "released",
             LogOutcome::ReleaseFailed => "release_failed",
+            LogOutcome::Handshake => "handshake",
             LogOutcome::Completed => "completed",
             LogOutcome::Failed => "failed",
             LogOutcome::Throttled => "throttled",

@@ -59,8 +59,8 @@ pub struct Envelope {
     /// where the key is COMPLETED (docs/design.md §12).
     #[serde(default)]
     pub replay_id: Option<String>,
-    /// The event's type (`invoice.paid`, `push`), where the source declares where it is: what
-    /// a destination's filter reads (docs/routing.md).
+    /// The event's type where the source says where it is (docs/design.md §5); absent
+    /// otherwise. Input like the rest: routing reads it only after the envelope is admitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,
     /// Set by `inbox-ops replay --destination`: the replay runs for this destination only.
@@ -109,6 +109,11 @@ impl Envelope {
         }
     }
 
+    /// The same envelope carrying the event's type.
+    pub fn with_event_type(self, event_type: Option<String>) -> Self {
+        Self { event_type, ..self }
+    }
+
     pub fn to_json(&self) -> String {
         Wire {
             v: self.v,
@@ -116,7 +121,6 @@ impl Envelope {
             body_encoding: self.body_encoding.as_deref(),
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
-            event_type: self.event_type.as_deref(),
             destination: self.destination.as_deref(),
             ..Wire::event(
                 &self.key,
@@ -124,6 +128,7 @@ impl Envelope {
                 self.received_at,
                 &self.payload_sha256,
                 &self.headers,
+                self.event_type.as_deref(),
             )
         }
         .to_json()
@@ -136,11 +141,19 @@ impl Envelope {
         received_at: i64,
         payload_sha256: &str,
         headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
         body_ref: &BodyRef,
     ) -> String {
         Wire {
             body_ref: Some(body_ref),
-            ..Wire::event(key, source, received_at, payload_sha256, headers)
+            ..Wire::event(
+                key,
+                source,
+                received_at,
+                payload_sha256,
+                headers,
+                event_type,
+            )
         }
         .to_json()
     }
@@ -154,13 +167,21 @@ impl Envelope {
         received_at: i64,
         payload_sha256: &str,
         headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
         body: &[u8],
     ) -> String {
         let (body, body_encoding) = encode_body(body);
         Wire {
             body: Some(body),
             body_encoding,
-            ..Wire::event(key, source, received_at, payload_sha256, headers)
+            ..Wire::event(
+                key,
+                source,
+                received_at,
+                payload_sha256,
+                headers,
+                event_type,
+            )
         }
         .to_json()
     }
@@ -247,6 +268,7 @@ impl<'a> Wire<'a> {
         received_at: i64,
         payload_sha256: &'a str,
         headers: &'a BTreeMap<String, String>,
+        event_type: Option<&'a str>,
     ) -> Wire<'a> {
         Wire {
             v: ENVELOPE_VERSION,
@@ -259,7 +281,7 @@ impl<'a> Wire<'a> {
             body_encoding: None,
             body_ref: None,
             replay_id: None,
-            event_type: None,
+            event_type,
             destination: None,
         }
     }
@@ -411,7 +433,10 @@ mod tests {
             b"",
         ] {
             let owned = Envelope::new("a:1", "a", 5, "h", headers.clone(), body).to_json();
-            assert_eq!(Envelope::json_of("a:1", "a", 5, "h", &headers, body), owned);
+            assert_eq!(
+                Envelope::json_of("a:1", "a", 5, "h", &headers, None, body),
+                owned
+            );
         }
     }
 
@@ -419,11 +444,11 @@ mod tests {
     fn the_queue_text_is_the_documented_envelope() {
         let headers = BTreeMap::from([("webhook-id".to_owned(), "msg_1".to_owned())]);
         assert_eq!(
-            Envelope::json_of("a:msg_1", "a", 5, "h", &headers, br#"{"x":1}"#),
+            Envelope::json_of("a:msg_1", "a", 5, "h", &headers, None, br#"{"x":1}"#),
             r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body":"{\"x\":1}"}"#
         );
         assert_eq!(
-            Envelope::json_of("a:msg_1", "a", 5, "h", &headers, &[0xff, 0x00]),
+            Envelope::json_of("a:msg_1", "a", 5, "h", &headers, None, &[0xff, 0x00]),
             r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body":"/wA=","body_encoding":"base64"}"#
         );
     }
@@ -436,7 +461,7 @@ mod tests {
             sha256: "h".into(),
             size: 3,
         };
-        let text = Envelope::json_with_ref("a:msg_1", "a", 5, "h", &headers, &r);
+        let text = Envelope::json_with_ref("a:msg_1", "a", 5, "h", &headers, None, &r);
         assert_eq!(
             text,
             r#"{"v":1,"key":"a:msg_1","source":"a","received_at":5,"payload_sha256":"h","headers":{"webhook-id":"msg_1"},"body_ref":{"s3_key":"payloads/a/k/h","sha256":"h","size":3}}"#
@@ -490,7 +515,7 @@ mod tests {
             "x\u{1F}",
             "\u{10FFFF}\u{FFFF}",
         ] {
-            let text = Envelope::json_of("a:1", "a", 5, "h", &headers, body.as_bytes());
+            let text = Envelope::json_of("a:1", "a", 5, "h", &headers, None, body.as_bytes());
             assert!(text.chars().all(sqs_can_carry), "{body:?}: {text}");
             let back = Envelope::parse(&text).unwrap();
             assert_eq!(back.body_encoding.as_deref(), Some("base64"));

@@ -37,7 +37,15 @@ fn message(key: &str, body: &[u8]) -> SqsMessage {
         sha256: sha.clone(),
         size: body.len() as u64,
     };
-    let text = Envelope::json_with_ref(key, "s", SystemClock.now_ms(), &sha, &BTreeMap::new(), &r);
+    let text = Envelope::json_with_ref(
+        key,
+        "s",
+        SystemClock.now_ms(),
+        &sha,
+        &BTreeMap::new(),
+        None,
+        &r,
+    );
     let mut m = SqsMessage::default();
     m.message_id = Some(format!("m-{key}"));
     m.body = Some(text);

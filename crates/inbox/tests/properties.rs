@@ -438,17 +438,17 @@ fn the_checker_catches_variable_time_comparisons() {
 
 #[test]
 fn macs_are_compared_in_constant_time() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/signature.rs");
-    let source = std::fs::read_to_string(path).expect("signature.rs");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/signature/keys.rs");
+    let source = std::fs::read_to_string(path).expect("signature/keys.rs");
     let code = code_only(&source);
     let found = variable_time_comparisons(&code);
     assert!(
         found.is_empty(),
-        "MAC bytes compared in variable time in src/signature.rs: {found:#?}"
+        "MAC bytes compared in variable time in src/signature/keys.rs: {found:#?}"
     );
     assert!(
         code.contains(".ct_eq(") || code.contains(".verify_slice("),
-        "src/signature.rs compares MACs with neither subtle's ct_eq nor hmac's verify_slice"
+        "src/signature/keys.rs compares MACs with neither subtle's ct_eq nor hmac's verify_slice"
     );
     // The check would see the comparison turned into `==` in this very file.
     let mutated = source.replace(
@@ -458,14 +458,15 @@ fn macs_are_compared_in_constant_time() {
     if mutated != source {
         assert_eq!(variable_time_comparisons(&code_only(&mutated)).len(), 1);
     }
-    // And the MAC of every candidate is checked: no early return out of the comparison loop.
-    let check_any = code
-        .split("fn check_any")
+    // And the MAC of every key and candidate is checked, and every shared secret's digest:
+    // no early return out of the secret comparisons (the public-key arms compare no secret).
+    let secret_arms = code
+        .split("Keys::Hmac(keys) =>")
         .nth(1)
-        .and_then(|rest| rest.split("\n    fn ").next())
-        .expect("check_any");
+        .and_then(|rest| rest.split("Keys::Ed25519(keys) =>").next())
+        .expect("the HMAC and shared-secret arms of Keys::matches");
     assert!(
-        !check_any.contains("return") && !check_any.contains("break"),
-        "check_any must not stop at the first match or mismatch: {check_any}"
+        !secret_arms.contains("return") && !secret_arms.contains("break"),
+        "Keys::matches must not stop at the first match or mismatch: {secret_arms}"
     );
 }

@@ -78,6 +78,17 @@ impl LedgerStore for Overlap {
         self.around(self.inner.note_refusal(key, reason, now_ms))
             .await
     }
+    async fn keep_hook_secret(
+        &self,
+        source: &str,
+        secret: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner.keep_hook_secret(source, secret, now_ms).await
+    }
+    async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
+        self.inner.hook_secret(source).await
+    }
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         self.around(self.inner.guard_body(g, now_ms)).await
     }

@@ -152,6 +152,7 @@ impl Demo<'_> {
             expires_at: inbox::ledger::expires_at(now, inbox::config::DEFAULT_RETENTION_HOURS),
             response_status: status,
             response_body: body,
+            event_type: Some("push".into()),
         };
         if self.stack.ledger().claim(&claim).await? != ClaimOutcome::Claimed {
             bail!("could not stage the crashed invocation's claim for {key}");

@@ -42,15 +42,12 @@ pub const TEST_WHSEC: &str = "whsec_ZGVtby1zZWNyZXQtZm9yLWxvY2FsLXVzZS1vbmx5";
 
 /// Sources used by the tests and the demo: one per shipped scheme.
 pub const TEST_SOURCES: &str = r#"{
-  "github": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET"]},
-             "key": {"from": "header", "name": "X-GitHub-Delivery"}},
-  "stripe": {"signature": {"scheme": "stripe", "secrets": ["env:INBOX_TEST_SECRET"], "tolerance_seconds": 300},
-             "key": {"from": "json", "pointers": ["/id"]}},
+  "github": {"preset": "github", "signature": {"secrets": ["env:INBOX_TEST_SECRET"]}},
+  "stripe": {"preset": "stripe", "signature": {"secrets": ["env:INBOX_TEST_SECRET"], "tolerance_seconds": 300}},
   "acme":   {"signature": {"scheme": "standard-webhooks", "secrets": ["env:INBOX_TEST_WHSEC"]},
              "key": {"from": "header", "name": "webhook-id"},
              "group": {"from": "json", "pointers": ["/customer_id"]}},
-  "shop":   {"signature": {"scheme": "shopify", "secrets": ["env:INBOX_TEST_SECRET"]},
-             "key": {"from": "header", "name": "X-Shopify-Event-Id"}},
+  "shop":   {"preset": "shopify", "signature": {"secrets": ["env:INBOX_TEST_SECRET"]}},
   "strict": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET"]},
              "key": {"from": "header", "name": "X-GitHub-Delivery"}, "on_payload_mismatch": "reject"},
   "orders": {"signature": {"scheme": "hmac-sha256", "secrets": ["env:INBOX_TEST_SECRET"], "header": "X-Signature", "encoding": "hex"},

@@ -17,14 +17,21 @@ use serde_json::Value;
 use crate::signature::Verifier;
 
 pub mod env;
+pub mod presets;
 pub mod secrets;
+mod signature;
 mod source;
 pub mod spec;
 #[cfg(test)]
 mod tests;
 
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
-pub use spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
+pub use spec::{
+    Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
+};
+
+/// The longest event type carried (docs/design.md §5): a longer one is no type at all.
+pub const MAX_EVENT_TYPE_BYTES: usize = 256;
 
 /// Default `tolerance_seconds` of timestamped schemes.
 pub const DEFAULT_TOLERANCE_SECONDS: u64 = 300;
@@ -179,7 +186,11 @@ impl SourceSpecs {
 #[derive(Debug)]
 pub struct Source {
     pub spec: SourceSpec,
-    pub verifier: Verifier,
+    /// The verifier of the configured secrets; `None` only for a source whose secret its
+    /// handshake establishes (Asana's), until then.
+    pub verifier: Option<Verifier>,
+    /// `verify_token`, read (Meta's handshake).
+    pub verify_token: Option<String>,
     /// [`SourceSpec::envelope_headers`], worked out once at start-up, not per request.
     pub envelope_headers: Vec<String>,
 }
@@ -196,8 +207,13 @@ impl Source {
                 .resolve(reference)
                 .await
                 .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
-            crate::signature::check_secret_length(&spec.scheme, index + 1, &secret)
-                .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
+            crate::signature::check_secret_length_at_least(
+                &spec.scheme,
+                index + 1,
+                &secret,
+                spec.min_secret_bytes,
+            )
+            .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
             secrets.push(secret);
         }
         if spec.scheme == crate::signature::Scheme::None {
@@ -207,14 +223,39 @@ impl Source {
                 spec.name
             );
         }
-        let verifier = Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
-            .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
+        let verify_token = match &spec.verify_token {
+            None => None,
+            Some(reference) => Some(
+                resolver
+                    .resolve(reference)
+                    .await
+                    .map_err(|message| field_error(&spec.name, "verify_token", message))?,
+            ),
+        };
+        let verifier = if secrets.is_empty() && spec.handshake == Some(Handshake::Asana) {
+            None
+        } else {
+            Some(
+                Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
+                    .map_err(|message| field_error(&spec.name, "signature.secrets", message))?,
+            )
+        };
         let envelope_headers = spec.envelope_headers();
         Ok(Source {
             spec,
             verifier,
+            verify_token,
             envelope_headers,
         })
+    }
+
+    /// A verifier of this source's scheme with the secret its handshake established.
+    pub fn verifier_with(&self, secret: String) -> Result<Verifier, String> {
+        Verifier::new(
+            self.spec.scheme.clone(),
+            vec![secret],
+            self.spec.tolerance_seconds,
+        )
     }
 }
 

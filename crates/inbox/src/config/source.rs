@@ -5,10 +5,14 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::signature::{Encoding, HmacSpec, Scheme};
+use crate::signature::Scheme;
 
+use super::presets;
 use super::secrets::SecretRef;
-use super::spec::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec};
+use super::signature::{parse_scheme, RawSignature};
+use super::spec::{
+    Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
+};
 use super::{
     field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS,
     MAX_RETENTION_HOURS, MAX_TOLERANCE_SECONDS,
@@ -34,22 +38,14 @@ struct RawSource {
     /// `true` / `false`: archive this source's envelopes (over `ARCHIVE_BODIES`).
     #[serde(default)]
     archive: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSignature {
-    scheme: String,
     #[serde(default)]
-    secrets: Vec<String>,
+    event_type: Option<RawEventType>,
     #[serde(default)]
-    tolerance_seconds: Option<u64>,
+    handshake: Option<String>,
     #[serde(default)]
-    header: Option<String>,
+    public_url: Option<String>,
     #[serde(default)]
-    encoding: Option<String>,
-    #[serde(default)]
-    prefix: Option<String>,
+    verify_token: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -59,17 +55,40 @@ struct RawSelector {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
+    names: Option<Vec<String>>,
+    #[serde(default)]
     pointers: Option<Vec<String>>,
 }
 
-/// The source called `name`, from its entry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEventType {
+    from: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    pointer: Option<String>,
+    #[serde(default)]
+    metric_types: Option<Vec<String>>,
+}
+
+/// The source called `name`, from its entry (its preset's fields filled in first).
 pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, ConfigError> {
     check_name(name)?;
-    let raw: RawSource =
-        serde_json::from_value(value).map_err(|e| field_error(name, "(entry)", e.to_string()))?;
+    let expanded = presets::expand(name, value)?;
+    let raw: RawSource = serde_json::from_value(expanded.entry)
+        .map_err(|e| field_error(name, "(entry)", e.to_string()))?;
     let scheme = parse_scheme(name, &raw.signature)?;
+    scheme
+        .check()
+        .map_err(|message| field_error(name, "signature", message))?;
     check_allow_unsigned(name, &scheme, raw.allow_unsigned)?;
-    let secrets = parse_secrets(name, &scheme, &raw.signature.secrets)?;
+    let secrets = parse_secrets(
+        name,
+        &scheme,
+        &raw.signature.secrets,
+        raw.handshake.as_deref(),
+    )?;
     let delivery = parse_delivery(name, raw.delivery.as_deref())?;
     let retention_hours = parse_retention(name, raw.retention_hours)?;
     let replay_guard_seconds = parse_replay_guard(
@@ -79,9 +98,12 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         retention_hours,
         raw.replay_guard_seconds,
     )?;
+    let handshake = parse_handshake(name, raw.handshake.as_deref(), &scheme)?;
     Ok(SourceSpec {
         name: name.to_owned(),
         tolerance_seconds: parse_tolerance(name, &scheme, raw.signature.tolerance_seconds)?,
+        public_url: parse_public_url(name, &scheme, raw.public_url)?,
+        verify_token: parse_verify_token(name, handshake, raw.verify_token.as_deref())?,
         scheme,
         secrets,
         key: parse_key(name, raw.key)?,
@@ -91,7 +113,148 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         on_payload_mismatch: parse_on_payload_mismatch(name, raw.on_payload_mismatch.as_deref())?,
         replay_guard_seconds,
         archive: raw.archive,
+        min_secret_bytes: expanded
+            .min_secret_bytes
+            .unwrap_or(crate::signature::MIN_SECRET_BYTES),
+        preset: expanded.preset,
+        overrides: expanded.overrides,
+        event_type_metrics: parse_metric_types(name, raw.event_type.as_ref())?,
+        event_type: raw
+            .event_type
+            .map(|e| parse_event_type(name, e))
+            .transpose()?,
+        handshake,
     })
+}
+
+/// `handshake`: one of the providers' URL checks (docs/providers.md). Zoom's and X's answer
+/// an HMAC with the source's key, so they need an HMAC scheme.
+fn parse_handshake(
+    name: &str,
+    handshake: Option<&str>,
+    scheme: &Scheme,
+) -> Result<Option<Handshake>, ConfigError> {
+    let Some(text) = handshake else {
+        return Ok(None);
+    };
+    let handshake = Handshake::from_name(text).ok_or_else(|| {
+        let known: Vec<&str> = Handshake::ALL.iter().map(|h| h.name()).collect();
+        unknown(name, "handshake", text, &known.join(", "))
+    })?;
+    let needs_hmac = matches!(handshake, Handshake::Zoom | Handshake::X | Handshake::Asana);
+    if needs_hmac && !scheme.is_hmac() {
+        return Err(field_error(
+            name,
+            "handshake",
+            format!("the {text} handshake needs an HMAC scheme"),
+        ));
+    }
+    Ok(Some(handshake))
+}
+
+/// `public_url`: an `https://` URL without a query or fragment, needed exactly where the
+/// scheme signs `{url}`.
+fn parse_public_url(
+    name: &str,
+    scheme: &Scheme,
+    url: Option<String>,
+) -> Result<Option<String>, ConfigError> {
+    let signs_url = scheme.signs_url();
+    match url {
+        None if signs_url => Err(field_error(
+            name,
+            "public_url",
+            "the scheme signs the URL the sender calls: set `public_url` to the source's WebhookUrl",
+        )),
+        None => Ok(None),
+        Some(_) if !signs_url => Err(field_error(
+            name,
+            "public_url",
+            "the scheme signs no URL: `public_url` would check nothing",
+        )),
+        Some(url) => {
+            let ok = url.starts_with("https://")
+                && url.len() > "https://".len()
+                && !url.contains(['?', '#'])
+                && url.bytes().all(|b| b.is_ascii_graphic());
+            if ok {
+                Ok(Some(url))
+            } else {
+                Err(field_error(
+                    name,
+                    "public_url",
+                    "an https:// URL without a query or fragment",
+                ))
+            }
+        }
+    }
+}
+
+/// `verify_token`: Meta's, by reference, exactly with the meta handshake.
+fn parse_verify_token(
+    name: &str,
+    handshake: Option<Handshake>,
+    token: Option<&str>,
+) -> Result<Option<SecretRef>, ConfigError> {
+    match (handshake == Some(Handshake::Meta), token) {
+        (true, None) => Err(field_error(
+            name,
+            "verify_token",
+            "the meta handshake needs `verify_token` (a reference `env:NAME` or `secretsmanager:NAME_OR_ARN`)",
+        )),
+        (false, Some(_)) => Err(field_error(
+            name,
+            "verify_token",
+            "only goes with the meta handshake",
+        )),
+        (false, None) => Ok(None),
+        (true, Some(text)) => SecretRef::parse(text).map(Some).ok_or_else(|| {
+            field_error(
+                name,
+                "verify_token",
+                "a reference `env:NAME` or `secretsmanager:NAME_OR_ARN`, never the token itself",
+            )
+        }),
+    }
+}
+
+/// The most types `event_type.metric_types` lists: each is a CloudWatch dimension value.
+const MAX_METRIC_TYPES: usize = 50;
+
+/// `event_type.metric_types`: the types counted with their own `event_type` dimension.
+fn parse_metric_types(name: &str, raw: Option<&RawEventType>) -> Result<Vec<String>, ConfigError> {
+    let types = raw.and_then(|e| e.metric_types.clone()).unwrap_or_default();
+    let usable = |t: &String| {
+        !t.is_empty() && t.len() <= 128 && t != "other" && !t.chars().any(char::is_control)
+    };
+    if types.len() > MAX_METRIC_TYPES || !types.iter().all(usable) {
+        return Err(field_error(
+            name,
+            "event_type.metric_types",
+            format!("at most {MAX_METRIC_TYPES} types of 1 to 128 characters, none called `other` (the rest are counted as `other`)"),
+        ));
+    }
+    Ok(types)
+}
+
+fn parse_event_type(name: &str, raw: RawEventType) -> Result<EventTypeSpec, ConfigError> {
+    match (raw.from.as_str(), raw.name, raw.pointer) {
+        ("header", Some(header), None) => http::HeaderName::from_bytes(header.as_bytes())
+            .map(EventTypeSpec::Header)
+            .map_err(|_| {
+                field_error(name, "event_type.name", format!("`{header}` is not a header name"))
+            }),
+        ("json", None, Some(pointer)) if pointer.starts_with('/') => {
+            Ok(EventTypeSpec::Json(pointer))
+        }
+        ("form", Some(field), None) if !field.is_empty() => Ok(EventTypeSpec::Form(field)),
+        ("header" | "json" | "form", _, _) => Err(field_error(
+            name,
+            "event_type",
+            "`from: header` and `from: form` take a `name`, `from: json` a `pointer` (starting with '/')",
+        )),
+        (other, _, _) => Err(unknown(name, "event_type.from", other, "header, json, form")),
+    }
 }
 
 /// A value that is none of the field's choices.
@@ -116,73 +279,12 @@ fn check_name(name: &str) -> Result<(), ConfigError> {
     }
 }
 
-/// `signature.scheme`, and the fields only `hmac-sha256` takes.
-fn parse_scheme(name: &str, sig: &RawSignature) -> Result<Scheme, ConfigError> {
-    let scheme = match sig.scheme.as_str() {
-        "standard-webhooks" => Scheme::StandardWebhooks,
-        "stripe" => Scheme::Stripe,
-        "github" => Scheme::Github,
-        "shopify" => Scheme::Shopify,
-        "none" => Scheme::None,
-        "hmac-sha256" => Scheme::HmacSha256(parse_hmac(name, sig)?),
-        other => {
-            return Err(field_error(
-                name,
-                "signature.scheme",
-                format!("unknown scheme `{other}` (standard-webhooks, stripe, github, shopify, hmac-sha256, none)"),
-            ))
-        }
-    };
-    let hmac_fields = sig.header.is_some() || sig.encoding.is_some() || sig.prefix.is_some();
-    if hmac_fields && !matches!(scheme, Scheme::HmacSha256(_)) {
-        return Err(field_error(
-            name,
-            "signature",
-            "`header`, `encoding` and `prefix` only go with the hmac-sha256 scheme",
-        ));
-    }
-    Ok(scheme)
-}
-
-/// The generic scheme's `header`, `encoding` and `prefix`.
-fn parse_hmac(name: &str, sig: &RawSignature) -> Result<HmacSpec, ConfigError> {
-    let header = sig.header.as_deref().ok_or_else(|| {
-        field_error(
-            name,
-            "signature.header",
-            "hmac-sha256 needs the header name",
-        )
-    })?;
-    http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| {
-        field_error(
-            name,
-            "signature.header",
-            format!("`{header}` is not a header name"),
-        )
-    })?;
-    let encoding = match sig.encoding.as_deref() {
-        Some("hex") => Encoding::Hex,
-        Some("base64") => Encoding::Base64,
-        _ => {
-            return Err(field_error(
-                name,
-                "signature.encoding",
-                "hmac-sha256 needs `encoding`: \"hex\" or \"base64\"",
-            ))
-        }
-    };
-    Ok(HmacSpec {
-        header: header.to_ascii_lowercase(),
-        encoding,
-        prefix: sig.prefix.clone().unwrap_or_default(),
-    })
-}
-
 /// `signature.secrets`: references only, none for scheme `none`, at least one otherwise.
 fn parse_secrets(
     name: &str,
     scheme: &Scheme,
     texts: &[String],
+    handshake: Option<&str>,
 ) -> Result<Vec<SecretRef>, ConfigError> {
     let secrets = texts
         .iter()
@@ -198,6 +300,8 @@ fn parse_secrets(
         .collect::<Result<Vec<_>, _>>()?;
     let problem = match (scheme, secrets.is_empty()) {
         (Scheme::None, false) => Some("scheme `none` takes no secrets"),
+        // Asana's secret comes with its handshake (docs/providers.md, "asana").
+        (_, true) if handshake == Some("asana") => None,
         (s, true) if *s != Scheme::None => {
             Some("at least one secret is needed (list several to rotate)")
         }
@@ -343,11 +447,21 @@ fn parse_key(name: &str, key: RawSelector) -> Result<KeySpec, ConfigError> {
             key.pointers,
         )?)),
         "payload_sha256" => Ok(KeySpec::PayloadSha256),
+        "form" => match key.names {
+            Some(names) if !names.is_empty() && names.iter().all(|n| !n.is_empty()) => {
+                Ok(KeySpec::Form(names))
+            }
+            _ => Err(field_error(
+                name,
+                "key.names",
+                "`from: form` needs a non-empty `names` list",
+            )),
+        },
         other => Err(unknown(
             name,
             "key.from",
             other,
-            "header, json, payload_sha256",
+            "header, json, form, payload_sha256",
         )),
     }
 }

@@ -15,18 +15,114 @@ pub enum KeySpec {
     Json(Vec<String>),
     /// SHA-256 of the raw body. Only where declared: never a fallback.
     PayloadSha256,
+    /// One or more fields of a form-encoded body (Twilio's `MessageSid`).
+    Form(Vec<String>),
 }
 
 impl KeySpec {
     pub fn needs_json(&self) -> bool {
         matches!(self, KeySpec::Json(_))
     }
+    pub fn needs_form(&self) -> bool {
+        matches!(self, KeySpec::Form(_))
+    }
     pub fn describe(&self) -> String {
         match self {
             KeySpec::Header(name) => format!("header {name}"),
             KeySpec::Json(pointers) => format!("body {}", pointers.join(" + ")),
             KeySpec::PayloadSha256 => "SHA-256 of the raw body".to_owned(),
+            KeySpec::Form(names) => format!("form {}", names.join(" + ")),
         }
+    }
+}
+
+/// Where a source's event type is (docs/providers.md): read after the signature, carried in
+/// the envelope and the ledger item, logged. Absent or unusable is no error: the event has no
+/// type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventTypeSpec {
+    Header(http::HeaderName),
+    /// A JSON pointer into the body (a string, or a number as written).
+    Json(String),
+    /// A field of a form-encoded body.
+    Form(String),
+}
+
+impl EventTypeSpec {
+    pub fn describe(&self) -> String {
+        match self {
+            EventTypeSpec::Header(name) => format!("header {name}"),
+            EventTypeSpec::Json(pointer) => format!("body {pointer}"),
+            EventTypeSpec::Form(name) => format!("form {name}"),
+        }
+    }
+}
+
+/// A provider's URL check, answered by the receiver without claiming a key or sending
+/// anything (docs/providers.md, "Handshakes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handshake {
+    /// POST `{"type": "url_verification", "challenge": ...}`, signed: the challenge, as text.
+    Slack,
+    /// POST `event: endpoint.url_validation`, signed: `plainToken` and its HMAC.
+    Zoom,
+    /// GET `hub.mode=subscribe`, `hub.verify_token`, `hub.challenge`: the challenge.
+    Meta,
+    /// GET `?challenge=`: the challenge, as text, `nosniff`.
+    Dropbox,
+    /// POST with `X-Hook-Secret`: the header echoed, the secret kept for the signatures after.
+    Asana,
+    /// `Twitch-Eventsub-Message-Type: webhook_callback_verification`, signed: the challenge.
+    Twitch,
+    /// Intent to receive: a signed request with no events gets 200 and an empty body.
+    Xero,
+    /// GET `?crc_token=`: `{"response_token": "sha256=" + base64 HMAC}`.
+    X,
+    /// Interactions `PING` (`type` 1): `{"type": 1}`; Webhook Events `PING` (`type` 0): 204.
+    Discord,
+    /// GET with `x-okta-verification-challenge`, authorised: `{"verification": ...}`.
+    Okta,
+}
+
+impl Handshake {
+    pub const ALL: [Handshake; 10] = [
+        Handshake::Slack,
+        Handshake::Zoom,
+        Handshake::Meta,
+        Handshake::Dropbox,
+        Handshake::Asana,
+        Handshake::Twitch,
+        Handshake::Xero,
+        Handshake::X,
+        Handshake::Discord,
+        Handshake::Okta,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Handshake::Slack => "slack",
+            Handshake::Zoom => "zoom",
+            Handshake::Meta => "meta",
+            Handshake::Dropbox => "dropbox",
+            Handshake::Asana => "asana",
+            Handshake::Twitch => "twitch",
+            Handshake::Xero => "xero",
+            Handshake::X => "x",
+            Handshake::Discord => "discord",
+            Handshake::Okta => "okta",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Handshake> {
+        Handshake::ALL.into_iter().find(|h| h.name() == name)
+    }
+
+    /// Whether the provider checks the URL with a `GET` (the route then admits `GET`).
+    pub fn uses_get(self) -> bool {
+        matches!(
+            self,
+            Handshake::Meta | Handshake::Dropbox | Handshake::X | Handshake::Okta
+        )
     }
 }
 
@@ -74,6 +170,24 @@ pub struct SourceSpec {
     /// `archive`: whether the receiver archives this source's envelopes for replay;
     /// `None` follows `ARCHIVE_BODIES` (docs/design.md §12).
     pub archive: Option<bool>,
+    /// `preset`: the provider preset the source was declared with.
+    pub preset: Option<String>,
+    /// The fields the source sets over its preset's (dotted paths, for the audit).
+    pub overrides: Vec<String>,
+    /// `event_type`: where the event type is.
+    pub event_type: Option<EventTypeSpec>,
+    /// `event_type.metric_types`: the types counted with their own dimension (the rest as
+    /// `other`); empty: no per-type count.
+    pub event_type_metrics: Vec<String>,
+    /// `handshake`: the provider's URL check the receiver answers.
+    pub handshake: Option<Handshake>,
+    /// `public_url`: the URL the sender calls, which Twilio, Square and HubSpot sign.
+    pub public_url: Option<String>,
+    /// `verify_token`: Meta's verify token, by reference.
+    pub verify_token: Option<SecretRef>,
+    /// The shortest secret taken: [`crate::signature::MIN_SECRET_BYTES`], or a preset's
+    /// floor for the secrets its provider issues.
+    pub min_secret_bytes: usize,
 }
 
 impl SourceSpec {
@@ -81,6 +195,9 @@ impl SourceSpec {
     pub fn envelope_headers(&self) -> Vec<String> {
         let mut names = self.scheme.header_names();
         if let KeySpec::Header(name) = &self.key {
+            names.push(name.as_str().to_owned());
+        }
+        if let Some(EventTypeSpec::Header(name)) = &self.event_type {
             names.push(name.as_str().to_owned());
         }
         names.push("content-type".to_owned());

@@ -9,10 +9,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore,
-    Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION, DEFER_CONDITION,
-    FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION, NOTE_REFUSAL_CONDITION,
-    RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    hook_secret_key, refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome,
+    GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION,
+    DEFER_CONDITION, FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION,
+    KEEP_HOOK_SECRET_CONDITION, NOTE_REFUSAL_CONDITION, RELEASE_CONDITION,
+    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -248,6 +249,49 @@ impl LedgerStore for DynamoLedger {
         }
     }
 
+    async fn keep_hook_secret(
+        &self,
+        source: &str,
+        secret: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(hook_secret_key(source)))
+            .item("source", s(source))
+            .item("secret", s(secret))
+            .item("kept_at", n(now_ms))
+            .condition_expression(KEEP_HOOK_SECRET_CONDITION)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) => match err.as_service_error() {
+                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
+    async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(hook_secret_key(source)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(out
+            .item()
+            .and_then(|item| item.get("secret"))
+            .and_then(|v| v.as_s().ok())
+            .cloned())
+    }
+
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
         let item: Item = [
             ("pk", s(&c.key)),
@@ -264,6 +308,11 @@ impl LedgerStore for DynamoLedger {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
+        .chain(
+            c.event_type
+                .as_deref()
+                .map(|t| ("event_type".to_owned(), s(t))),
+        )
         .collect();
         let result = self
             .client

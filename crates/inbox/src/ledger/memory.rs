@@ -7,15 +7,16 @@ use std::sync::Mutex;
 
 use super::{
     claim_allowed, defer_allowed, finish_allowed, give_back_replay_allowed, guard_body_allowed,
-    note_refusal_allowed, refused_replay_take, refused_take, release_allowed,
-    replay_complete_allowed, replay_take_allowed, take_allowed, BodyGuard, Claim, ClaimOutcome,
-    GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    keep_hook_secret_allowed, note_refusal_allowed, refused_replay_take, refused_take,
+    release_allowed, replay_complete_allowed, replay_take_allowed, take_allowed, BodyGuard, Claim,
+    ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
 pub struct MemoryLedger {
     items: Mutex<HashMap<String, Record>>,
     guards: Mutex<HashMap<String, BodyGuard>>,
+    hook_secrets: Mutex<HashMap<String, String>>,
 }
 
 impl MemoryLedger {
@@ -109,6 +110,32 @@ impl LedgerStore for MemoryLedger {
             }
             ok
         }))
+    }
+
+    async fn keep_hook_secret(
+        &self,
+        source: &str,
+        secret: &str,
+        _now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut kept = match self.hook_secrets.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if keep_hook_secret_allowed(kept.get(source).map(String::as_str)) {
+            kept.insert(source.to_owned(), secret.to_owned());
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
+        let kept = match self.hook_secrets.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        Ok(kept.get(source).cloned())
     }
 
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {

@@ -156,6 +156,9 @@ pub struct Claim {
     /// The receiver's answer, stored to be replayed to duplicates (the ledger does not read it).
     pub response_status: u16,
     pub response_body: String,
+    /// The event's type, stored as the item's `event_type` for the operator (no transition
+    /// reads it).
+    pub event_type: Option<String>,
 }
 
 /// What a claim found.
@@ -288,6 +291,23 @@ pub fn guard_body_allowed(existing: Option<&BodyGuard>, event_key: &str, now_ms:
 /// The body guard item of a body (`body_sha256`, hex) on `source`.
 pub fn guard_key(source: &str, body_sha256: &str) -> String {
     format!("#guard:{source}:{body_sha256}")
+}
+
+/// The item that keeps a source's handshake secret (Asana's `X-Hook-Secret`): its `pk` starts
+/// with `#` like a guard's, so no event key collides with it, and it has no `expires_at`, so
+/// the table's TTL never removes it (docs/providers.md, "asana").
+pub fn hook_secret_key(source: &str) -> String {
+    format!("#hook-secret:{source}")
+}
+
+/// keep a hook secret: PutItem `{pk: "#hook-secret:<source>", source, secret, kept_at}`.
+/// Once: the first handshake's secret stays until an operator deletes the item, so a later
+/// stranger's handshake cannot replace it.
+pub const KEEP_HOOK_SECRET_CONDITION: &str = "attribute_not_exists(pk)";
+
+/// The in-memory twin of [`KEEP_HOOK_SECRET_CONDITION`].
+pub fn keep_hook_secret_allowed(existing: Option<&str>) -> bool {
+    existing.is_none()
 }
 
 /// A body guard item: which event key first brought a body, until when.
@@ -425,6 +445,19 @@ pub trait LedgerStore: Send + Sync + 'static {
         guard: &BodyGuard,
         now_ms: i64,
     ) -> impl Future<Output = Result<GuardOutcome, StoreError>> + Send;
+    /// Keeps the secret a source's handshake established ([`KEEP_HOOK_SECRET_CONDITION`]):
+    /// `true` if kept, `false` if one was kept already.
+    fn keep_hook_secret(
+        &self,
+        source: &str,
+        secret: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// The secret a source's handshake established, if any (a consistent read).
+    fn hook_secret(
+        &self,
+        source: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
     /// A plain read, for operators and tests; no transition depends on it.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
     /// The take of a replay: as [`LedgerStore::take`], under [`REPLAY_TAKE_CONDITION`];
@@ -504,6 +537,20 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).note_refusal(key, reason, now_ms)
+    }
+    fn keep_hook_secret(
+        &self,
+        source: &str,
+        secret: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).keep_hook_secret(source, secret, now_ms)
+    }
+    fn hook_secret(
+        &self,
+        source: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
+        (**self).hook_secret(source)
     }
     fn guard_body(
         &self,

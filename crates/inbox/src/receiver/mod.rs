@@ -31,9 +31,12 @@ use crate::metrics::{Metric, Metrics};
 use crate::outcome::LogOutcome;
 use crate::queue::Queue;
 use crate::replay_cache::{ReplayCache, Seen};
+use crate::signature::{Inbound, Verifier};
 use crate::store::{NoStore, ObjectStore};
 
 mod answer;
+mod established;
+mod handshake;
 mod payload;
 mod request;
 
@@ -100,6 +103,14 @@ pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     metrics: Metrics,
     store: S,
     cache: ReplayCache,
+    /// Verifiers of the secrets handshakes established (Asana's), read once per warm instance.
+    established: std::sync::Mutex<std::collections::HashMap<String, Verifier>>,
+}
+
+/// What the checks before the key found: an event to claim, or a handshake already answered.
+enum Checked<'s, 'r> {
+    Event(&'s Source, &'r [u8]),
+    Answered(Response<Body>),
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
@@ -125,6 +136,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
                 settings.replay_cache_bytes,
                 max_age_ms,
             ),
+            established: Default::default(),
         }
     }
 }
@@ -141,6 +153,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             metrics: self.metrics,
             store,
             cache: self.cache,
+            established: self.established,
         }
     }
 
@@ -201,7 +214,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     ///
     /// Every line logged for the request sits in a `webhook` span carrying its source and,
     /// once derived, its key (so a rejection after the claim still names the key).
-    #[tracing::instrument(name = "webhook", skip_all, fields(source, key))]
+    #[tracing::instrument(name = "webhook", skip_all, fields(source, key, event_type))]
     pub async fn handle(&self, req: Request) -> Response<Body> {
         let source = source_name(&req).unwrap_or_default();
         tracing::Span::current().record("source", capped(&source, MAX_LOGGED_BYTES));
@@ -234,9 +247,26 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// The checks in their documented order (docs/design.md §2), then the claim, then the
     /// first delivery's send or a duplicate's answer.
     async fn process(&self, req: &Request, source_name: &str) -> Result<Response<Body>, Rejection> {
-        let (source, body) = self.verified(req, source_name)?;
+        let (source, body) = match self.verified(req, source_name).await? {
+            Checked::Event(source, body) => (source, body),
+            Checked::Answered(resp) => {
+                info!(
+                    source = source_name,
+                    outcome = LogOutcome::Handshake.as_str()
+                );
+                return Ok(resp);
+            }
+        };
         let body_sha256 = key::sha256_hex(body);
         let (key, json) = derive_key(source, req, body, &body_sha256)?;
+        let event_type = source
+            .spec
+            .event_type
+            .as_ref()
+            .and_then(|spec| crate::event_type::read(spec, req.headers(), body));
+        if let Some(event_type) = &event_type {
+            tracing::Span::current().record("event_type", capped(event_type, MAX_LOGGED_BYTES));
+        }
         tracing::Span::current().record("key", key.as_str());
         let now = self.clock.now_ms();
         // A key this instance answered 200 already: its first answer, no AWS call.
@@ -244,21 +274,22 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             self.check_payload(source, &key, &body_sha256, &seen)?;
             return Ok(self.replay(source, &key, &seen, "cache"));
         }
-        let (event, carry) =
-            self.event(source, req.headers(), body, body_sha256, key, json, now)?;
+        let (event, carry) = self.event(
+            source,
+            req.headers(),
+            body,
+            body_sha256,
+            key,
+            json,
+            event_type,
+            now,
+        )?;
         if source.spec.delivery == Delivery::AtMostOnce {
             return self.accept_at_most_once(&event, carry).await;
         }
         let inv = invocation(req);
         let (status, accepted) = accepted_response(&event.key);
-        let claim = self.claim(
-            source,
-            &event.key,
-            &event.body_sha256,
-            &inv,
-            status,
-            &accepted,
-        );
+        let claim = self.claim(&event, &inv, status, &accepted);
         // A body-only source's guard and the claim are two items: written side by side, one
         // round trip for both. A guard that refuses (or fails) undoes a claim we made.
         let claimed = match source.spec.replay_guard_seconds {
@@ -282,27 +313,50 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     }
 
     /// Method, source, body size and signature, in that order: a forged request costs no
-    /// AWS call. The source and the raw body.
-    fn verified<'r>(
-        &self,
+    /// AWS call (Asana's handshake and its established secret aside: one item). The source
+    /// and the raw body, or a handshake's answer.
+    async fn verified<'s, 'r>(
+        &'s self,
         req: &'r Request,
         source_name: &str,
-    ) -> Result<(&Source, &'r [u8]), Rejection> {
+    ) -> Result<Checked<'s, 'r>, Rejection> {
+        let source = self.sources.get(source_name);
         if req.method() != Method::POST {
-            return Err(Rejection::MethodNotAllowed);
+            return match source.and_then(|s| handshake::get_handshake(s).map(|h| (s, h))) {
+                Some((source, h)) if req.method() == Method::GET => {
+                    handshake::answer_get(source, h, req, self.clock.now_secs())
+                        .map(Checked::Answered)
+                }
+                _ => Err(Rejection::MethodNotAllowed),
+            };
         }
-        let source = self
-            .sources
-            .get(source_name)
-            .ok_or(Rejection::UnknownSource)?;
+        let source = source.ok_or(Rejection::UnknownSource)?;
         let body: &[u8] = req.body().as_ref();
         if body.len() > self.settings.max_body_bytes {
             return Err(Rejection::PayloadTooLarge("over MAX_BODY_BYTES"));
         }
-        source
-            .verifier
-            .verify(req.headers(), body, self.clock.now_secs())?;
-        Ok((source, body))
+        if let Some(secret) = handshake::asana_secret(source, req) {
+            return self.keep_hook_secret(source, &secret).await;
+        }
+        let inbound = Inbound {
+            method: req.method().as_str(),
+            headers: req.headers(),
+            body,
+            query: req.uri().query(),
+            public_url: source.spec.public_url.as_deref(),
+        };
+        let now = self.clock.now_secs();
+        match &source.verifier {
+            Some(verifier) => verifier.verify_request(&inbound, now)?,
+            None => self
+                .established_verifier(source)
+                .await?
+                .verify_request(&inbound, now)?,
+        }
+        match handshake::answer_signed_post(source, req, body)? {
+            Some(resp) => Ok(Checked::Answered(resp)),
+            None => Ok(Checked::Event(source, body)),
+        }
     }
 
     /// Declared at-most-once: no ledger; the queue's five-minute window is all there is.
@@ -346,6 +400,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             event.measured_at,
         );
         self.metrics.count(name, Metric::Accepted);
+        self.count_event_type(event);
         info!(source = name, key, outcome = LogOutcome::Accepted.as_str());
         Ok(json_response(StatusCode::OK, accepted))
     }
@@ -386,6 +441,20 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             event.measured_at,
         );
         Ok(resp)
+    }
+
+    /// `AcceptedByType`, where the source lists the types it counts (a bounded dimension).
+    fn count_event_type(&self, event: &Event<'_>) {
+        let listed = &event.source.spec.event_type_metrics;
+        if listed.is_empty() {
+            return;
+        }
+        let counted = match &event.event_type {
+            Some(t) if listed.contains(t) => t.as_str(),
+            _ => "other",
+        };
+        self.metrics
+            .count_event_type(&event.source.spec.name, counted);
     }
 
     /// Gives back a claim this invocation made (the send failed, or the body guard refused):
@@ -446,24 +515,24 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// Claims the key, once. `Ok(None)`: ours; `Ok(Some(record))`: someone holds it.
     async fn claim(
         &self,
-        source: &Source,
-        key: &str,
-        body_sha256: &str,
+        event: &Event<'_>,
         inv: &Invocation,
         response_status: u16,
         response_body: &str,
     ) -> Result<Option<Record>, Rejection> {
+        let (source, key) = (event.source, event.key.as_str());
         let now = self.clock.now_ms();
         let claim = Claim {
             key: key.to_owned(),
             source: source.spec.name.clone(),
-            payload_sha256: body_sha256.to_owned(),
+            payload_sha256: event.body_sha256.clone(),
             owner: inv.request_id.clone(),
             now_ms: now,
             lease_until_ms: lease::lease_until_ms(now, inv.deadline_ms),
             expires_at: ledger::expires_at(now, source.spec.retention_hours),
             response_status,
             response_body: response_body.to_owned(),
+            event_type: event.event_type.clone(),
         };
         match self.ledger.claim(&claim).await {
             Err(e) => {
@@ -534,7 +603,10 @@ fn derive_key(
     body_sha256: &str,
 ) -> Result<(String, Option<Fields>), Rejection> {
     let spec = &source.spec;
-    let json = if spec.key.needs_json() || matches!(spec.group, GroupSpec::Json(_)) {
+    let json = if spec.key.needs_json()
+        || spec.key.needs_form()
+        || matches!(spec.group, GroupSpec::Json(_))
+    {
         match key::fields(body, &spec.key, &spec.group) {
             Ok(fields) => Some(fields),
             Err(KeyError::NotJson) if !spec.key.needs_json() => None,

@@ -44,6 +44,8 @@ pub(super) fn envelope_surely_fits(
 ) -> bool {
     let around: usize = ENVELOPE_FIXED_BYTES
         + 8
+        + crate::config::MAX_EVENT_TYPE_BYTES * 6
+        + 16
         + key.len() * 6
         + headers
             .iter()
@@ -65,11 +67,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         now: i64,
         body_sha256: &str,
         headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
         body: &[u8],
     ) -> Result<String, StoreError> {
         let text = match carry {
             Carry::Inline(Some(text)) => text,
-            Carry::Inline(None) => Envelope::json_of(key, source, now, body_sha256, headers, body),
+            Carry::Inline(None) => {
+                Envelope::json_of(key, source, now, body_sha256, headers, event_type, body)
+            }
             Carry::InBucket => {
                 let store = &self.store;
                 let body_ref = BodyRef {
@@ -79,7 +84,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 };
                 store.put(&body_ref.s3_key, body.to_vec()).await?;
                 info!(source, key, size = body.len(), object = %body_ref.s3_key, "body stored in the payload bucket");
-                Envelope::json_with_ref(key, source, now, body_sha256, headers, &body_ref)
+                Envelope::json_with_ref(
+                    key,
+                    source,
+                    now,
+                    body_sha256,
+                    headers,
+                    event_type,
+                    &body_ref,
+                )
             }
         };
         Ok(text)
@@ -95,6 +108,8 @@ pub(super) struct Event<'a> {
     /// The values at the key and group pointers, where the body was read for them.
     pub(super) json: Option<Fields>,
     pub(super) headers: BTreeMap<String, String>,
+    /// The event's type, where the source says where it is.
+    pub(super) event_type: Option<String>,
     /// When it was received (and measured, where a [`Carry::Inline`] holds the text).
     pub(super) measured_at: i64,
 }
@@ -112,6 +127,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         body_sha256: String,
         key: String,
         json: Option<Fields>,
+        event_type: Option<String>,
         now: i64,
     ) -> Result<(Event<'a>, Carry), Rejection> {
         let name = source.spec.name.as_str();
@@ -120,7 +136,15 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let carry = if envelope_surely_fits(body.len(), &key, &headers) {
             Carry::Inline(None)
         } else {
-            let text = Envelope::json_of(&key, name, now, &body_sha256, &headers, body);
+            let text = Envelope::json_of(
+                &key,
+                name,
+                now,
+                &body_sha256,
+                &headers,
+                event_type.as_deref(),
+                body,
+            );
             if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
                 Carry::Inline(Some(text))
             } else if !self.store.is_configured() {
@@ -138,6 +162,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             body_sha256,
             json,
             headers,
+            event_type,
             measured_at: now,
         };
         Ok((event, carry))
@@ -167,6 +192,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 received_at,
                 &event.body_sha256,
                 &event.headers,
+                event.event_type.as_deref(),
                 event.body,
             )
             .await
@@ -226,7 +252,17 @@ mod tests {
     fn envelope_len(body: &[u8], key: &str, headers: &BTreeMap<String, String>) -> usize {
         let source = "s".repeat(64);
         let sha = "0".repeat(64);
-        Envelope::json_of(key, &source, i64::MIN, &sha, headers, body).len()
+        let event_type = "\u{1f}".repeat(crate::config::MAX_EVENT_TYPE_BYTES);
+        Envelope::json_of(
+            key,
+            &source,
+            i64::MIN,
+            &sha,
+            headers,
+            Some(&event_type),
+            body,
+        )
+        .len()
     }
 
     #[test]
@@ -248,8 +284,12 @@ mod tests {
                 &body[..4]
             );
         }
-        // The fields around them, at their longest, within the fixed allowance.
-        assert!(envelope_len(&[0xff], "", &BTreeMap::new()) <= ENVELOPE_FIXED_BYTES);
+        // The fields around them, at their longest (an event type of 256 control characters,
+        // escaped six for one), within the fixed allowance and the event type's.
+        assert!(
+            envelope_len(&[0xff], "", &BTreeMap::new())
+                <= ENVELOPE_FIXED_BYTES + crate::config::MAX_EVENT_TYPE_BYTES * 6 + 16
+        );
     }
 
     #[test]

@@ -132,6 +132,16 @@ mod tests {
     }
 
     #[test]
+    fn the_raw_query_string_reaches_the_handshakes_and_the_signed_url_as_sent() {
+        let mut payload = event(&[]);
+        payload.request_context.http.method = http::Method::GET;
+        let raw = "hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=a%2Bb%20c";
+        payload.raw_query_string = Some(raw.into());
+        let req = into_request(payload).expect("converted");
+        assert_eq!(req.uri().query(), Some(raw));
+    }
+
+    #[test]
     fn the_request_keeps_its_method_path_and_plain_headers() {
         let req = converted(&[
             ("host", b"hooks.example.com:8443"),

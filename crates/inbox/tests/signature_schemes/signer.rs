@@ -27,6 +27,7 @@ pub(crate) fn encode(encoding: Encoding, mac: &[u8]) -> String {
     match encoding {
         Encoding::Hex => hex::encode(mac),
         Encoding::Base64 => B64.encode(mac),
+        Encoding::Base64Url => base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac),
     }
 }
 
@@ -78,6 +79,10 @@ pub(crate) fn sign_with(
             insert(&mut headers, &spec.header, &signature);
         }
         Scheme::None => {}
+        other => panic!(
+            "the independent signer covers the named schemes; {} is proven by tests/providers",
+            other.name()
+        ),
     }
     headers
 }

@@ -67,10 +67,14 @@ pub enum Flag {
     /// No payload bucket (`PAYLOAD_BUCKET`): a body whose envelope would not fit the queue's
     /// 1 MiB is refused with 413 (a GitHub push of many commits: an event gone).
     LargeBodiesRefused,
+    /// A shared token or basic auth: the secret itself travels in every request.
+    SecretInRequest,
+    /// The signature does not cover the body (Mailgun's: a token and a timestamp).
+    BodyNotSigned,
 }
 
 impl Flag {
-    pub const ALL: [Flag; 8] = [
+    pub const ALL: [Flag; 10] = [
         Flag::Unsigned,
         Flag::PayloadHashKey,
         Flag::ShortRetention,
@@ -79,6 +83,8 @@ impl Flag {
         Flag::PerDeliveryKey,
         Flag::NoReplayGuard,
         Flag::LargeBodiesRefused,
+        Flag::SecretInRequest,
+        Flag::BodyNotSigned,
     ];
 
     /// Stable machine name (the `--json` output).
@@ -92,6 +98,8 @@ impl Flag {
             Flag::PerDeliveryKey => "per_delivery_key",
             Flag::NoReplayGuard => "no_replay_guard",
             Flag::LargeBodiesRefused => "large_bodies_refused",
+            Flag::SecretInRequest => "secret_in_request",
+            Flag::BodyNotSigned => "body_not_signed",
         }
     }
 
@@ -121,6 +129,12 @@ impl Flag {
             }
             Flag::LargeBodiesRefused => {
                 "no PAYLOAD_BUCKET: a body whose envelope would not fit the queue's 1 MiB is refused with 413; a sender that does not retry (GitHub) loses it"
+            }
+            Flag::SecretInRequest => {
+                "a shared token or basic auth: weaker than a signature, the secret itself travels in every request (and a changed body is not detected)"
+            }
+            Flag::BodyNotSigned => {
+                "the signature covers a token and a timestamp, not the body: a captured signature could carry another body"
             }
         }
     }
@@ -192,6 +206,8 @@ pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
             && spec.delivery == Delivery::EffectivelyOnce
             && spec.replay_guard_seconds.is_none(),
         !queue.payload_bucket,
+        spec.scheme.sends_secret(),
+        spec.scheme != Scheme::None && !spec.scheme.sends_secret() && !spec.scheme.covers_body(),
     ];
     Flag::ALL
         .into_iter()
@@ -218,10 +234,23 @@ pub struct SourceAudit {
     pub flags: Vec<Flag>,
 }
 
+/// The scheme, and the preset with each field the source set over it.
 fn signature_text(spec: &SourceSpec) -> String {
+    let scheme = scheme_text(spec);
+    match &spec.preset {
+        None => scheme,
+        Some(preset) if spec.overrides.is_empty() => format!("preset {preset}: {scheme}"),
+        Some(preset) => format!(
+            "preset {preset} (overridden: {}): {scheme}",
+            spec.overrides.join(", ")
+        ),
+    }
+}
+
+fn scheme_text(spec: &SourceSpec) -> String {
     match &spec.scheme {
         Scheme::None => "none".to_owned(),
-        Scheme::StandardWebhooks | Scheme::Stripe => {
+        scheme if scheme.has_timestamp() => {
             format!("{} (±{} s)", spec.scheme.name(), spec.tolerance_seconds)
         }
         Scheme::HmacSha256(h) => format!("hmac-sha256 ({})", h.header),
@@ -371,6 +400,22 @@ mod tests {
             r#"{{{SIGNED}, "key": {{"from": "header", "name": "X-GitHub-Delivery"}}}}"#
         ));
         assert_eq!(flags(&s, &QUEUE), vec![]);
+    }
+
+    #[test]
+    fn a_preset_and_what_the_source_set_over_it_are_shown_and_weaker_schemes_flagged() {
+        let s = spec(
+            r#"{"preset": "stripe", "signature": {"secrets": ["env:X"], "tolerance_seconds": 60}}"#,
+        );
+        assert_eq!(
+            signature_text(&s),
+            "preset stripe (overridden: signature.tolerance_seconds): stripe (±60 s)"
+        );
+        let gitlab = spec(r#"{"preset": "gitlab", "signature": {"secrets": ["env:X"]}}"#);
+        assert_eq!(signature_text(&gitlab), "preset gitlab: token");
+        assert_eq!(flags(&gitlab, &QUEUE), vec![Flag::SecretInRequest]);
+        let mailgun = spec(r#"{"preset": "mailgun", "signature": {"secrets": ["env:X"]}}"#);
+        assert_eq!(flags(&mailgun, &QUEUE), vec![Flag::BodyNotSigned]);
     }
 
     #[test]

@@ -171,7 +171,12 @@ impl<'a> SecretChecks<'a> {
             Ok(value) if is_placeholder_secret(&value) => Some(format!(
                 "secret #{position} `{reference}` holds the docs' placeholder whsec_\u{2026}, not the sender's signing secret"
             )),
-            Ok(value) => inbox::signature::check_secret_length(&spec.scheme, position, &value)
+            Ok(value) => inbox::signature::check_secret_length_at_least(
+                &spec.scheme,
+                position,
+                &value,
+                spec.min_secret_bytes,
+            )
                 .err()
                 .map(|why| format!("{why} (`{reference}`)")),
         };

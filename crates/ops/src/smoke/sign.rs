@@ -66,10 +66,17 @@ pub fn signature_headers(
             let encoded = match spec.encoding {
                 Encoding::Hex => hex::encode(signature),
                 Encoding::Base64 => B64.encode(signature),
+                Encoding::Base64Url => {
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(signature)
+                }
             };
             vec![(spec.header.clone(), format!("{}{encoded}", spec.prefix))]
         }
         Scheme::None => Vec::new(),
+        other => bail!(
+            "smoke signs the stripe, github, shopify, standard-webhooks and hmac-sha256 schemes; this source's is `{}`",
+            other.name()
+        ),
     };
     Ok(headers)
 }

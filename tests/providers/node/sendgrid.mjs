@@ -1,0 +1,77 @@
+// SendGrid Event Webhook: ECDSA P-256 / SHA-256 over timestamp + raw body (no separator),
+// a base64 DER signature in X-Twilio-Email-Event-Webhook-Signature, the timestamp (unix
+// seconds) in X-Twilio-Email-Event-Webhook-Timestamp. @sendgrid/eventwebhook only verifies,
+// so the request is signed with node:crypto and EventWebhook.verifySignature must accept it.
+// https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features
+import eventwebhook from "@sendgrid/eventwebhook";
+import {
+  expectRejected, expectTrue, p256FromScalar, p256SignBase64, packageVersion, post, sha256Hex,
+} from "./common.mjs";
+
+const { EventWebhook, EventWebhookHeader } = eventwebhook;
+
+export const preset = "sendgrid";
+
+// Fixed private scalars, so the public keys (the "secret" a user pastes) are the same each run.
+const SIGNER = p256FromScalar("4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318");
+const OTHER = p256FromScalar("2b7e151628aed2a6abf7158809cf4f3c762e7160f38b4da56a784d9045190cfe");
+
+function batchBody(now) {
+  const message = "14c5d75ce93.dfd.64b469.filter0001.16648.5515E0B88.0";
+  return JSON.stringify([
+    {
+      email: "example@test.com",
+      timestamp: now - 2,
+      "smtp-id": "<14c5d75ce93.dfd.64b469@ismtpd-555>",
+      event: "processed",
+      category: ["cat facts"],
+      sg_event_id: "rbtnWrG1DVDGGGFHFyun0A==",
+      sg_message_id: message,
+    },
+    {
+      email: "example@test.com",
+      timestamp: now - 1,
+      "smtp-id": "<14c5d75ce93.dfd.64b469@ismtpd-555>",
+      event: "delivered",
+      category: ["cat facts"],
+      sg_event_id: "AIdmJ2kN3ckkrISBrs96ew==",
+      sg_message_id: message,
+      response: "250 OK",
+    },
+  ]);
+}
+
+export async function cases({ now }) {
+  const verifier = new EventWebhook();
+  const publicKey = verifier.convertPublicKeyToECDSA(SIGNER.spkiBase64);
+  const otherKey = verifier.convertPublicKeyToECDSA(OTHER.spkiBase64);
+  const body = batchBody(now);
+  const timestamp = String(now);
+  const signature = p256SignBase64(SIGNER.privateKey, Buffer.from(timestamp + body, "utf8"));
+  expectTrue(verifier.verifySignature(publicKey, body, signature, timestamp), "sendgrid: verifySignature");
+  await expectRejected(
+    () => verifier.verifySignature(otherKey, body, signature, timestamp),
+    "sendgrid: the other public key",
+  );
+  const version = packageVersion("@sendgrid/eventwebhook");
+  return [
+    {
+      preset,
+      kind: "event",
+      name: "event batch (processed + delivered)",
+      signed_by: `node:crypto ECDSA P-256/SHA-256 over timestamp+body (algorithm from the docs), verified by @sendgrid/eventwebhook ${version} EventWebhook.verifySignature`,
+      secret: SIGNER.spkiBase64,
+      wrong_secret: OTHER.spkiBase64,
+      source: {},
+      request: post(preset, {
+        "Content-Type": "application/json",
+        [EventWebhookHeader.SIGNATURE()]: signature,
+        [EventWebhookHeader.TIMESTAMP()]: timestamp,
+      }, body),
+      // A batch carries no id of its own: each element has its own sg_event_id (SendGrid's
+      // dedup advice is per event). The batch is keyed on the SHA-256 of the raw body, and
+      // it has no single event type.
+      expect: { key: sha256Hex(Buffer.from(body, "utf8")), event_type: null },
+    },
+  ];
+}

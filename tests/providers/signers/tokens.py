@@ -1,0 +1,144 @@
+"""Providers that authenticate with a shared token, not a MAC: the token in a header, in HTTP
+Basic auth, or in the JSON body (tests/providers/README.md has each one's documentation). The
+check reads the token back out of the emitted request and compares it with the secret."""
+
+import base64
+import json
+
+from .common import (Context, SignerError, body_json, body_of, derived_text, derived_uuid, event_expect, header,
+                     make_case, request)
+
+JSON = {"Content-Type": "application/json"}
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def _pair(preset: str, length: int, alphabet: str = ALNUM):
+    return derived_text(f"{preset}/secret", length, alphabet), derived_text(f"{preset}/wrong", length, alphabet)
+
+
+def _require_equal(preset: str, got: str, want: str) -> None:
+    if got != want:
+        raise SignerError(f"{preset}: the request does not carry the secret")
+
+
+def _basic(user_pass: str) -> str:
+    return "Basic " + base64.b64encode(user_pass.encode("utf-8")).decode("ascii")
+
+
+def _basic_check(preset: str, req: dict, secret: str) -> None:
+    value = header(req, "Authorization")
+    scheme, _, encoded = value.partition(" ")
+    _require_equal(preset, f"{scheme} {base64.b64decode(encoded).decode('utf-8')}", f"Basic {secret}")
+
+
+def _case(preset, name, doc, secret, wrong, req, key, event_type, how, source=None):
+    return make_case(preset, "event", name, f"algorithm from {doc} ({how}), read back from the request",
+                     secret, wrong, req, event_expect(key, event_type), source)
+
+
+def postmark(ctx: Context) -> list:
+    doc = "https://postmarkapp.com/developer/webhooks/webhooks-overview"
+    # The secret is "username:password", the credentials put in the webhook URL.
+    secret, wrong = (f"postmark:{p}" for p in _pair("postmark", 24))
+    body = {"RecordType": "Delivery", "ServerID": 23, "MessageStream": "outbound",
+            "MessageID": "00000000-0000-0000-0000-000000000000", "Recipient": "john@example.com",
+            "Tag": "welcome-email", "DeliveredAt": "2024-05-01T14:00:00Z", "Details": "Test delivery webhook details",
+            "Metadata": {"a_key": "a_value"}}
+    req = request(ctx, "postmark", {**JSON, "Authorization": _basic(secret)}, body_json(body))
+    _basic_check("postmark", req, secret)
+    key = "Delivery|00000000-0000-0000-0000-000000000000|john@example.com"
+    return [_case("postmark", "Delivery webhook", doc, secret, wrong, req, key, "Delivery", "HTTP Basic auth")]
+
+
+def gitlab(ctx: Context) -> list:
+    doc = "https://docs.gitlab.com/user/project/integrations/webhooks/"
+    secret, wrong = _pair("gitlab", 32)
+    idempotency = derived_uuid("gitlab/idempotency")
+    body = {"object_kind": "push", "event_name": "push", "before": "95790bf891e76fee5e1747ab589903a6a1f80f22",
+            "after": "da1560886d4f094c3e6c9ef40349f7d38b5d27d7", "ref": "refs/heads/master", "user_id": 4,
+            "user_name": "John Smith", "project_id": 15, "project": {"id": 15, "name": "Diaspora",
+                                                                    "path_with_namespace": "mike/diaspora"},
+            "commits": [], "total_commits_count": 0}
+    headers = {**JSON, "X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": secret,
+               "X-Gitlab-Instance": "https://gitlab.example.com", "X-Gitlab-Webhook-UUID": derived_uuid("gitlab/hook"),
+               "X-Gitlab-Event-UUID": derived_uuid("gitlab/event"), "Idempotency-Key": idempotency,
+               "User-Agent": "GitLab/17.0.0"}
+    req = request(ctx, "gitlab", headers, body_json(body))
+    _require_equal("gitlab", header(req, "X-Gitlab-Token"), secret)
+    return [_case("gitlab", "Push Hook", doc, secret, wrong, req, idempotency, "Push Hook", "X-Gitlab-Token")]
+
+
+def auth0(ctx: Context) -> list:
+    doc = "https://auth0.com/docs/customize/log-streams/custom-log-streams"
+    # The secret is the log stream's "Authorization Token", sent as the Authorization header's value.
+    secret, wrong = (f"Bearer {t}" for t in _pair("auth0", 40))
+    log_id = "90020240501140000123456789012345678901234567890123"
+    body = [{"log_id": log_id, "data": {"date": "2024-05-01T14:00:00.123Z", "type": "s", "description": "",
+                                        "client_id": "AaiyAPdpYdesoKnqjj8HJqRn4T5titww", "client_name": "My App",
+                                        "ip": "190.257.209.19", "user_id": "auth0|56c75c4e42b6359e98374bc2",
+                                        "user_name": "alice@example.com", "log_id": log_id}}]
+    req = request(ctx, "auth0", {**JSON, "Authorization": secret}, body_json(body))
+    _require_equal("auth0", header(req, "Authorization"), secret)
+    return [_case("auth0", "success login log", doc, secret, wrong, req, log_id, "s", "Authorization header")]
+
+
+def okta(ctx: Context) -> list:
+    doc = "https://developer.okta.com/docs/concepts/event-hooks/"
+    secret, wrong = _pair("okta", 40)
+    event_id = "b5a188b9-5ece-4636-b041-482ffda96311"
+    body = {"eventType": "com.okta.event_hook", "eventTypeVersion": "1.0", "cloudEventsVersion": "0.1",
+            "source": "https://example.okta.com/api/v1/eventHooks/whoql0HfiLGPWc8Jx0g3", "eventId": event_id,
+            "data": {"events": [{"uuid": "79cd0f6b-8f8d-11eb-8c66-a3b4e5dda4d7", "published": "2024-05-01T14:00:00.000Z",
+                                 "eventType": "user.session.start", "version": "0", "displayMessage": "User login to Okta",
+                                 "severity": "INFO", "outcome": {"result": "SUCCESS"}}]},
+            "eventTime": "2024-05-01T14:00:01.000Z", "contentType": "application/json"}
+    req = request(ctx, "okta", {**JSON, "Authorization": secret}, body_json(body))
+    _require_equal("okta", header(req, "Authorization"), secret)
+    challenge = derived_text("okta/challenge", 40)
+    verification = request(ctx, "okta", {"Authorization": secret, "x-okta-verification-challenge": challenge}, b"", "GET")
+    return [
+        _case("okta", "user.session.start event hook", doc, secret, wrong, req, event_id, "user.session.start",
+              "Authorization header"),
+        make_case("okta", "handshake", "one-time verification", f"algorithm from {doc}", secret, wrong, verification,
+                  {"status": 200, "json": {"verification": challenge}}),
+    ]
+
+
+def telegram(ctx: Context) -> list:
+    doc = "https://core.telegram.org/bots/api#setwebhook"
+    secret, wrong = _pair("telegram", 64, ALNUM + "_-")
+    body = {"update_id": 10000, "message": {"message_id": 1365, "date": 1714572000, "text": "/start",
+                                            "chat": {"id": 1111111, "type": "private", "first_name": "Test"},
+                                            "from": {"id": 1111111, "is_bot": False, "first_name": "Test"}}}
+    req = request(ctx, "telegram", {**JSON, "X-Telegram-Bot-Api-Secret-Token": secret}, body_json(body))
+    _require_equal("telegram", header(req, "X-Telegram-Bot-Api-Secret-Token"), secret)
+    return [_case("telegram", "message update", doc, secret, wrong, req, "10000", None,
+                  "X-Telegram-Bot-Api-Secret-Token")]
+
+
+def chargebee(ctx: Context) -> list:
+    doc = "https://www.chargebee.com/docs/billing/2.0/site-configuration/webhook_settings"
+    secret, wrong = (f"chargebee:{p}" for p in _pair("chargebee", 24))
+    body = {"id": "ev_16BHbhF4s42tO2lK", "occurred_at": 1714572000, "source": "admin_console", "object": "event",
+            "api_version": "v2", "event_type": "subscription_created", "webhook_status": "scheduled",
+            "content": {"subscription": {"id": "16BHbhF4s42tO2l1", "customer_id": "16BHbhF4s42tO2l1",
+                                         "plan_id": "basic", "status": "active"}}}
+    req = request(ctx, "chargebee", {**JSON, "Authorization": _basic(secret)}, body_json(body))
+    _basic_check("chargebee", req, secret)
+    return [_case("chargebee", "subscription_created event", doc, secret, wrong, req, "ev_16BHbhF4s42tO2lK",
+                  "subscription_created", "HTTP Basic auth")]
+
+
+def figma(ctx: Context) -> list:
+    doc = "https://developers.figma.com/docs/rest-api/webhooks-security/"
+    secret, wrong = _pair("figma", 32)
+    body = {"event_type": "FILE_UPDATE", "file_key": "zH7ZJkmxPRsnNVkd1BNxkD", "file_name": "Design system",
+            "passcode": secret, "timestamp": "2024-05-01T14:00:00Z", "webhook_id": "22"}
+    req = request(ctx, "figma", dict(JSON), body_json(body))
+    _require_equal("figma", json.loads(body_of(req))["passcode"], secret)
+    return [_case("figma", "FILE_UPDATE event", doc, secret, wrong, req, "22|FILE_UPDATE|2024-05-01T14:00:00Z",
+                  "FILE_UPDATE", "passcode in the JSON body")]
+
+
+SIGNERS = {"postmark": postmark, "gitlab": gitlab, "auth0": auth0, "okta": okta, "telegram": telegram,
+           "chargebee": chargebee, "figma": figma}
