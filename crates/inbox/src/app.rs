@@ -17,6 +17,7 @@ use crate::config::env::{
 };
 use crate::config::{AwsSecretResolver, ConfigError, SecretRef, SecretResolver, SourceSpecs};
 use crate::consumer::{Consumer, ConsumerSettings};
+use crate::destination::{Adapter, EventBus, FunctionTarget, PauseBoard, QueueTarget, Targets};
 use crate::forward::ForwardSigner;
 use crate::forward::HttpForwarder;
 use crate::ledger::dynamo::DynamoLedger;
@@ -24,6 +25,7 @@ use crate::metrics::Metrics;
 use crate::queue::SqsQueue;
 use crate::receiver::{Receiver, ReceiverSettings};
 use crate::redelivery::SqsRedelivery;
+use crate::route::{Routes, Target, DESTINATIONS_VAR};
 use crate::store::S3Store;
 
 /// The deployed receiver.
@@ -37,6 +39,7 @@ pub type LambdaConsumer = Consumer<
     Option<SqsRedelivery>,
     Option<S3Store>,
     Option<FirehoseArchive>,
+    Targets,
 >;
 
 /// `WEBHOOK_SOURCES`, checked, and checked against `QUEUE_RETENTION_SECONDS` where set.
@@ -135,7 +138,7 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     }
     let sdk = sdk_config().await;
     let forwarder = HttpForwarder::new(
-        env.forward_url,
+        env.forward_url.clone(),
         Duration::from_millis(env.forward_timeout_ms),
     )
     .map_err(|e| ConfigError::BadVar {
@@ -150,6 +153,19 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
                 forwarder
             }
         };
+    let routes = Routes::parse(&std::env::var(DESTINATIONS_VAR).unwrap_or_default(), &specs)?;
+    let store = env
+        .payload_bucket
+        .clone()
+        .map(|bucket| S3Store::new(crate::store::s3_client(&sdk), bucket));
+    let targets = targets(
+        &routes,
+        &sdk,
+        &env,
+        store.clone(),
+        &AwsSecretResolver::new(&sdk),
+    )
+    .await?;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let redelivery = env
         .queue_url
@@ -168,14 +184,71 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         Metrics::stdout("consumer"),
     )
     .with_redelivery(redelivery)
-    .with_store(
-        env.payload_bucket
-            .map(|bucket| S3Store::new(crate::store::s3_client(&sdk), bucket)),
-    )
+    .with_store(store)
     .with_archive(
         env.archive_stream
             .map(|stream| FirehoseArchive::new(aws_sdk_firehose::Client::new(&sdk), stream)),
-    ))
+    )
+    .with_destinations(routes, targets))
+}
+
+/// One adapter per destination of `routes` (docs/routing.md), each SDK client built once,
+/// an HTTP destination's secrets read once; the pause board in the ledger's table.
+pub async fn targets(
+    routes: &Routes,
+    sdk: &aws_config::SdkConfig,
+    env: &ConsumerEnv,
+    store: Option<S3Store>,
+    resolver: &impl SecretResolver,
+) -> Result<Targets, ConfigError> {
+    let bad = |name: &str, message: String| ConfigError::BadVar {
+        name: DESTINATIONS_VAR,
+        message: format!("destination `{name}`: {message}"),
+    };
+    let mut adapters = std::collections::BTreeMap::new();
+    for d in routes.iter() {
+        let adapter = match &d.target {
+            Target::Https(url) => {
+                let timeout = d.timeout_ms.unwrap_or(env.forward_timeout_ms);
+                let forwarder = HttpForwarder::new(url.clone(), Duration::from_millis(timeout))
+                    .map_err(|e| bad(&d.name, e.to_string()))?;
+                match forward_signer(&d.signing_secrets, resolver)
+                    .await
+                    .map_err(|e| bad(&d.name, e.to_string()))?
+                {
+                    Some(signer) => Adapter::Http(forwarder.signed(signer)),
+                    None => {
+                        tracing::warn!(
+                            destination = d.name,
+                            "destination has no signing_secret: its forwards are not signed"
+                        );
+                        Adapter::Http(forwarder)
+                    }
+                }
+            }
+            Target::EventBus { arn } => Adapter::Bus(EventBus::new(
+                aws_sdk_eventbridge::Client::new(sdk),
+                arn.clone(),
+                store.clone(),
+            )),
+            Target::Queue { url, fifo, .. } => Adapter::Queue(QueueTarget::new(
+                aws_sdk_sqs::Client::new(sdk),
+                d.name.clone(),
+                url.clone(),
+                *fifo,
+                store.clone(),
+            )),
+            Target::Function { arn } => Adapter::Function(FunctionTarget::new(
+                aws_sdk_lambda::Client::new(sdk),
+                arn.clone(),
+                store.clone(),
+            )),
+        };
+        adapters.insert(d.name.clone(), adapter);
+    }
+    let pauses = (!routes.is_empty())
+        .then(|| PauseBoard::new(aws_sdk_dynamodb::Client::new(sdk), env.ledger_table.clone()));
+    Ok(Targets::new(adapters, pauses))
 }
 
 /// The signer of `FORWARD_SIGNING_SECRET`'s secrets, each read once (`None` when there are

@@ -110,9 +110,41 @@ impl Metrics {
     }
 
     /// Counts one.
+    /// The line of a count for one destination (docs/routing.md): dimensions `source`,
+    /// `function` and `destination`.
+    pub fn destination_line(
+        &self,
+        source: &str,
+        destination: &str,
+        metric: Metric,
+        timestamp_ms: i64,
+    ) -> String {
+        let name = metric.name();
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        format!(
+            concat!(
+                r#"{{"{name}":1,"_aws":{{"CloudWatchMetrics":[{{"Dimensions":[["source","function","destination"]],"#,
+                r#""Metrics":[{{"Name":"{name}","Unit":"Count"}}],"Namespace":"{namespace}"}}],"#,
+                r#""Timestamp":{ts}}},"function":{function},"source":{source},"destination":{destination}}}"#
+            ),
+            name = name,
+            namespace = NAMESPACE,
+            ts = timestamp_ms,
+            function = quoted(self.function),
+            source = quoted(source),
+            destination = quoted(destination),
+        )
+    }
+
+    /// Counts one for a destination (docs/routing.md).
+    pub fn count_destination(&self, source: &str, destination: &str, metric: Metric) {
+        let line = self.destination_line(source, destination, metric, SystemClock.now_ms());
+        self.emit(line);
+    }
+
     pub fn count(&self, source: &str, metric: Metric) {
         let line = self.line(source, metric, SystemClock.now_ms());
-        self.write(line);
+        self.emit(line);
     }
 
     /// Counts one event accepted with its type: `AcceptedByType`, dimensions source, function
@@ -133,10 +165,10 @@ impl Metrics {
             function = quoted(self.function),
             source = quoted(source),
         );
-        self.write(line);
+        self.emit(line);
     }
 
-    fn write(&self, line: String) {
+    fn emit(&self, line: String) {
         match &self.sink {
             Sink::Stdout => {
                 let mut out = std::io::stdout().lock();

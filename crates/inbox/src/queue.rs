@@ -63,6 +63,9 @@ pub struct Envelope {
     /// otherwise. Input like the rest: routing reads it only after the envelope is admitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_type: Option<String>,
+    /// Set by `inbox-ops replay --destination`: the replay runs for this destination only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
 }
 
 /// A message that cannot be read back.
@@ -102,6 +105,7 @@ impl Envelope {
             body_ref: None,
             replay_id: None,
             event_type: None,
+            destination: None,
         }
     }
 
@@ -117,6 +121,7 @@ impl Envelope {
             body_encoding: self.body_encoding.as_deref(),
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
+            destination: self.destination.as_deref(),
             ..Wire::event(
                 &self.key,
                 &self.source,
@@ -250,6 +255,8 @@ struct Wire<'a> {
     replay_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     event_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destination: Option<&'a str>,
 }
 
 impl<'a> Wire<'a> {
@@ -275,6 +282,7 @@ impl<'a> Wire<'a> {
             body_ref: None,
             replay_id: None,
             event_type,
+            destination: None,
         }
     }
 

@@ -13,7 +13,7 @@ pub enum SecretRef {
 
 impl SecretRef {
     /// `env:NAME` or `secretsmanager:NAME_OR_ARN`; anything else is not a reference.
-    pub(super) fn parse(text: &str) -> Option<SecretRef> {
+    pub fn parse(text: &str) -> Option<SecretRef> {
         if let Some(name) = text.strip_prefix("env:") {
             (!name.is_empty()).then(|| SecretRef::Env(name.to_owned()))
         } else if let Some(id) = text.strip_prefix("secretsmanager:") {

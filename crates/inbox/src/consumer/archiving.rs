@@ -34,7 +34,7 @@ pub(super) enum Archived {
     Failed,
 }
 
-impl<L, P, C, Q, S, A> Consumer<L, P, C, Q, S, A>
+impl<L, P, C, Q, S, A, D> Consumer<L, P, C, Q, S, A, D>
 where
     L: LedgerStore,
     P: Processor,
@@ -42,6 +42,7 @@ where
     Q: Redelivery,
     S: ObjectStore,
     A: Archive,
+    D: super::Destinations,
 {
     /// The archive step for a batch: one flag per message.
     pub(super) async fn archive_batch(&self, messages: &[SqsMessage]) -> Vec<Archived> {

@@ -1,6 +1,7 @@
 //! One invocation's shared state: what each message of the batch came to, and whether the
 //! downstream throttled (after which nothing starts).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -27,6 +28,11 @@ pub(super) struct Invocation<'a> {
     pub(super) throttled: Mutex<Option<Duration>>,
     /// What each message of the batch came to, by index (`None`: never run).
     pub(super) verdicts: Mutex<Vec<Option<Verdict>>>,
+    /// The destinations that throttled in this invocation, with their waits: nothing more is
+    /// sent to them in it (docs/routing.md); others go on.
+    pub(super) held: Mutex<BTreeMap<String, Duration>>,
+    /// The destinations an operator paused, read once for the batch (`Err`: unreadable).
+    pub(super) paused: Result<BTreeSet<String>, String>,
 }
 
 impl Invocation<'_> {
@@ -37,6 +43,31 @@ impl Invocation<'_> {
     pub(super) fn throttle(&self, wait: Duration) {
         let mut t = self.throttled.lock().unwrap_or_else(|p| p.into_inner());
         *t = Some(t.map_or(wait, |w| w.max(wait)));
+    }
+
+    /// The wait a destination asked for in this invocation, if it throttled.
+    pub(super) fn held(&self, destination: &str) -> Option<Duration> {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(destination)
+            .copied()
+    }
+
+    /// A destination throttled: nothing more goes to it in this invocation.
+    pub(super) fn hold(&self, destination: &str, wait: Duration) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let w = held.entry(destination.to_owned()).or_insert(wait);
+        *w = (*w).max(wait);
+    }
+
+    /// Whether some message came to [`Verdict::Throttled`] (its own delay to ask for).
+    pub(super) fn any_throttled(&self) -> bool {
+        self.verdicts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|v| matches!(v, Some(Verdict::Throttled(_))))
     }
 
     pub(super) fn record(&self, index: usize, verdict: Verdict) {

@@ -36,17 +36,21 @@ use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::outcome::LogOutcome;
 use crate::queue::{BodyRef, Envelope};
 use crate::redelivery::{NoRedelivery, Redelivery};
+use crate::route::Routes;
 use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
 
 mod admit;
 mod archiving;
+mod deliver;
+mod fan_out;
 mod invocation;
 mod processor;
 mod requeue;
 
 pub use admit::Refusal;
 use archiving::Archived;
+pub use deliver::{Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
@@ -83,7 +87,15 @@ impl Default for ConsumerSettings {
 /// The consumer, with its collaborators. The payload bucket ([`Consumer::with_store`]) is
 /// where the bodies behind envelope pointers are read; without one, such a message fails.
 /// The archive ([`Consumer::with_archive`]) takes each batch's envelopes before they run.
-pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery, S = NoStore, A = NoArchive> {
+pub struct Consumer<
+    L,
+    P,
+    C = SystemClock,
+    Q = NoRedelivery,
+    S = NoStore,
+    A = NoArchive,
+    D = NoDestinations,
+> {
     sources: SourceSpecs,
     ledger: L,
     processor: P,
@@ -93,6 +105,10 @@ pub struct Consumer<L, P, C = SystemClock, Q = NoRedelivery, S = NoStore, A = No
     redelivery: Q,
     store: S,
     archive: A,
+    /// `WEBHOOK_DESTINATIONS`: the sources it names go to their destinations through
+    /// `destinations` ([`Consumer::with_destinations`]), the others to the processor.
+    routes: Routes,
+    destinations: D,
 }
 
 impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
@@ -116,15 +132,24 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             redelivery: NoRedelivery,
             store: NoStore,
             archive: NoArchive,
+            routes: Routes::none(),
+            destinations: NoDestinations,
         }
     }
 }
 
-impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: Archive>
-    Consumer<L, P, C, Q, S, A>
+impl<
+        L: LedgerStore,
+        P: Processor,
+        C: Clock,
+        Q: Redelivery,
+        S: ObjectStore,
+        A: Archive,
+        D: Destinations,
+    > Consumer<L, P, C, Q, S, A, D>
 {
     /// The same consumer delaying and dead-lettering messages through `redelivery`.
-    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S, A> {
+    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S, A, D> {
         Consumer {
             sources: self.sources,
             ledger: self.ledger,
@@ -135,12 +160,14 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
             redelivery,
             store: self.store,
             archive: self.archive,
+            routes: self.routes,
+            destinations: self.destinations,
         }
     }
 
     /// The same consumer reading bodies behind envelope pointers from `store`
     /// (`PAYLOAD_BUCKET`).
-    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T, A> {
+    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T, A, D> {
         Consumer {
             sources: self.sources,
             ledger: self.ledger,
@@ -151,12 +178,14 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
             redelivery: self.redelivery,
             store,
             archive: self.archive,
+            routes: self.routes,
+            destinations: self.destinations,
         }
     }
 
     /// The same consumer putting each batch's envelopes in `archive` before they run
     /// (`ARCHIVE_STREAM`), for the sources that archive.
-    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, Q, S, T> {
+    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, Q, S, T, D> {
         Consumer {
             sources: self.sources,
             ledger: self.ledger,
@@ -167,6 +196,30 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
             redelivery: self.redelivery,
             store: self.store,
             archive,
+            routes: self.routes,
+            destinations: self.destinations,
+        }
+    }
+
+    /// The same consumer sending the events of the sources `routes` names to their
+    /// destinations through `destinations` (docs/routing.md); other sources keep the processor.
+    pub fn with_destinations<T: Destinations>(
+        self,
+        routes: Routes,
+        destinations: T,
+    ) -> Consumer<L, P, C, Q, S, A, T> {
+        Consumer {
+            sources: self.sources,
+            ledger: self.ledger,
+            processor: self.processor,
+            clock: self.clock,
+            settings: self.settings,
+            metrics: self.metrics,
+            redelivery: self.redelivery,
+            store: self.store,
+            archive: self.archive,
+            routes,
+            destinations,
         }
     }
 
@@ -207,11 +260,18 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
         request_id: &str,
         deadline_ms: Option<i64>,
     ) -> SqsBatchResponse {
+        let paused = if self.routes.is_empty() {
+            Ok(Default::default())
+        } else {
+            self.destinations.paused().await
+        };
         let inv = Invocation {
             request_id,
             lease_until_ms: lease::lease_until_ms(self.clock.now_ms(), deadline_ms),
             throttled: Mutex::new(None),
             verdicts: Mutex::new(vec![None; messages.len()]),
+            held: Mutex::new(Default::default()),
+            paused,
         };
         let archived = self.archive_batch(messages).await;
         let archived = &archived;
@@ -230,8 +290,8 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
             .await;
         let mut failed: Vec<usize> = failed.into_iter().flatten().collect();
         failed.sort_unstable();
-        if let Some(wait) = inv.throttled() {
-            self.delay_after_throttle(messages, &failed, &inv, wait)
+        if inv.throttled().is_some() || inv.any_throttled() {
+            self.delay_after_throttle(messages, &failed, &inv, inv.throttled())
                 .await;
         }
         let mut response = SqsBatchResponse::default();
@@ -254,7 +314,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
         archived: &Archived,
         inv: &Invocation<'_>,
     ) -> Verdict {
-        if inv.throttled().is_some() {
+        if inv.throttled().is_some() && self.routes.is_empty() {
             return Verdict::Held;
         }
         if *archived == Archived::Failed {
@@ -311,7 +371,17 @@ impl<L: LedgerStore, P: Processor, C: Clock, Q: Redelivery, S: ObjectStore, A: A
             attempt: 1,
             lease_until_ms: inv.lease_until_ms,
             replay_id: envelope.replay_id.clone(),
+            event_type: envelope.event_type.clone(),
         };
+        if self.routes.routes(source) {
+            return self
+                .routed(msg, job, &envelope, spec.retention_hours, inv, archived)
+                .await;
+        }
+        // A throttle of the forward holds what would go to it (routed events: per destination).
+        if inv.throttled().is_some() {
+            return Verdict::Held;
+        }
         // A replay is a deliberate run, once per replay id, whatever the source's delivery:
         // an at-most-once source's replay goes through the ledger too (its replay take
         // creates the key's item), so that the same replay id never runs twice.

@@ -21,6 +21,8 @@ pub struct Job {
     /// Set on a replay (`inbox-ops replay`): the side effect runs again deliberately; the
     /// shipped forwarder sends it as `Webhook-Replay-Id` beside the same `Idempotency-Key`.
     pub replay_id: Option<String>,
+    /// The event's type, where the envelope carries one (docs/routing.md).
+    pub event_type: Option<String>,
 }
 
 /// Why a side effect did not happen; kept as `last_error` in the ledger.

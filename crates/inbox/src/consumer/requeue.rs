@@ -37,7 +37,8 @@ impl<
         Q: Redelivery,
         S: crate::store::ObjectStore,
         A: crate::archive::Archive,
-    > Consumer<L, P, C, Q, S, A>
+        D: super::Destinations,
+    > Consumer<L, P, C, Q, S, A, D>
 {
     /// After a throttle: the throttled messages, and every message that did not run, come
     /// back after the wait (each at least its receive count in seconds); messages that ran
@@ -51,13 +52,15 @@ impl<
         messages: &[SqsMessage],
         failed: &[usize],
         inv: &Invocation<'_>,
-        wait: Duration,
+        wait: Option<Duration>,
     ) {
         let now = self.clock.now_ms();
         let delays = failed.iter().filter_map(|&i| {
             let wait = match inv.verdict(i) {
                 Some(Verdict::Throttled(own)) => own,
-                None | Some(Verdict::Held) => wait,
+                // Without a throttle of the forward (a destination throttled), what did not
+                // run waits behind its group's head in the FIFO queue anyway.
+                None | Some(Verdict::Held) => wait?,
                 Some(Verdict::Failed | Verdict::Done) => return None,
             };
             let msg = &messages[i];

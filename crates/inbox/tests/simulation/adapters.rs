@@ -18,6 +18,7 @@ use inbox::queue::{Outgoing, Queue, QueueError};
 use inbox::redelivery::Redelivery;
 use rand::Rng;
 
+use crate::destinations::event_of;
 use crate::faults::{Fault, Mutant};
 use crate::world::{lock, step, Shared};
 
@@ -123,6 +124,17 @@ impl LedgerStore for SimLedger {
         let mutant = lock(&self.world).mutant;
         if mutant == Mutant::TakeIgnoresCompleted && out == TakeOutcome::Completed {
             out = TakeOutcome::Taken { attempts: 99 };
+        }
+        let pair = t.key.contains(' ');
+        if pair && mutant == Mutant::LegIgnoresCompleted && out == TakeOutcome::Completed {
+            out = TakeOutcome::Taken { attempts: 99 };
+        }
+        if pair && mutant == Mutant::LegSkipsPending && matches!(out, TakeOutcome::Taken { .. }) {
+            let mut w = lock(&self.world);
+            if w.frng.random_bool(0.3) {
+                w.log(format!("  (mutant: {} skipped)", t.key));
+                out = TakeOutcome::Completed;
+            }
         }
         if mutant == Mutant::TakeIgnoresLiveLease && matches!(out, TakeOutcome::Busy { .. }) {
             if let Some(r) = self.inner.get(&t.key).await? {
@@ -492,7 +504,7 @@ impl Processor for SimProcessor {
         }
         {
             let mut w = lock(&self.world);
-            if job.replay_id.is_none() && !w.archived.contains(&job.key) {
+            if job.replay_id.is_none() && !w.archived.contains(event_of(&job.key)) {
                 w.violation(format!(
                     "UNARCHIVED: a side effect of {} started before the archive held it",
                     job.key
@@ -538,7 +550,7 @@ impl Processor for SimProcessor {
                 w.runs.entry(key).or_default().push((job.attempt, false));
                 return Outcome::Failed(ProcessError("injected: downstream refused".into()));
             }
-            match w.events.get(&key) {
+            match w.events.get(event_of(&key)) {
                 None => w.violation(format!("side effect for an unknown key {key}")),
                 Some(e) if e.body != job.body => {
                     w.violation(format!("side effect for {key} carried another body"))
@@ -562,10 +574,17 @@ impl Processor for SimProcessor {
                 // not (nor in template.yaml: 14 days against 7).
                 w.stats.reruns_after_retention += 1;
                 w.forgotten_reruns.insert(key.clone());
+                // A pair forgotten: its event's item was too, and completes again.
+                w.forgotten_reruns.insert(event_of(&key).to_owned());
                 w.log(format!(
                     "  (re-run of {key}: its completion is past expires_at, forgotten)"
                 ));
-                if !w.queue.main.iter().any(|m| m.key == key && m.redriven) {
+                if !w
+                    .queue
+                    .main
+                    .iter()
+                    .any(|m| m.key == event_of(&key) && m.redriven)
+                {
                     w.violation(format!(
                         "{key} ran again after the ledger forgot it, from a message that was not redriven"
                     ));

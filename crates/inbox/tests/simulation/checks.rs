@@ -78,6 +78,16 @@ impl Sim<'_> {
             if completions >= 1 {
                 w.stats.completed += 1;
             }
+            for d in w.destinations.clone() {
+                let pair = inbox::route::destination_key(&s.key, d);
+                let done = w.completions.get(&pair).map_or(0, Vec::len);
+                if s.accepted && done == 0 {
+                    w.violation(format!("LOST: {pair} (event, destination) never completed"));
+                }
+                if done > 1 && !w.forgotten_reruns.contains(&pair) {
+                    w.violation(format!("{pair} completed {done} times"));
+                }
+            }
         }
         if w.stats.doubled > 0 && w.violations.is_empty() {
             w.violation("a double went unreported".to_owned());

@@ -57,4 +57,17 @@ pub(crate) enum Mutant {
     /// A take that found a live PROCESSING lease reports Taken (as if `take_allowed` accepted
     /// a live lease): two consumers run one key's side effect at once.
     TakeIgnoresLiveLease,
+    /// The take of an (event, destination) pair that found it COMPLETED reports Taken: the
+    /// destination runs again.
+    LegIgnoresCompleted,
+    /// The take of a pending (event, destination) pair now and then reports COMPLETED: the
+    /// destination is skipped.
+    LegSkipsPending,
+}
+
+impl Mutant {
+    /// The mutants of the destinations' path run only routed seeds.
+    pub(crate) fn routed_only(self) -> bool {
+        matches!(self, Mutant::LegIgnoresCompleted | Mutant::LegSkipsPending)
+    }
 }

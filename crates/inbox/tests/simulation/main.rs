@@ -54,6 +54,7 @@
 mod adapters;
 mod bridge;
 mod checks;
+mod destinations;
 mod faults;
 mod params;
 mod queue_model;
@@ -139,6 +140,27 @@ fn the_checks_catch_a_lost_event_and_a_double() {
             .any(|v| v.contains("OVERLAP") || v.contains("DOUBLED")),
         "{:?}",
         overlap.violations
+    );
+}
+
+/// With two destinations, one failing and throttling at random: a take of a pair that re-runs
+/// a completed destination, or that skips a pending one, is caught.
+#[test]
+fn the_checks_catch_a_destination_run_twice_or_skipped() {
+    let seeds: Vec<u64> = (0..300).collect();
+    let (_, doubled) = run_seeds(&seeds, Mutant::LegIgnoresCompleted);
+    let doubled = doubled.expect("a destination re-run after it completed is caught");
+    assert!(
+        doubled.violations.iter().any(|v| v.contains("DOUBLED")),
+        "{:?}",
+        doubled.violations
+    );
+    let (_, skipped) = run_seeds(&seeds, Mutant::LegSkipsPending);
+    let skipped = skipped.expect("a destination skipped while pending is caught");
+    assert!(
+        skipped.violations.iter().any(|v| v.contains("LOST")),
+        "{:?}",
+        skipped.violations
     );
 }
 

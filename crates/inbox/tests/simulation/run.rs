@@ -15,6 +15,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::adapters::{SimArchive, SimLedger, SimProcessor, SimQueue, SimRedelivery};
+use crate::destinations::{self, SimDestinations, DESTINATIONS};
 use crate::faults::{Mutant, RATES};
 use crate::params::{sources_json, MAX_FAILURES, SHORT_VISIBILITY_MS, START_MS, VISIBILITY_MS};
 use crate::queue_model::QueueModel;
@@ -22,6 +23,7 @@ use crate::senders::make_senders;
 use crate::sim::Sim;
 use crate::stats::Stats;
 use crate::world::{lock, EventInfo, World};
+use inbox::route::Routes;
 
 pub(crate) struct Outcome {
     pub(crate) seed: u64,
@@ -38,6 +40,8 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let clock = ManualClock::at_ms(START_MS);
     let n_events = rng.random_range(3..=8);
+    // Half the seeds route every event to two destinations (the mutants of that path, all).
+    let routed = mutant.routed_only() || seed % 2 == 1;
     let senders = make_senders(&mut rng, n_events);
     let short_visibility = rng.random_bool(0.25);
     let visibility_ms = if short_visibility {
@@ -64,6 +68,11 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
                 )
             })
             .collect(),
+        destinations: if routed {
+            DESTINATIONS.to_vec()
+        } else {
+            Vec::new()
+        },
         runs: HashMap::new(),
         completions: HashMap::new(),
         in_effect: HashMap::new(),
@@ -105,8 +114,14 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         ReceiverSettings::default().with_replay_cache(10_000),
         rx_metrics,
     );
+    let specs = SourceSpecs::parse(&sources_json()).expect("simulation sources parse");
+    let routes = if routed {
+        destinations::routes(&specs)
+    } else {
+        Routes::none()
+    };
     let cx = Consumer::new(
-        SourceSpecs::parse(&sources_json()).expect("simulation sources parse"),
+        specs,
         store,
         SimProcessor {
             world: world.clone(),
@@ -129,7 +144,13 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     })
     .with_archive(SimArchive {
         world: world.clone(),
-    });
+    })
+    .with_destinations(
+        routes,
+        SimDestinations {
+            world: world.clone(),
+        },
+    );
     let mut sim = Sim {
         seed,
         rng,

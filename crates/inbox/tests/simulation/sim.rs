@@ -68,6 +68,7 @@ pub(crate) type Cx = Consumer<
     SimRedelivery,
     inbox::store::NoStore,
     crate::adapters::SimArchive,
+    crate::destinations::SimDestinations,
 >;
 
 pub(crate) struct Sim<'a> {

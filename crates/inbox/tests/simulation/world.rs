@@ -51,6 +51,8 @@ pub(crate) struct World {
     pub(crate) frng: StdRng,
     pub(crate) queue: QueueModel,
     pub(crate) events: HashMap<String, EventInfo>,
+    /// The destinations every event goes to (none: the forward's path).
+    pub(crate) destinations: Vec<&'static str>,
     /// Side-effect runs per key: (attempt, applied).
     pub(crate) runs: HashMap<String, Vec<(u32, bool)>>,
     /// Completions the ledger applied, per key: the item's `expires_at` then.

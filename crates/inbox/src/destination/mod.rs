@@ -1,0 +1,73 @@
+//! The destinations' adapters (docs/routing.md): the signed HTTP forward, an EventBridge bus,
+//! an SQS queue, a Lambda function, each named in `WEBHOOK_DESTINATIONS`, and the pause board.
+//! [`Targets`] is the consumer's [`Destinations`]: one call per (event, destination); the
+//! consumer keeps each pair's state in the ledger.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::consumer::{Destinations, Job, Outcome, ProcessError, Processor};
+use crate::forward::HttpForwarder;
+
+pub mod aws_error;
+pub mod detail;
+pub mod eventbridge;
+pub mod lambda;
+pub mod pause;
+pub mod sqs;
+
+pub use eventbridge::EventBus;
+pub use lambda::FunctionTarget;
+pub use pause::PauseBoard;
+pub use sqs::QueueTarget;
+
+/// One destination's adapter.
+#[derive(Clone, Debug)]
+pub enum Adapter {
+    Http(HttpForwarder),
+    Bus(EventBus),
+    Queue(QueueTarget),
+    Function(FunctionTarget),
+}
+
+impl Adapter {
+    async fn deliver(&self, job: &Job) -> Outcome {
+        match self {
+            Adapter::Http(f) => f.run(job).await,
+            Adapter::Bus(b) => b.deliver(job).await,
+            Adapter::Queue(q) => q.deliver(job).await,
+            Adapter::Function(f) => f.deliver(job).await,
+        }
+    }
+}
+
+/// The deployed destinations, by name, and where their pauses are read.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    adapters: BTreeMap<String, Adapter>,
+    pauses: Option<PauseBoard>,
+}
+
+impl Targets {
+    /// `pauses`: `None` where nothing can be paused (tests, a consumer without a table).
+    pub fn new(adapters: BTreeMap<String, Adapter>, pauses: Option<PauseBoard>) -> Self {
+        Self { adapters, pauses }
+    }
+}
+
+impl Destinations for Targets {
+    async fn deliver(&self, destination: &str, job: &Job) -> Outcome {
+        match self.adapters.get(destination) {
+            Some(a) => a.deliver(job).await,
+            None => Outcome::Failed(ProcessError(format!(
+                "no destination `{destination}` is configured"
+            ))),
+        }
+    }
+
+    async fn paused(&self) -> Result<BTreeSet<String>, String> {
+        match &self.pauses {
+            Some(board) => board.paused().await,
+            None => Ok(BTreeSet::new()),
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Destinations and their routes (docs/routing.md): `WEBHOOK_DESTINATIONS`, one JSON object,
+//! one entry per destination: its target, the sources that feed it, and a filter on the
+//! event type. A source no destination names keeps the single `FORWARD_URL` forward.
+//!
+//! Each (event, destination) pair has its own ledger item, [`destination_key`], moved through
+//! the same transitions as an event's (docs/design.md §13).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::{ConfigError, Delivery, SecretRef, SourceSpecs};
+
+pub mod filter;
+pub mod target;
+
+pub use filter::{Filter, Pattern};
+pub use target::Target;
+
+/// The variable the destinations are read from.
+pub const DESTINATIONS_VAR: &str = "WEBHOOK_DESTINATIONS";
+
+/// The ledger item of one (event, destination) pair: the event's key, a space, `to:` and the
+/// destination's name. An event key never holds a space (docs/design.md §1), so no event key
+/// is ever a destination item's, and the pair reads back from it.
+pub fn destination_key(key: &str, destination: &str) -> String {
+    format!("{key} to:{destination}")
+}
+
+/// A destination, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
+    pub name: String,
+    pub target: Target,
+    /// The sources whose events it takes.
+    pub sources: BTreeSet<String>,
+    pub filter: Filter,
+    /// An `https://` target's signing secrets (Standard Webhooks, as `FORWARD_SIGNING_SECRET`);
+    /// empty: unsigned.
+    pub signing_secrets: Vec<SecretRef>,
+    /// An `https://` target's timeout; `None`: `FORWARD_TIMEOUT_MS`.
+    pub timeout_ms: Option<u64>,
+}
+
+/// A destination as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Written {
+    target: String,
+    sources: Vec<String>,
+    #[serde(default)]
+    event_types: Option<Vec<String>>,
+    #[serde(default)]
+    exclude_event_types: Vec<String>,
+    #[serde(default)]
+    signing_secret: Vec<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+fn bad(name: &str, field: &str, message: impl std::fmt::Display) -> ConfigError {
+    ConfigError::BadVar {
+        name: DESTINATIONS_VAR,
+        message: format!("destination `{name}`, field `{field}`: {message}"),
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn patterns(name: &str, field: &str, list: &[String]) -> Result<Vec<Pattern>, ConfigError> {
+    list.iter()
+        .map(|p| {
+            Pattern::parse(p).ok_or_else(|| {
+                bad(
+                    name,
+                    field,
+                    format!("`{p}` is not an event type or a prefix pattern such as `invoice.*`"),
+                )
+            })
+        })
+        .collect()
+}
+
+impl Destination {
+    fn read(name: &str, value: Value, sources: &SourceSpecs) -> Result<Destination, ConfigError> {
+        if !valid_name(name) {
+            return Err(bad(name, "name", "1 to 64 letters, digits, `-` and `_`"));
+        }
+        let w: Written = serde_json::from_value(value).map_err(|e| bad(name, "*", e))?;
+        let target = Target::parse(&w.target).map_err(|e| bad(name, "target", e))?;
+        if w.sources.is_empty() {
+            return Err(bad(name, "sources", "names no source"));
+        }
+        for s in &w.sources {
+            match sources.get(s) {
+                None => {
+                    return Err(bad(
+                        name,
+                        "sources",
+                        format!("`{s}` is not in WEBHOOK_SOURCES"),
+                    ))
+                }
+                Some(spec) if spec.delivery == Delivery::AtMostOnce => {
+                    return Err(bad(
+                        name,
+                        "sources",
+                        format!(
+                            "`{s}` is at_most_once: destinations keep their state in the ledger"
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        let include = match &w.event_types {
+            Some(list) if list.is_empty() => {
+                return Err(bad(
+                    name,
+                    "event_types",
+                    "an empty list would take nothing; leave it out to take every type",
+                ))
+            }
+            Some(list) => Some(patterns(name, "event_types", list)?),
+            None => None,
+        };
+        let exclude = patterns(name, "exclude_event_types", &w.exclude_event_types)?;
+        let https = matches!(target, Target::Https(_));
+        if !https && (!w.signing_secret.is_empty() || w.timeout_ms.is_some()) {
+            return Err(bad(
+                name,
+                "signing_secret",
+                "only an https:// target signs and times out",
+            ));
+        }
+        let signing_secrets = w
+            .signing_secret
+            .iter()
+            .map(|r| {
+                SecretRef::parse(r).ok_or_else(|| {
+                    bad(
+                        name,
+                        "signing_secret",
+                        format!("`{r}` is not env:NAME or secretsmanager:NAME_OR_ARN"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if let Some(ms) = w.timeout_ms {
+            if ms == 0 || ms > crate::config::env::MAX_FORWARD_TIMEOUT_MS {
+                return Err(bad(name, "timeout_ms", "must be between 1 and 900000"));
+            }
+        }
+        Ok(Destination {
+            name: name.to_owned(),
+            target,
+            sources: w.sources.into_iter().collect(),
+            filter: Filter { include, exclude },
+            signing_secrets,
+            timeout_ms: w.timeout_ms,
+        })
+    }
+}
+
+/// Every destination, by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Routes(BTreeMap<String, Destination>);
+
+impl Routes {
+    /// No destination: every source forwards to `FORWARD_URL`.
+    pub fn none() -> Routes {
+        Routes::default()
+    }
+
+    /// `WEBHOOK_DESTINATIONS`, checked against the sources; a blank value is no destination.
+    pub fn parse(json: &str, sources: &SourceSpecs) -> Result<Routes, ConfigError> {
+        if json.trim().is_empty() {
+            return Ok(Routes::none());
+        }
+        let entries: Vec<(String, Value)> = serde_json::from_str::<Entries>(json)
+            .map_err(|e| ConfigError::BadVar {
+                name: DESTINATIONS_VAR,
+                message: format!("not a JSON object of destinations: {e}"),
+            })?
+            .0;
+        let mut out = BTreeMap::new();
+        for (name, value) in entries {
+            let d = Destination::read(&name, value, sources)?;
+            if out.insert(name.clone(), d).is_some() {
+                return Err(bad(&name, "name", "declared more than once"));
+            }
+        }
+        Ok(Routes(out))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Destination> {
+        self.0.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Destination> {
+        self.0.values()
+    }
+
+    /// Whether some destination names this source: its events go to destinations, never to
+    /// `FORWARD_URL`.
+    pub fn routes(&self, source: &str) -> bool {
+        self.0.values().any(|d| d.sources.contains(source))
+    }
+
+    /// The destinations an event of `source` with this type goes to, by name (possibly none:
+    /// the filters left it out everywhere).
+    pub fn destinations_for(&self, source: &str, event_type: Option<&str>) -> Vec<&str> {
+        self.0
+            .values()
+            .filter(|d| d.sources.contains(source) && d.filter.admits(event_type))
+            .map(|d| d.name.as_str())
+            .collect()
+    }
+}
+
+/// The entries of a JSON object in document order, a name given twice kept twice.
+struct Entries(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object, one entry per destination")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+use super::*;
+
+fn sources() -> SourceSpecs {
+    SourceSpecs::parse(
+        r#"{"stripe": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}},
+            "github": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+    )
+    .unwrap()
+}
+
+const ROUTES: &str = r#"{
+  "billing": {"target": "https://billing.example/hooks", "sources": ["stripe"],
+              "event_types": ["invoice.*"], "exclude_event_types": ["invoice.upcoming"],
+              "signing_secret": ["env:BILLING_SECRET"], "timeout_ms": 5000},
+  "bus": {"target": "arn:aws:events:us-east-1:123456789012:event-bus/payments", "sources": ["stripe"]},
+  "ci": {"target": "arn:aws:sqs:us-east-1:123456789012:ci", "sources": ["github"], "event_types": ["push"]}
+}"#;
+
+#[test]
+fn the_route_of_an_event_is_its_source_and_its_type() {
+    let routes = Routes::parse(ROUTES, &sources()).unwrap();
+    assert!(routes.routes("stripe") && routes.routes("github"));
+    assert_eq!(
+        routes.destinations_for("stripe", Some("invoice.paid")),
+        ["billing", "bus"]
+    );
+    assert_eq!(
+        routes.destinations_for("stripe", Some("invoice.upcoming")),
+        ["bus"]
+    );
+    assert_eq!(routes.destinations_for("stripe", None), ["bus"]);
+    assert_eq!(routes.destinations_for("github", Some("push")), ["ci"]);
+    assert!(routes.destinations_for("github", Some("issues")).is_empty());
+    let billing = routes.get("billing").unwrap();
+    assert_eq!(billing.timeout_ms, Some(5000));
+    assert_eq!(
+        billing.signing_secrets,
+        [SecretRef::Env("BILLING_SECRET".into())]
+    );
+    assert!(Routes::parse("  ", &sources()).unwrap().is_empty());
+}
+
+#[test]
+fn a_bad_destination_stops_start_up_naming_it_and_the_field() {
+    let cases = [
+        (
+            r#"{"b": {"target": "http://x", "sources": ["stripe"]}}"#,
+            "destination `b`, field `target`",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": []}}"#,
+            "field `sources`: names no source",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["shopify"]}}"#,
+            "`shopify` is not in WEBHOOK_SOURCES",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "event_types": []}}"#,
+            "field `event_types`",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "event_types": ["a*b"]}}"#,
+            "`a*b` is not an event type",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "exclude_event_types": [""]}}"#,
+            "field `exclude_event_types`",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "signing_secret": ["hunter2"]}}"#,
+            "field `signing_secret`",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "timeout_ms": 0}}"#,
+            "field `timeout_ms`",
+        ),
+        (
+            r#"{"b": {"target": "arn:aws:sqs:us-east-1:123456789012:q", "sources": ["stripe"], "timeout_ms": 5}}"#,
+            "only an https:// target",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "filter": "x"}}"#,
+            "unknown field `filter`",
+        ),
+        (
+            r#"{"b c": {"target": "https://x", "sources": ["stripe"]}}"#,
+            "field `name`",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"]}, "b": {"target": "https://y", "sources": ["stripe"]}}"#,
+            "declared more than once",
+        ),
+        (r#"["b"]"#, "not a JSON object of destinations"),
+    ];
+    for (json, says) in cases {
+        let e = Routes::parse(json, &sources()).unwrap_err().to_string();
+        assert!(
+            e.starts_with("environment variable WEBHOOK_DESTINATIONS: "),
+            "{e}"
+        );
+        assert!(e.contains(says), "{json}: {e}");
+    }
+}
+
+#[test]
+fn a_destination_item_is_never_an_event_item() {
+    assert_eq!(
+        destination_key("stripe:evt_1", "billing"),
+        "stripe:evt_1 to:billing"
+    );
+    // Keys hold no space (docs/design.md §1): the pair reads back at the one space.
+    let k = destination_key("stripe:a:b", "ci");
+    assert_eq!(k.split_once(' '), Some(("stripe:a:b", "to:ci")));
+}
