@@ -27,6 +27,10 @@ pub enum Refusal {
     /// Both an inline body and a pointer: which one is the event?
     #[error("refused: both an inline body and a body_ref")]
     BodyAndPointer,
+    /// An `event_type` the receiver never writes (empty, over 256 bytes, a control
+    /// character): routing would read it.
+    #[error("refused: event_type is not one the receiver writes")]
+    EventTypeUnusable,
 }
 
 /// Checks that the envelope's parts agree; `body` is its inline body, decoded (empty where a
@@ -39,6 +43,14 @@ pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
         .is_some_and(|id| !id.is_empty());
     if !of_source {
         return Err(Refusal::KeyOfAnotherSource);
+    }
+    if let Some(event_type) = &envelope.event_type {
+        let usable = !event_type.is_empty()
+            && event_type.len() <= crate::config::MAX_EVENT_TYPE_BYTES
+            && !event_type.chars().any(char::is_control);
+        if !usable {
+            return Err(Refusal::EventTypeUnusable);
+        }
     }
     match &envelope.body_ref {
         Some(pointer) => {
@@ -128,6 +140,20 @@ mod tests {
 
         let env = pointing("github:1", "github", b"{}");
         assert_eq!(check(&env, b"{}"), Err(Refusal::BodyAndPointer));
+    }
+
+    #[test]
+    fn an_event_type_the_receiver_never_writes_is_refused() {
+        let body = br#"{"id":1}"#;
+        let typed = |t: &str| inline("s:1", "s", body).with_event_type(Some(t.to_owned()));
+        assert_eq!(check(&typed("invoice.paid"), body), Ok(()));
+        for bad in [String::new(), "a\u{1}b".to_owned(), "x".repeat(257)] {
+            assert_eq!(
+                check(&typed(&bad), body),
+                Err(Refusal::EventTypeUnusable),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
