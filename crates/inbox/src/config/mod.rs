@@ -12,8 +12,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use crate::signature::Verifier;
 
 pub mod env;
@@ -91,32 +89,6 @@ fn field_error(source: &str, field: &'static str, message: impl Into<String>) ->
     }
 }
 
-/// The entries of a JSON object in document order, a name given twice kept twice.
-struct Entries(Vec<(String, Value)>);
-
-impl<'de> serde::Deserialize<'de> for Entries {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Entries;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object, one entry per source")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Entries, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry::<String, Value>()? {
-                    entries.push(entry);
-                }
-                Ok(Entries(entries))
-            }
-        }
-        deserializer.deserialize_map(Visitor)
-    }
-}
-
 /// Every source, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SourceSpecs(BTreeMap<String, SourceSpec>);
@@ -126,7 +98,7 @@ impl SourceSpecs {
     pub fn parse(json: &str) -> Result<SourceSpecs, ConfigError> {
         // Entries read in order, duplicates kept: a JSON object read into a map keeps only
         // the last of two entries of one name, silently.
-        let Entries(entries) =
+        let crate::json_fields::Entries(entries) =
             serde_json::from_str(json).map_err(|e| ConfigError::NotAnObject(e.to_string()))?;
         if entries.is_empty() {
             return Err(ConfigError::NoSources);

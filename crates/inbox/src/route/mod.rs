@@ -182,12 +182,13 @@ impl Routes {
         if json.trim().is_empty() {
             return Ok(Routes::none());
         }
-        let entries: Vec<(String, Value)> = serde_json::from_str::<Entries>(json)
-            .map_err(|e| ConfigError::BadVar {
-                name: DESTINATIONS_VAR,
-                message: format!("not a JSON object of destinations: {e}"),
-            })?
-            .0;
+        let entries: Vec<(String, Value)> =
+            serde_json::from_str::<crate::json_fields::Entries>(json)
+                .map_err(|e| ConfigError::BadVar {
+                    name: DESTINATIONS_VAR,
+                    message: format!("not a JSON object of destinations: {e}"),
+                })?
+                .0;
         let mut out = BTreeMap::new();
         for (name, value) in entries {
             let d = Destination::read(&name, value, sources)?;
@@ -224,32 +225,6 @@ impl Routes {
             .filter(|d| d.sources.contains(source) && d.filter.admits(event_type))
             .map(|d| d.name.as_str())
             .collect()
-    }
-}
-
-/// The entries of a JSON object in document order, a name given twice kept twice.
-struct Entries(Vec<(String, Value)>);
-
-impl<'de> Deserialize<'de> for Entries {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Entries;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object, one entry per destination")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Entries, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry::<String, Value>()? {
-                    entries.push(entry);
-                }
-                Ok(Entries(entries))
-            }
-        }
-        deserializer.deserialize_map(Visitor)
     }
 }
 
