@@ -195,6 +195,8 @@ fn the_consumer_role_is_scoped_to_its_queue() {
     let sqs: Vec<_> = statements
         .iter()
         .filter(|s| **s != dead_letter)
+        // The destinations' queues (DestinationQueueArns, only when given): destinations.rs.
+        .filter(|(_, resource)| *resource != reference("DestinationQueueArns"))
         .filter(|(actions, _)| actions.iter().any(|a| a.starts_with("sqs:")))
         .collect();
     assert!(!sqs.is_empty(), "the consumer may poll its queue");
@@ -219,7 +221,8 @@ fn the_consumer_role_is_scoped_to_its_queue() {
     }
     for (actions, resource) in &statements {
         // Object keys need a prefix pattern: it reads the bodies behind pointers and writes
-        // only the archive's envelopes too big for a Firehose record.
+        // only the archive's envelopes too big for a Firehose record (and, with destinations,
+        // the bodies too big for them).
         if actions.iter().any(|a| a.starts_with("s3:")) {
             let allowed = [
                 (
@@ -229,6 +232,11 @@ fn the_consumer_role_is_scoped_to_its_queue() {
                 (
                     vec!["s3:PutObject".to_owned()],
                     json!({"Fn::Sub": "${PayloadBucket.Arn}/archive/*"}),
+                ),
+                // With an ARN destination: a body too big for it, as a pointer (destinations.rs).
+                (
+                    vec!["s3:PutObject".to_owned()],
+                    json!({"Fn::Sub": "${PayloadBucket.Arn}/payloads/*"}),
                 ),
             ];
             assert!(
@@ -627,6 +635,7 @@ fn the_consumer_dead_letters_after_max_failures_and_max_receive_count_is_a_safet
 }
 
 mod deployer_policy;
+mod destinations;
 mod first_deploy;
 mod function_url;
 mod payload_bucket;

@@ -109,6 +109,13 @@ pub struct PauseArgs {
     /// Seconds to wait for the mapping to settle (Disabled, Enabled).
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     pub wait: u64,
+    /// One destination only (docs/routing.md): its events wait, the mapping and the other
+    /// destinations run on.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["uuid", "function"])]
+    pub destination: Option<String>,
+    /// With --destination: the ledger table [default: the stack's LedgerTableName].
+    #[arg(long, value_name = "LEDGER_TABLE", requires = "destination", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
 }
 
 /// `status`'s arguments.
@@ -275,6 +282,15 @@ pub struct RedriveArgs {
     pub wait: u64,
 }
 
+/// `pause` (`paused`) or `resume`: one destination's switch with `--destination`, else the
+/// event source mapping.
+async fn pause(args: &PauseArgs, paused: bool) -> anyhow::Result<ExitCode> {
+    match &args.destination {
+        Some(name) => crate::destination_pause::run(args, name, paused).await,
+        None => esm::run(args, !paused).await,
+    }
+}
+
 impl Cli {
     /// Runs the command, printing its output to stdout and an error to stderr. Exit code 0
     /// when done; 1 when it failed, found nothing, or the audit met a configuration error.
@@ -296,8 +312,8 @@ impl Cli {
             Command::Lookup(args) => ("inbox-ops", lookup::run(args).await),
             Command::Replay(args) => ("replay", replay::run(args).await),
             Command::Redrive(args) => ("inbox-ops", redrive::run(args).await),
-            Command::Pause(args) => ("inbox-ops", esm::run(args, false).await),
-            Command::Resume(args) => ("inbox-ops", esm::run(args, true).await),
+            Command::Pause(args) => ("inbox-ops", pause(args, true).await),
+            Command::Resume(args) => ("inbox-ops", pause(args, false).await),
             Command::Status(args) => ("inbox-ops", status::run(args).await),
             Command::Smoke(args) => (
                 "smoke",
@@ -542,7 +558,9 @@ mod tests {
             parse(&["pause"], &[]).unwrap(),
             Some(Command::Pause(PauseArgs {
                 mapping: MappingArgs::default(),
-                wait: 60
+                wait: 60,
+                destination: None,
+                table: None,
             })),
             "the default stack's mapping (esm::Locator)"
         );
@@ -563,7 +581,9 @@ mod tests {
             parse(&["pause", "--stack", "webhook-inbox"], &[]).unwrap(),
             Some(Command::Pause(PauseArgs {
                 mapping: stack.clone(),
-                wait: 60
+                wait: 60,
+                destination: None,
+                table: None,
             }))
         );
         assert_eq!(
@@ -573,9 +593,38 @@ mod tests {
                     uuid: Some("u-1".into()),
                     ..MappingArgs::default()
                 },
-                wait: 5
+                wait: 5,
+                destination: None,
+                table: None,
             }))
         );
+        assert_eq!(
+            parse(
+                &[
+                    "pause",
+                    "--destination",
+                    "billing",
+                    "--table",
+                    "t",
+                    "--stack",
+                    "s"
+                ],
+                &[]
+            )
+            .unwrap(),
+            Some(Command::Pause(PauseArgs {
+                mapping: MappingArgs {
+                    stack: Some("s".into()),
+                    ..MappingArgs::default()
+                },
+                wait: 60,
+                destination: Some("billing".into()),
+                table: Some("t".into()),
+            }))
+        );
+        // A destination's switch is on the stack's table, not a mapping's.
+        assert!(parse(&["pause", "--destination", "b", "--uuid", "u"], &[]).is_err());
+        assert!(parse(&["resume", "--table", "t"], &[]).is_err());
         assert_eq!(
             parse(
                 &["status", "--function", "consumer", "--json"],

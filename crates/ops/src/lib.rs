@@ -9,6 +9,7 @@ pub mod audit;
 pub mod aws;
 pub mod cli;
 pub mod console;
+pub mod destination_pause;
 pub mod esm;
 pub mod lookup;
 pub mod preflight;

@@ -96,3 +96,58 @@ async fn pause_and_resume_the_stacks_mapping_while_the_receiver_accepts() {
     let status = status_json(&["--uuid", &uuid]).await;
     assert_eq!(status["paused"], false, "a failed pause changed nothing");
 }
+
+/// The paused destinations on the stack's pause board, as the consumer reads them.
+async fn paused_destinations(aws: &LocalAws) -> Vec<String> {
+    inbox::destination::pause::PauseBoard::new(aws.dynamo.clone(), &aws.stack.table)
+        .paused()
+        .await
+        .expect("the pause board reads")
+        .into_iter()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_and_resume_one_destination_on_the_pause_board() {
+    let aws = LocalAws::new("ops-pause-destination").await;
+    let stack = aws.stack.name.clone();
+    assert!(paused_destinations(&aws).await.is_empty());
+
+    let (code, out, err) =
+        inbox_ops(&["pause", "--destination", "billing", "--stack", &stack]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("paused: destination billing (table "),
+        "{out}"
+    );
+    assert!(out.contains("paused destinations: billing\n"), "{out}");
+    assert_eq!(paused_destinations(&aws).await, ["billing"]);
+    // Twice is once; a second destination joins it; the mapping is untouched.
+    for name in ["billing", "crm"] {
+        let (code, _, err) = inbox_ops(&["pause", "--destination", name, "--stack", &stack]).await;
+        assert_eq!(code, 0, "{err}");
+    }
+    assert_eq!(paused_destinations(&aws).await, ["billing", "crm"]);
+    assert_eq!(status_json(&["--stack", &stack]).await["paused"], false);
+
+    let (code, out, err) = inbox_ops(&[
+        "resume",
+        "--destination",
+        "billing",
+        "--table",
+        &aws.stack.table,
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("paused destinations: crm\n"), "{out}");
+    assert_eq!(paused_destinations(&aws).await, ["crm"]);
+
+    // A name no destination can have: refused, the board unchanged.
+    let (code, _, err) = inbox_ops(&["pause", "--destination", "no good", "--stack", &stack]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("a destination name is 1 to 64 letters"),
+        "{err}"
+    );
+    assert_eq!(paused_destinations(&aws).await, ["crm"]);
+}

@@ -53,6 +53,19 @@ pub const OPTIONAL_RESOURCES_ON: &[(&str, &str)] = &[
         "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-inbox/github-??????",
     ),
     ("ReceiverReservedConcurrency", "5"),
+    // Choose statements of the consumer's role, no resource: given for the same reason.
+    (
+        "DestinationBusArns",
+        "arn:aws:events:us-east-1:123456789012:event-bus/payments",
+    ),
+    (
+        "DestinationQueueArns",
+        "arn:aws:sqs:us-east-1:123456789012:ci-events.fifo",
+    ),
+    (
+        "DestinationFunctionArns",
+        "arn:aws:lambda:us-east-1:123456789012:function:crm-sync",
+    ),
 ];
 
 /// The resource types of SAM CLI's `aws-sam-cli-managed-default` stack (its artifact bucket

@@ -66,7 +66,8 @@ fn bad(name: &str, field: &str, message: impl std::fmt::Display) -> ConfigError 
     }
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` is a destination name: 1 to 64 letters, digits, `-` and `_`.
+pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
