@@ -31,6 +31,22 @@ pub fn local_dir() -> PathBuf {
     root().join(".local")
 }
 
+/// Each source with its preset where it has one (`github (preset github)`), as the demo
+/// declares them.
+fn describe_sources(json: &str) -> String {
+    match inbox::SourceSpecs::parse(json) {
+        Ok(specs) => specs
+            .iter()
+            .map(|s| match &s.preset {
+                Some(preset) => format!("{} (preset {preset})", s.name),
+                None => format!("{} ({})", s.name, s.scheme.name()),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(e) => format!("(not parsed: {e})"),
+    }
+}
+
 /// Prints a progress line with the time since `start`.
 pub fn step(start: Instant, text: &str) {
     eprintln!("[{:>6.1}s] {text}", start.elapsed().as_secs_f64());
@@ -130,6 +146,7 @@ impl Stack {
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let sor = SystemOfRecord::start();
         let (sources, secrets) = testkit::stack_sources();
+        step(start, &format!("sources: {}", describe_sources(&sources)));
         local_stack::put_secrets(&sdk, &secrets).await?;
         step(
             start,
