@@ -9,6 +9,12 @@
 //! once only where a consumer died between its side effect and `complete` (bounded by the
 //! consumer kills), always with the same `Idempotency-Key`.
 //!
+//! The same storm with two destinations (docs/routing.md) instead of the forward: a FIFO queue
+//! and a standard queue on the local server. Every (event, destination) pair is COMPLETED, the
+//! FIFO queue holds each event exactly once (its deduplication id is the key and the
+//! destination), the standard queue each at least once and a second copy only where a
+//! consumer died between its send and its record.
+//!
 //! Bounded in time: 30 events, two deliveries each, and a deadline on every wait.
 
 use std::collections::BTreeSet;
@@ -23,6 +29,7 @@ use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{github_headers, LocalAws, SystemOfRecord};
 use futures::StreamExt as _;
 use inbox::ledger::{LedgerStore, Status};
+use inbox::route::destination_key;
 
 const EVENTS: u32 = 30;
 const DELIVERIES_PER_EVENT: u32 = 2;
@@ -119,15 +126,75 @@ async fn consume_round(bridge: &Bridge, cx_emu: &Emulator) -> Option<Round> {
         .expect("a bridge round")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// The storm's processes, queue and counts, once every event took effect.
+struct Storm {
+    cx_emu: Emulator,
+    receivers: Supervisor,
+    consumers: Supervisor,
+    bridge: Bridge,
+    started: Instant,
+    /// The statuses each delivery saw.
+    answers: Vec<Vec<u16>>,
+    rx_kills: u64,
+    cx_kills: u64,
+}
+
+impl Storm {
+    /// What is left on the queue (redeliveries of completed keys) runs out.
+    async fn drain_rest(&self) {
+        while consume_round(&self.bridge, &self.cx_emu).await.is_some() {
+            assert!(self.started.elapsed() < DEADLINE, "the queue did not drain");
+        }
+    }
+
+    /// Every delivery was answered 200 in the end; the kills happened, each process killed
+    /// was replaced, and no other died.
+    fn check_answers_and_kills(&self) {
+        assert!(
+            self.answers.iter().all(|a| a.last() == Some(&200)),
+            "{:?}",
+            self.answers
+        );
+        assert!(self.rx_kills >= KILLS && self.cx_kills >= KILLS);
+        assert_eq!(
+            (self.receivers.restarts(), self.consumers.restarts()),
+            (self.rx_kills, self.cx_kills),
+            "restarts (receivers, consumers) against kills"
+        );
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} deliveries, {} receiver and {} consumer kills ({} and {} invocations died with \
+             their process), in {:.1?}",
+            self.answers.len(),
+            self.rx_kills,
+            self.cx_kills,
+            self.receivers.failed_invocations.load(Ordering::SeqCst),
+            self.consumers.failed_invocations.load(Ordering::SeqCst),
+            self.started.elapsed()
+        )
+    }
+}
+
+/// The keys the storm delivers.
+fn storm_keys() -> BTreeSet<String> {
+    (0..EVENTS).map(|e| format!("github:chaos-{e}")).collect()
+}
+
+/// Runs the storm through both binaries on `aws`'s stack (the consumer's environment with
+/// `consumer_extra` over it) while killing processes, until `done` says every event took
+/// effect.
 #[allow(
     clippy::too_many_lines,
-    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+    reason = "the storm read top to bottom: processes, senders, killer, pumps"
 )]
-async fn sigkilled_functions_lose_and_double_nothing() {
+async fn storm<F, Fut>(aws: &LocalAws, consumer_extra: &[(&str, &str)], done: F) -> Storm
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     let (receiver_bin, consumer_bin) = function_binaries();
-    let aws = LocalAws::new("chaos").await;
-    let sor = SystemOfRecord::start();
     let endpoint = devstack::moto::shared().to_owned();
     let env = |function: &devstack::cloudformation::Function, extra: &[(&str, &str)]| {
         let mut env: Vec<(String, String)> = function
@@ -149,7 +216,7 @@ async fn sigkilled_functions_lose_and_double_nothing() {
     let consumer = FunctionProcess {
         name: "consumer".into(),
         program: consumer_bin,
-        env: env(&aws.stack.consumer, &[("FORWARD_URL", sor.url())]),
+        env: env(&aws.stack.consumer, consumer_extra),
     };
     let rx_emu = Emulator::with_timeout(FUNCTION_TIMEOUT)
         .await
@@ -179,7 +246,6 @@ async fn sigkilled_functions_lose_and_double_nothing() {
     let started = Instant::now();
     let senders_done = AtomicBool::new(false);
     let (rx_kills, cx_kills) = (AtomicU64::new(0), AtomicU64::new(0));
-    let keys: BTreeSet<String> = (0..EVENTS).map(|e| format!("github:chaos-{e}")).collect();
 
     let senders = async {
         let order: Vec<u32> = (0..EVENTS * DELIVERIES_PER_EVENT)
@@ -224,62 +290,73 @@ async fn sigkilled_functions_lose_and_double_nothing() {
             }
         }
     };
-    let cx_emu = &cx_emu;
-    let ledger = aws.ledger();
-    let ledger = &ledger;
-    // Done when every key is COMPLETED in the ledger, not merely applied: a consumer killed
-    // between the side effect and `complete` leaves its key PROCESSING until the lease runs
-    // out, and only the message's next delivery completes it.
-    let all_completed = || async {
-        for key in &keys {
-            if sor.applied_for(key) == 0 {
-                return false;
-            }
-            let item = ledger.get(key).await.expect("get");
-            if item.map(|i| i.status) != Some(Status::Completed) {
-                return false;
-            }
-        }
-        true
-    };
-    let pump = || async {
+    let cx_emu_ref = &cx_emu;
+    let (bridge_ref, done_ref, senders_done_ref) = (&bridge, &done, &senders_done);
+    let pump = || async move {
         loop {
-            if senders_done.load(Ordering::SeqCst) && all_completed().await {
+            if senders_done_ref.load(Ordering::SeqCst) && done_ref().await {
                 return;
             }
             assert!(
                 started.elapsed() < DEADLINE,
-                "not every key was COMPLETED: applied {:?}",
-                sor.applied()
+                "not every event took effect in time"
             );
-            let round = consume_round(&bridge, cx_emu).await;
+            let round = consume_round(bridge_ref, cx_emu_ref).await;
             if round.is_none() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     };
     let (answers, (), (), ()) = tokio::join!(senders, killer, pump(), pump());
+    Storm {
+        cx_emu,
+        receivers,
+        consumers,
+        bridge,
+        started,
+        answers,
+        rx_kills: rx_kills.load(Ordering::SeqCst),
+        cx_kills: cx_kills.load(Ordering::SeqCst),
+    }
+}
 
-    // Every delivery was answered 200 in the end; the kills showed as 502s to some.
-    assert!(
-        answers.iter().all(|a| a.last() == Some(&200)),
-        "{answers:?}"
-    );
-    let rx_kills = rx_kills.load(Ordering::SeqCst);
-    let cx_kills = cx_kills.load(Ordering::SeqCst);
-    assert!(rx_kills >= KILLS && cx_kills >= KILLS);
-    // Each kill returned once its process was replaced; no process died but those killed.
-    assert_eq!(
-        (receivers.restarts(), consumers.restarts()),
-        (rx_kills, cx_kills),
-        "restarts (receivers, consumers) against kills"
-    );
+/// Whether every key's item (and each of its pairs with `destinations`) is COMPLETED.
+async fn all_completed(
+    ledger: &impl LedgerStore,
+    keys: &BTreeSet<String>,
+    destinations: &[&str],
+) -> bool {
+    for key in keys {
+        let items = std::iter::once(key.clone())
+            .chain(destinations.iter().map(|d| destination_key(key, d)));
+        for item in items {
+            let found = ledger.get(&item).await.expect("get");
+            if found.map(|i| i.status) != Some(Status::Completed) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkilled_functions_lose_and_double_nothing() {
+    let aws = LocalAws::new("chaos").await;
+    let sor = SystemOfRecord::start();
+    let keys = storm_keys();
+    let ledger = aws.ledger();
+    // Done when every key is COMPLETED in the ledger, not merely applied: a consumer killed
+    // between the side effect and `complete` leaves its key PROCESSING until the lease runs
+    // out, and only the message's next delivery completes it.
+    let done = || async {
+        keys.iter().all(|k| sor.applied_for(k) > 0) && all_completed(&ledger, &keys, &[]).await
+    };
+    let storm = storm(&aws, &[("FORWARD_URL", sor.url())], done).await;
+    storm.check_answers_and_kills();
 
     // What is left on the queue (redeliveries of completed keys) runs out without a call.
     let at_completion = sor.applied();
-    while consume_round(&bridge, cx_emu).await.is_some() {
-        assert!(started.elapsed() < DEADLINE, "the queue did not drain");
-    }
+    storm.drain_rest().await;
     let applied = sor.applied();
     assert_eq!(
         applied, at_completion,
@@ -293,26 +370,90 @@ async fn sigkilled_functions_lose_and_double_nothing() {
         keys,
         "the keys the system of record applied"
     );
-    for key in &keys {
-        let item = ledger.get(key).await.expect("get").expect("a ledger item");
-        assert_eq!(item.status, Status::Completed, "{key}: {item:?}");
-    }
+    assert!(all_completed(&ledger, &keys, &[]).await);
     // Exactly once, for a system of record that honours the Idempotency-Key; a second call
     // of a key only where a consumer died between its side effect and `complete`.
     let extra: u64 = applied.values().map(|n| n - 1).sum();
     assert!(
-        extra <= cx_kills * BATCH,
-        "{extra} repeated calls for {cx_kills} consumer kills: {applied:?}"
+        extra <= storm.cx_kills * BATCH,
+        "{extra} repeated calls for {} consumer kills: {applied:?}",
+        storm.cx_kills
     );
     println!(
-        "chaos: {} deliveries, {} receiver and {} consumer kills ({} and {} invocations died \
-         with their process), {} keys applied, {extra} repeated calls, in {:.1?}",
-        answers.len(),
-        rx_kills,
-        cx_kills,
-        receivers.failed_invocations.load(Ordering::SeqCst),
-        consumers.failed_invocations.load(Ordering::SeqCst),
-        applied.len(),
-        started.elapsed()
+        "chaos: {}, {} keys applied, {extra} repeated calls",
+        storm.summary(),
+        applied.len()
+    );
+}
+
+/// A queue on the local server for a destination: its URL and ARN.
+async fn destination_queue(aws: &LocalAws, name: &str, fifo: bool) -> (String, String) {
+    let mut create = aws.sqs.create_queue().queue_name(name);
+    if fifo {
+        create = create.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
+    }
+    let url = create
+        .send()
+        .await
+        .expect("create the destination's queue")
+        .queue_url()
+        .expect("its URL")
+        .to_owned();
+    (url, format!("arn:aws:sqs:us-east-1:123456789012:{name}"))
+}
+
+/// How many messages of each key a destination queue holds (the body's `number` names it).
+async fn copies_by_key(aws: &LocalAws, url: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for m in aws.receive_all(url).await {
+        let body: serde_json::Value =
+            serde_json::from_str(m.body().unwrap_or_default()).expect("the event's JSON body");
+        let n = body["number"].as_u64().expect("the event's number");
+        *out.entry(format!("github:chaos-{n}")).or_insert(0) += 1;
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkilled_functions_apply_each_destination_once() {
+    let ledger_q = format!("{}.fifo", devstack::testkit::unique("chaos-ledger"));
+    let crm_q = devstack::testkit::unique("chaos-crm");
+    // The queues are named before the stack, which names them in Destinations.
+    let aws = LocalAws::with_destinations(
+        "chaos-dest",
+        &serde_json::json!({
+            "ledger": {"target": format!("arn:aws:sqs:us-east-1:123456789012:{ledger_q}"), "sources": ["github"]},
+            "crm": {"target": format!("arn:aws:sqs:us-east-1:123456789012:{crm_q}"), "sources": ["github"]},
+        })
+        .to_string(),
+    )
+    .await;
+    let (ledger_url, _) = destination_queue(&aws, &ledger_q, true).await;
+    let (crm_url, _) = destination_queue(&aws, &crm_q, false).await;
+    let keys = storm_keys();
+    let ledger = aws.ledger();
+    let destinations = ["ledger", "crm"];
+    let done = || all_completed(&ledger, &keys, &destinations);
+    let storm = storm(&aws, &[], done).await;
+    storm.check_answers_and_kills();
+    storm.drain_rest().await;
+    assert!(all_completed(&ledger, &keys, &destinations).await);
+
+    // The FIFO destination: each event exactly once (deduplicated by key and destination).
+    let fifo = copies_by_key(&aws, &ledger_url).await;
+    assert_eq!(fifo.keys().cloned().collect::<BTreeSet<_>>(), keys);
+    assert!(fifo.values().all(|n| *n == 1), "{fifo:?}");
+    // The standard queue: each at least once, a second copy only for a consumer's death.
+    let standard = copies_by_key(&aws, &crm_url).await;
+    assert_eq!(standard.keys().cloned().collect::<BTreeSet<_>>(), keys);
+    let extra: u64 = standard.values().map(|n| n - 1).sum();
+    assert!(
+        extra <= storm.cx_kills * BATCH,
+        "{extra} repeated sends for {} consumer kills: {standard:?}",
+        storm.cx_kills
+    );
+    println!(
+        "chaos with two destinations: {}, {extra} repeated sends to the standard queue",
+        storm.summary()
     );
 }

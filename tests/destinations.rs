@@ -7,7 +7,10 @@
 //! - an EventBridge bus whose rule targets an SQS queue receives each routed event once, with
 //!   `Source` `webhook-inbox.<source>`, `DetailType` the event type and the key in `Detail`;
 //!   an SQS destination receives each once; a filter sends `invoice.paid` to billing and not to
-//!   CI, and `push` to CI and not to billing.
+//!   CI, and `push` to CI and not to billing;
+//! - a destination that keeps failing dead-letters the message: `inbox-ops why` and `lookup`
+//!   show each destination's state (from the stack's `Destinations`, as the consumer reads
+//!   it), and `replay --destination` runs one destination again, not the others.
 //!
 //! Envelopes carrying `event_type` are put on the queue as the receiver writes them once the
 //! source declares its event type (issue 23); the fan-out test goes through the receiver.
@@ -18,7 +21,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use devstack::bridge::Bridge;
 use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
 use inbox::clock::SystemClock;
-use inbox::consumer::{Consumer, ConsumerSettings};
+use inbox::consumer::{Consumer, ConsumerSettings, DEFAULT_MAX_FAILURES};
 use inbox::destination::{Adapter, EventBus, QueueTarget, Targets};
 use inbox::forward::HttpForwarder;
 use inbox::key::sha256_hex;
@@ -26,8 +29,11 @@ use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::Metrics;
 use inbox::queue::{Envelope, Outgoing, Queue as _};
 use inbox::receiver::ReceiverSettings;
+use inbox::redelivery::SqsRedelivery;
 use inbox::route::{destination_key, Routes};
 use inbox::SourceSpecs;
+use inbox_ops::cli::StatusFilter;
+use inbox_ops::replay::{self, Selection};
 use serde_json::Value;
 
 fn specs(aws: &LocalAws) -> SourceSpecs {
@@ -364,4 +370,172 @@ async fn eventbridge_and_sqs_destinations_each_receive_their_events_once() {
             false => assert!(item.is_none(), "{key} never went to {dest}"),
         }
     }
+}
+
+/// The destinations of [`each_destinations_state_is_shown_and_a_replay_runs_one_of_them`],
+/// as the stack's `Destinations` parameter.
+const LEDGER_AND_CRM: &str = r#"{"ledger": {"target": "https://ledger.example/in", "sources": ["github"]},
+    "crm": {"target": "https://crm.example/in", "sources": ["github"]}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: a dead letter of one destination, explained, looked up, replayed"
+)]
+async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
+    let aws = LocalAws::with_destinations("dstate", LEDGER_AND_CRM).await;
+    // inbox-ops reads the destinations from the stack as the consumer does.
+    let stack = inbox_ops::stack::resolve(&aws.sdk, &aws.stack.name)
+        .await
+        .expect("the stack's resources");
+    let routes = stack.routes().expect("the stack's destinations");
+    let consumer_env = aws
+        .stack
+        .consumer
+        .environment
+        .get("WEBHOOK_DESTINATIONS")
+        .expect("the consumer's WEBHOOK_DESTINATIONS");
+    assert_eq!(
+        routes,
+        Routes::parse(consumer_env, &specs(&aws)).expect("routes")
+    );
+    let (ledger_sor, crm_sor) = (SystemOfRecord::start(), SystemOfRecord::start());
+    let targets = Targets::new(
+        BTreeMap::from([
+            ("ledger".to_owned(), http(ledger_sor.url())),
+            ("crm".to_owned(), http(crm_sor.url())),
+        ]),
+        None,
+    );
+    let (cx, _) = aws.archiving_consumer(unused_forward());
+    let cx = cx
+        .with_redelivery(SqsRedelivery::new(
+            aws.sqs.clone(),
+            &aws.resources.queue_url,
+            Some(aws.resources.dlq_url.clone()),
+        ))
+        .with_destinations(routes.clone(), targets);
+    let cx = &cx;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    for id in ["s-1", "s-2"] {
+        let body = format!(r#"{{"n":"{id}"}}"#);
+        let answer = rx
+            .handle(post(
+                "github",
+                &github_headers(id, body.as_bytes()),
+                body.as_bytes(),
+            ))
+            .await;
+        assert_eq!(answer.status(), 200);
+    }
+    // The CRM never takes s-2: at its MAX_FAILURES-th failure the message is dead-lettered.
+    crm_sor.fail_key("github:s-2", 1000);
+    let b = bridge(&aws).await;
+    drain(&b, |e| async move {
+        Ok(cx.handle_batch(&e.records, "req", None).await)
+    })
+    .await;
+    let max = DEFAULT_MAX_FAILURES;
+    assert_eq!(crm_sor.calls_for("github:s-2"), u64::from(max));
+    assert_eq!(ledger_sor.calls_for("github:s-2"), 1, "never re-run");
+
+    // why: the dead letter, each destination's state, and which one is left.
+    let ledger = aws.ledger();
+    let why = inbox_ops::why::why(&aws.sqs, &ledger, &routes, &aws.resources.dlq_url, 5)
+        .await
+        .expect("why");
+    assert_eq!(why.letters.len(), 1);
+    let letter = &why.letters[0];
+    assert_eq!(letter.key(), Some("github:s-2"));
+    let states: Vec<(String, Option<Status>, u32)> = letter
+        .destinations
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.record.as_ref().map(|r| r.status),
+                s.record.as_ref().map_or(0, |r| r.failures),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("crm".to_owned(), Some(Status::Failed), max),
+            ("ledger".to_owned(), Some(Status::Completed), 0),
+        ]
+    );
+    let now = testkit::now_ms();
+    let hint = letter.hint(now);
+    assert!(hint.starts_with("destination(s) crm not applied"), "{hint}");
+    let text = why.to_text(now);
+    assert!(
+        text.contains(&format!(
+            "  to crm: FAILED  attempts {max}  failures {max}  last_error: "
+        )),
+        "{text}"
+    );
+    assert!(text.contains("  to ledger: COMPLETED"), "{text}");
+    assert_eq!(
+        why.to_json(now)["messages"][0]["destinations"][0]["failures"],
+        max
+    );
+
+    // lookup: the event's item, and each destination's item under `destinations`.
+    let table = aws.resources.table.as_str();
+    let item = inbox_ops::lookup::lookup(&aws.dynamo, table, "github:s-2")
+        .await
+        .expect("lookup")
+        .expect("the item");
+    let pairs =
+        inbox_ops::lookup::destination_items(&aws.dynamo, table, &routes, "github:s-2", &item)
+            .await
+            .expect("the destinations' items")
+            .expect("a routed source");
+    assert_eq!(pairs["crm"]["status"], "FAILED");
+    assert_eq!(pairs["crm"]["failures"], max);
+    assert_eq!(pairs["ledger"]["status"], "COMPLETED");
+    assert_eq!(pairs["ledger"]["pk"], "github:s-2 to:ledger");
+
+    // replay --destination crm of s-1 (both applied): the CRM once more, the ledger not.
+    let store = aws.payload_store();
+    let one = Selection::Key("github:s-1".into());
+    assert!(replay::check_destination(&routes, &one, "crm").is_ok());
+    let unknown = replay::check_destination(&routes, &one, "billing").unwrap_err();
+    assert!(
+        unknown.to_string().contains("known: crm, ledger"),
+        "{unknown}"
+    );
+    let picked = replay::select_for(&store, &ledger, &one, StatusFilter::Completed, Some("crm"))
+        .await
+        .expect("select");
+    assert_eq!(picked.len(), 1);
+    assert_eq!(picked[0].envelope.destination.as_deref(), Some("crm"));
+    replay::send(&aws.queue(), &picked, "rp-crm", 50, |_| {})
+        .await
+        .expect("send");
+    drain(&b, |e| async move {
+        Ok(cx.handle_batch(&e.records, "req", None).await)
+    })
+    .await;
+    assert_eq!(crm_sor.calls_for("github:s-1"), 2, "once, then the replay");
+    assert_eq!(ledger_sor.calls_for("github:s-1"), 1, "not replayed");
+    let crm_pair = ledger
+        .get(&destination_key("github:s-1", "crm"))
+        .await
+        .expect("get")
+        .expect("the pair");
+    assert_eq!(crm_pair.status, Status::Completed);
+    assert!(crm_pair.replays.contains("rp-crm"), "{crm_pair:?}");
+    // The CRM's failed pair is what --status failed selects for it; the ledger's is not.
+    let failed = replay::select_for(
+        &store,
+        &ledger,
+        &Selection::Key("github:s-2".into()),
+        StatusFilter::Failed,
+        Some("ledger"),
+    )
+    .await
+    .expect("select");
+    assert!(failed.is_empty(), "the ledger's pair of s-2 completed");
 }

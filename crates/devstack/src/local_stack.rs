@@ -202,7 +202,17 @@ pub async fn deploy_with(
     secret_arns: &[String],
 ) -> anyhow::Result<Stack> {
     let parameters = parameters(sources, forward_url, secret_arns)?;
-    let mut stack = deploy_local_with(sdk, &stack_name(label), &parameters).await?;
+    deploy_parameters(sdk, label, &parameters).await
+}
+
+/// The stack `stack_name(label)`, created with these parameters ([`parameters`] and any
+/// others over them, such as `Destinations`).
+pub async fn deploy_parameters(
+    sdk: &aws_config::SdkConfig,
+    label: &str,
+    parameters: &Parameters,
+) -> anyhow::Result<Stack> {
+    let mut stack = deploy_local_with(sdk, &stack_name(label), parameters).await?;
     put_secrets_moto_skips(sdk, &mut stack).await?;
     Ok(stack)
 }

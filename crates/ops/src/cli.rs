@@ -248,6 +248,10 @@ pub struct ReplayArgs {
     /// The replay's id [default: a new one]; the same id again sends nothing that already ran.
     #[arg(long, value_name = "ID")]
     pub replay_id: Option<String>,
+    /// One destination of a routed event only (docs/routing.md); --status then reads that
+    /// destination's item.
+    #[arg(long, value_name = "NAME", value_parser = destination_name)]
+    pub destination: Option<String>,
     /// The payload bucket [default: the stack's PayloadBucketName].
     #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
     pub bucket: Option<String>,
@@ -280,6 +284,17 @@ pub struct RedriveArgs {
     /// Seconds to wait for a move task to finish.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WAIT_SECONDS)]
     pub wait: u64,
+}
+
+/// `--destination`: a destination's name (1 to 64 letters, digits, `-` and `_`).
+fn destination_name(text: &str) -> Result<String, String> {
+    if inbox::route::valid_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is not a destination name (1 to 64 letters, digits, `-` and `_`)"
+        ))
+    }
 }
 
 /// `pause` (`paused`) or `resume`: one destination's switch with `--destination`, else the
@@ -449,6 +464,7 @@ mod tests {
                 dry_run: true,
                 rate: 5,
                 replay_id: None,
+                destination: None,
                 bucket: Some("b".into()),
                 table: Some("t".into()),
                 queue: Some("q".into()),

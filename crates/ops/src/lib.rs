@@ -10,6 +10,7 @@ pub mod aws;
 pub mod cli;
 pub mod console;
 pub mod destination_pause;
+pub mod destination_state;
 pub mod esm;
 pub mod lookup;
 pub mod preflight;

@@ -1,4 +1,5 @@
-//! `inbox-ops lookup`: one ledger item, every attribute, as plain JSON (a consistent read);
+//! `inbox-ops lookup`: one ledger item, every attribute, as plain JSON (a consistent read),
+//! and for a routed event each destination's item under `destinations` (docs/routing.md);
 //! with `--body`, the event's body from the archive (docs/design.md §12).
 
 use std::process::ExitCode;
@@ -72,6 +73,28 @@ pub async fn lookup(
                 .collect(),
         )
     }))
+}
+
+/// The items of the (event, destination) pairs of an event item (`lookup`'s answer), by
+/// destination name, every attribute (`null`: not taken yet); `None` where `routes` sends
+/// the item's source to no destination.
+pub async fn destination_items(
+    dynamo: &aws_sdk_dynamodb::Client,
+    table: &str,
+    routes: &inbox::route::Routes,
+    key: &str,
+    item: &Value,
+) -> anyhow::Result<Option<Value>> {
+    let source = item["source"].as_str().unwrap_or_default();
+    if !routes.routes(source) {
+        return Ok(None);
+    }
+    let mut out = serde_json::Map::new();
+    for name in routes.destinations_for(source, item["event_type"].as_str()) {
+        let pair = lookup(dynamo, table, &inbox::route::destination_key(key, name)).await?;
+        out.insert(name.to_owned(), pair.unwrap_or(Value::Null));
+    }
+    Ok(Some(Value::Object(out)))
 }
 
 /// The body of `key` as the archive holds it (following the envelope's pointer into the
@@ -173,7 +196,17 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
     }
     let dynamo = aws::dynamo(&sdk);
     match lookup(&dynamo, table, key).await? {
-        Some(item) => {
+        Some(mut item) => {
+            match stack.routes().await {
+                Ok(routes) => {
+                    if let Some(states) =
+                        destination_items(&dynamo, table, &routes, key, &item).await?
+                    {
+                        item["destinations"] = states;
+                    }
+                }
+                Err(e) => eprintln!("destinations not shown: {e:#}"),
+            }
             println!("{item:#}");
             Ok(ExitCode::SUCCESS)
         }

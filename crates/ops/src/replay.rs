@@ -8,7 +8,9 @@
 //! (`replay_id`) and in the `MessageDeduplicationId` (`<key>#replay:<id>`, made SQS-safe), so
 //! the consumer runs the side effect once more per replay id, COMPLETED or not, and a second
 //! delivery of the same replay, or the same command run again with `--replay-id`, does
-//! nothing more. No index beyond S3 itself.
+//! nothing more. With `--destination`, the replay runs for that one destination of a routed
+//! event (docs/routing.md): the envelope names it, the deduplication id too, and `--status`
+//! reads that destination's item. No index beyond S3 itself.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -81,9 +83,13 @@ pub fn new_replay_id(now_ms: i64) -> String {
     format!("rp-{stamp}-{}", &noise[..8])
 }
 
-/// The `MessageDeduplicationId` of a replay (before [`Outgoing::new`] makes it SQS-safe).
-pub fn replay_dedup(key: &str, replay_id: &str) -> String {
-    format!("{key}#replay:{replay_id}")
+/// The `MessageDeduplicationId` of a replay (before [`Outgoing::new`] makes it SQS-safe); a
+/// replay for one destination adds `#to:<name>`, so it is not taken for the whole event's.
+pub fn replay_dedup(key: &str, replay_id: &str, destination: Option<&str>) -> String {
+    match destination {
+        Some(name) => format!("{key}#replay:{replay_id}#to:{name}"),
+        None => format!("{key}#replay:{replay_id}"),
+    }
 }
 
 /// The archived envelope of a ledger item's key, and the object holding it: searched in the
@@ -142,10 +148,54 @@ pub async fn select(
     selection: &Selection,
     status: StatusFilter,
 ) -> anyhow::Result<Vec<Candidate>> {
+    select_for(store, ledger, selection, status, None).await
+}
+
+/// [`select`] for one destination: each candidate's envelope names it, and the status is
+/// that of its (event, destination) item (`None`: the event's own).
+pub async fn select_for(
+    store: &impl ObjectStore,
+    ledger: &impl LedgerStore,
+    selection: &Selection,
+    status: StatusFilter,
+    destination: Option<&str>,
+) -> anyhow::Result<Vec<Candidate>> {
+    let mut out = select_events(store, ledger, selection, status, destination).await?;
+    if let Some(name) = destination {
+        for c in &mut out {
+            c.envelope.destination = Some(name.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The ledger status [`select_for`] filters on: the event's item, or its destination's.
+async fn status_of(
+    ledger: &impl LedgerStore,
+    key: &str,
+    destination: Option<&str>,
+) -> anyhow::Result<Option<Status>> {
+    let item = match destination {
+        Some(name) => inbox::route::destination_key(key, name),
+        None => key.to_owned(),
+    };
+    Ok(ledger.get(&item).await?.map(|r| r.status))
+}
+
+async fn select_events(
+    store: &impl ObjectStore,
+    ledger: &impl LedgerStore,
+    selection: &Selection,
+    status: StatusFilter,
+    destination: Option<&str>,
+) -> anyhow::Result<Vec<Candidate>> {
     let mut out = Vec::new();
     match selection {
         Selection::Key(key) => {
-            let candidate = archived_envelope(store, ledger, key).await?;
+            let mut candidate = archived_envelope(store, ledger, key).await?;
+            if destination.is_some() {
+                candidate.status = status_of(ledger, key, destination).await?;
+            }
             if status.admits(candidate.status) {
                 out.push(candidate);
             }
@@ -178,7 +228,7 @@ pub async fn select(
                         {
                             continue;
                         }
-                        let found = ledger.get(&envelope.key).await?.map(|r| r.status);
+                        let found = status_of(ledger, &envelope.key, destination).await?;
                         if status.admits(found) {
                             out.push(Candidate {
                                 object: object.clone(),
@@ -196,13 +246,13 @@ pub async fn select(
 }
 
 /// The queue message of a replay: the archived envelope with the replay id, grouped by its
-/// key, deduplicated by key and replay id.
+/// key, deduplicated by key, replay id and (where the envelope names one) destination.
 pub fn replay_message(candidate: &Candidate, replay_id: &str) -> Outgoing {
     let mut envelope = candidate.envelope.clone();
     envelope.replay_id = Some(replay_id.to_owned());
     Outgoing::new(
         &envelope.key,
-        &replay_dedup(&envelope.key, replay_id),
+        &replay_dedup(&envelope.key, replay_id, envelope.destination.as_deref()),
         envelope.to_json(),
     )
 }
@@ -230,6 +280,33 @@ pub async fn send(
         sent(candidate);
     }
     Ok(count)
+}
+
+/// `--destination`: a destination of the stack that takes the selected source's events.
+pub fn check_destination(
+    routes: &inbox::route::Routes,
+    selection: &Selection,
+    name: &str,
+) -> anyhow::Result<()> {
+    let Some(destination) = routes.get(name) else {
+        let known: Vec<&str> = routes.iter().map(|d| d.name.as_str()).collect();
+        bail!(
+            "no destination `{name}` in the stack's Destinations (known: {})",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+    };
+    let source = match selection {
+        Selection::Key(key) => key.split_once(':').map_or(key.as_str(), |(s, _)| s),
+        Selection::Range { source, .. } => source.as_str(),
+    };
+    if !destination.sources.contains(source) {
+        bail!("destination `{name}` takes no event of source `{source}`");
+    }
+    Ok(())
 }
 
 /// `--from` / `--to`: RFC 3339 (`2026-12-03T13:00:00Z`) or epoch milliseconds.
@@ -282,7 +359,17 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         .await?;
     let store = inbox::store::S3Store::new(inbox::store::s3_client(&sdk), &bucket);
     let ledger = inbox::ledger::dynamo::DynamoLedger::new(crate::aws::dynamo(&sdk), &table);
-    let candidates = select(&store, &ledger, &selection, args.status).await?;
+    if let Some(name) = args.destination.as_deref() {
+        check_destination(&stack.routes().await?, &selection, name)?;
+    }
+    let candidates = select_for(
+        &store,
+        &ledger,
+        &selection,
+        args.status,
+        args.destination.as_deref(),
+    )
+    .await?;
     if args.dry_run {
         for c in &candidates {
             println!(
@@ -349,6 +436,17 @@ mod tests {
         };
         let m = replay_message(&c, "rp-1");
         assert_eq!(m.dedup_id(), "s:1#replay:rp-1");
+        let mut one = c.clone();
+        one.envelope.destination = Some("crm".into());
+        let to_crm = replay_message(&one, "rp-1");
+        assert_eq!(to_crm.dedup_id(), "s:1#replay:rp-1#to:crm");
+        assert_eq!(
+            Envelope::parse(to_crm.body())
+                .unwrap()
+                .destination
+                .as_deref(),
+            Some("crm")
+        );
         assert_eq!(m.group_id(), "s:1");
         let back = Envelope::parse(m.body()).unwrap();
         assert_eq!(back.replay_id.as_deref(), Some("rp-1"));

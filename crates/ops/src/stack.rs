@@ -1,7 +1,7 @@
 //! How a command finds its resources from the stack (`--stack`, default [`DEFAULT_STACK`]):
 //! one `DescribeStacks` for the outputs template.yaml declares (`LedgerTableName`, `QueueUrl`,
 //! `DeadLetterQueueUrl`, `PayloadBucketName`, `ConsumerEventSourceMapping`, `WebhookUrl`) and
-//! the `WebhookSources` parameter (the source names), and, for the console, one
+//! the `WebhookSources` and `Destinations` parameters (the sources and the routes), and, for the console, one
 //! `ListStackResources` for the stack's alarms. An explicit flag or variable still wins over
 //! what the stack says ([`Lazy::pick`]), and the stack is read only when a flag is missing.
 
@@ -19,6 +19,8 @@ pub const MAPPING_OUTPUT: &str = "ConsumerEventSourceMapping";
 pub const WEBHOOK_URL_OUTPUT: &str = "WebhookUrl";
 /// The parameter whose keys are the sources.
 pub const SOURCES_PARAMETER: &str = "WebhookSources";
+/// The parameter holding the destinations (`WEBHOOK_DESTINATIONS`, docs/routing.md).
+pub const DESTINATIONS_PARAMETER: &str = "Destinations";
 
 /// What a stack holds that the commands use.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -34,6 +36,9 @@ pub struct StackResources {
     pub webhook_url: Option<String>,
     /// The source names (`WebhookSources`' keys), sorted.
     pub sources: Vec<String>,
+    /// `WebhookSources` and `Destinations` as the stack holds them.
+    pub sources_json: Option<String>,
+    pub destinations_json: Option<String>,
 }
 
 impl StackResources {
@@ -42,6 +47,23 @@ impl StackResources {
         value
             .as_deref()
             .ok_or_else(|| anyhow!("stack {} has no output {output}", self.name))
+    }
+
+    /// The stack's destinations, read as the consumer reads them (its sources, then
+    /// `Destinations` checked against them); none where the stack declares none.
+    pub fn routes(&self) -> anyhow::Result<inbox::route::Routes> {
+        let destinations = self.destinations_json.as_deref().unwrap_or_default();
+        if destinations.trim().is_empty() {
+            return Ok(inbox::route::Routes::none());
+        }
+        let sources = self
+            .sources_json
+            .as_deref()
+            .ok_or_else(|| anyhow!("stack {} has no parameter {SOURCES_PARAMETER}", self.name))?;
+        let specs = inbox::SourceSpecs::parse(sources)
+            .with_context(|| format!("stack {}: {SOURCES_PARAMETER}", self.name))?;
+        inbox::route::Routes::parse(destinations, &specs)
+            .with_context(|| format!("stack {}: {DESTINATIONS_PARAMETER}", self.name))
     }
 }
 
@@ -84,11 +106,17 @@ pub async fn resolve(
             .filter(|v| !v.is_empty())
             .map(str::to_owned)
     };
-    let sources = described
-        .parameters()
-        .iter()
-        .find(|p| p.parameter_key() == Some(SOURCES_PARAMETER))
-        .and_then(|p| p.parameter_value())
+    let parameter = |name: &str| {
+        described
+            .parameters()
+            .iter()
+            .find(|p| p.parameter_key() == Some(name))
+            .and_then(|p| p.parameter_value())
+            .map(str::to_owned)
+    };
+    let sources_json = parameter(SOURCES_PARAMETER);
+    let sources = sources_json
+        .as_deref()
         .map(source_names)
         .unwrap_or_default();
     Ok(StackResources {
@@ -100,6 +128,8 @@ pub async fn resolve(
         mapping: output(MAPPING_OUTPUT),
         webhook_url: output(WEBHOOK_URL_OUTPUT),
         sources,
+        sources_json,
+        destinations_json: parameter(DESTINATIONS_PARAMETER),
     })
 }
 
@@ -160,6 +190,17 @@ impl<'a> Lazy<'a> {
             .ok_or_else(|| anyhow!("unreachable"))?;
         Ok(resources.need(pick(resources), output)?.to_owned())
     }
+
+    /// The stack's destinations ([`StackResources::routes`]).
+    pub async fn routes(&mut self) -> anyhow::Result<inbox::route::Routes> {
+        if self.resolved.is_none() {
+            self.resolved = Some(resolve(self.config, self.stack).await?);
+        }
+        self.resolved
+            .as_ref()
+            .ok_or_else(|| anyhow!("unreachable"))?
+            .routes()
+    }
 }
 
 #[cfg(test)]
@@ -174,6 +215,29 @@ mod tests {
         );
         assert!(source_names("[1]").is_empty());
         assert!(source_names("not json").is_empty());
+    }
+
+    #[test]
+    fn the_routes_are_read_against_the_stacks_sources() {
+        let mut r = StackResources {
+            name: "s".into(),
+            sources_json: Some(
+                r#"{"github": {"preset": "github", "signature": {"secrets": ["env:GH"]}}}"#.into(),
+            ),
+            ..StackResources::default()
+        };
+        assert!(r.routes().expect("no destinations").is_empty());
+        r.destinations_json =
+            Some(r#"{"ci": {"target": "https://ci.example/in", "sources": ["github"]}}"#.into());
+        let routes = r.routes().expect("routes");
+        assert_eq!(routes.destinations_for("github", Some("push")), ["ci"]);
+        r.destinations_json =
+            Some(r#"{"ci": {"target": "https://ci.example/in", "sources": ["stripe"]}}"#.into());
+        let e = format!("{:#}", r.routes().unwrap_err());
+        assert!(
+            e.contains("stack s: Destinations") && e.contains("`stripe`"),
+            "{e}"
+        );
     }
 
     #[test]

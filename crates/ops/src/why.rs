@@ -1,5 +1,6 @@
 //! `inbox-ops why`: each message on the dead-letter queue by its key, its queue attributes and
-//! its ledger item (status, attempts, last_error), with what to do about it. The messages are
+//! its ledger item (status, attempts, last_error) and, for a routed event, each destination's
+//! item (docs/routing.md), with what to do about it. The messages are
 //! only looked at: they are visible again on the dead-letter queue when it is done. Nothing here
 //! prints a body or a header of a webhook.
 
@@ -11,10 +12,12 @@ use aws_sdk_sqs::types::{MessageSystemAttributeName as Sys, QueueAttributeName};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Record, Status};
 use inbox::queue::Envelope;
+use inbox::route::Routes;
 use serde_json::{json, Value};
 
 use crate::aws;
 use crate::cli::WhyArgs;
+use crate::destination_state::{self, DestinationState};
 
 /// Seconds a `why` keeps the messages it looked at invisible, at most (they are made visible
 /// again as soon as it is done).
@@ -43,6 +46,9 @@ pub struct DeadLetter {
     /// The envelope's key and source, or why it could not be read.
     pub envelope: Result<(String, String), String>,
     pub ledger: LedgerView,
+    /// A routed event's destinations, each with its pair's item (none for a source that
+    /// forwards to `FORWARD_URL`).
+    pub destinations: Vec<DestinationState>,
 }
 
 impl DeadLetter {
@@ -50,8 +56,16 @@ impl DeadLetter {
         self.envelope.as_ref().ok().map(|(k, _)| k.as_str())
     }
 
-    /// What the item says, and what to do.
-    pub fn hint(&self, now_ms: i64) -> &'static str {
+    /// What the items say, and what to do: for a routed event, which destinations are left.
+    pub fn hint(&self, now_ms: i64) -> String {
+        if let Some(left) = destination_state::hint(&self.destinations) {
+            return left;
+        }
+        self.event_hint(now_ms).to_owned()
+    }
+
+    /// What the event's own item says, and what to do.
+    fn event_hint(&self, now_ms: i64) -> &'static str {
         match &self.ledger {
             LedgerView::NoKey => "not an envelope: the consumer cannot read it, a redrive dead-letters it again; inspect it in the console",
             LedgerView::Error(_) => "the ledger could not be read; retry",
@@ -89,9 +103,11 @@ pub struct Why {
 pub async fn why(
     sqs: &aws_sdk_sqs::Client,
     ledger: &DynamoLedger,
+    routes: &Routes,
     dlq_url: &str,
     peek_seconds: i32,
 ) -> anyhow::Result<Why> {
+    let now = now_ms();
     let depth = sqs
         .get_queue_attributes()
         .queue_url(dlq_url)
@@ -133,7 +149,21 @@ pub async fn why(
                     continue;
                 }
                 let attribute = |name: Sys| m.attributes().and_then(|a| a.get(&name)).cloned();
-                let envelope = match m.body().map(Envelope::parse) {
+                let parsed = m.body().map(Envelope::parse);
+                let destinations = match &parsed {
+                    Some(Ok(env)) => destination_state::states(
+                        ledger,
+                        routes,
+                        &env.key,
+                        &env.source,
+                        env.event_type.as_deref(),
+                        now,
+                    )
+                    .await
+                    .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                let envelope = match parsed {
                     Some(Ok(env)) => Ok((env.key, env.source)),
                     Some(Err(e)) => Err(e.to_string()),
                     None => Err("no body".to_owned()),
@@ -155,6 +185,7 @@ pub async fn why(
                     sent_at_ms: attribute(Sys::SentTimestamp).and_then(|n| n.parse().ok()),
                     envelope,
                     ledger: ledger_view,
+                    destinations,
                 });
             }
         }
@@ -212,6 +243,7 @@ impl Why {
                     "attempts": attempts,
                     "last_error": last_error,
                     "expires_at": expires_at,
+                    "destinations": d.destinations.iter().map(DestinationState::to_json).collect::<Vec<_>>(),
                     "hint": d.hint(now_ms),
                 })
             })
@@ -239,6 +271,9 @@ impl Why {
             };
             out.push_str(&head);
             out.push('\n');
+            for state in &d.destinations {
+                out.push_str(&format!("  {}\n", state.to_text()));
+            }
             out.push_str(&format!(
                 "  message {}  group {}  received {} time(s)  first sent {}\n",
                 d.message_id,
@@ -285,8 +320,15 @@ pub async fn run(args: &WhyArgs) -> anyhow::Result<ExitCode> {
             &r.dlq_url
         })
         .await?;
+    let routes = match stack.routes().await {
+        Ok(routes) => routes,
+        Err(e) => {
+            eprintln!("destinations not shown: {e:#}");
+            Routes::none()
+        }
+    };
     let ledger = DynamoLedger::new(aws::dynamo(&config), table);
-    let answer = why(&aws::sqs(&config), &ledger, &dlq, args.peek).await?;
+    let answer = why(&aws::sqs(&config), &ledger, &routes, &dlq, args.peek).await?;
     if args.json {
         println!("{:#}", answer.to_json(now_ms()));
     } else {

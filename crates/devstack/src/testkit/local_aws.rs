@@ -49,6 +49,17 @@ impl LocalAws {
     /// test sources with their secrets in Secrets Manager ([`stack_sources`]; put there and
     /// looked up once per process).
     pub async fn new(label: &str) -> LocalAws {
+        Self::with_parameters(label, &[]).await
+    }
+
+    /// [`LocalAws::new`] with `Destinations` (JSON, docs/routing.md) among the stack's
+    /// parameters: the consumer's `WEBHOOK_DESTINATIONS`, and what `inbox-ops` reads.
+    pub async fn with_destinations(label: &str, destinations: &str) -> LocalAws {
+        Self::with_parameters(label, &[("Destinations", destinations)]).await
+    }
+
+    /// [`LocalAws::new`] with these parameters over the local ones.
+    async fn with_parameters(label: &str, extra: &[(&str, &str)]) -> LocalAws {
         static SECRET_ARNS: OnceCell<Vec<String>> = OnceCell::const_new();
         let (sources, secrets) = stack_sources();
         let sdk = Self::shared_sdk().await;
@@ -63,10 +74,14 @@ impl LocalAws {
                     .unwrap_or_else(|e| panic!("the test secrets in Secrets Manager: {e:#}"))
             })
             .await;
-        let stack =
-            local_stack::deploy_with(&sdk, &unique(label), &sources, UNUSED_FORWARD_URL, arns)
-                .await
-                .unwrap_or_else(|e| panic!("the local stack from template.yaml: {e:#}"));
+        let mut parameters = local_stack::parameters(&sources, UNUSED_FORWARD_URL, arns)
+            .unwrap_or_else(|e| panic!("the local stack's parameters: {e:#}"));
+        for (name, value) in extra {
+            parameters.set(name, value);
+        }
+        let stack = local_stack::deploy_parameters(&sdk, &unique(label), &parameters)
+            .await
+            .unwrap_or_else(|e| panic!("the local stack from template.yaml: {e:#}"));
         Self::on(sdk, stack)
     }
 

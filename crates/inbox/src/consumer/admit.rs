@@ -31,6 +31,11 @@ pub enum Refusal {
     /// character): routing would read it.
     #[error("refused: event_type is not one the receiver writes")]
     EventTypeUnusable,
+    /// A `destination` on a message that is not a replay, or one that is no destination's
+    /// name: only `inbox-ops replay --destination` writes one, and an ordinary delivery held
+    /// to one destination would complete the event with its other destinations never run.
+    #[error("refused: destination is set only by a replay, to a destination's name")]
+    DestinationUnusable,
 }
 
 /// Checks that the envelope's parts agree; `body` is its inline body, decoded (empty where a
@@ -50,6 +55,11 @@ pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
             && !event_type.chars().any(char::is_control);
         if !usable {
             return Err(Refusal::EventTypeUnusable);
+        }
+    }
+    if let Some(destination) = &envelope.destination {
+        if envelope.replay_id.is_none() || !crate::route::valid_name(destination) {
+            return Err(Refusal::DestinationUnusable);
         }
     }
     match &envelope.body_ref {
@@ -100,6 +110,23 @@ mod tests {
     fn an_envelope_whose_parts_agree_is_admitted() {
         assert_eq!(check(&inline("github:1", "github", b"{}"), b"{}"), Ok(()));
         assert_eq!(check(&pointing("github:1", "github", b"{}"), b""), Ok(()));
+    }
+
+    #[test]
+    fn a_destination_is_admitted_only_on_a_replay_and_by_its_name() {
+        let mut env = inline("github:1", "github", b"{}");
+        env.destination = Some("crm".into());
+        assert_eq!(check(&env, b"{}"), Err(Refusal::DestinationUnusable));
+        env.replay_id = Some("rp-1".into());
+        assert_eq!(check(&env, b"{}"), Ok(()));
+        for bad in ["", "a b", "crm to:x", &"x".repeat(65)] {
+            env.destination = Some(bad.to_owned());
+            assert_eq!(
+                check(&env, b"{}"),
+                Err(Refusal::DestinationUnusable),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
