@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use aws_lambda_events::sqs::SqsBatchResponse;
 use devstack::bridge::{Bridge, Round};
 use devstack::runtime::{Emulator, FunctionProcess, Outcome, Supervisor};
+use devstack::targets;
 use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{github_headers, LocalAws, SystemOfRecord};
 use futures::StreamExt as _;
@@ -386,34 +387,6 @@ async fn sigkilled_functions_lose_and_double_nothing() {
     );
 }
 
-/// A queue on the local server for a destination: its URL and ARN.
-async fn destination_queue(aws: &LocalAws, name: &str, fifo: bool) -> (String, String) {
-    let mut create = aws.sqs.create_queue().queue_name(name);
-    if fifo {
-        create = create.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
-    }
-    let url = create
-        .send()
-        .await
-        .expect("create the destination's queue")
-        .queue_url()
-        .expect("its URL")
-        .to_owned();
-    (url, format!("arn:aws:sqs:us-east-1:123456789012:{name}"))
-}
-
-/// How many messages of each key a destination queue holds (the body's `number` names it).
-async fn copies_by_key(aws: &LocalAws, url: &str) -> std::collections::BTreeMap<String, u64> {
-    let mut out = std::collections::BTreeMap::new();
-    for m in aws.receive_all(url).await {
-        let body: serde_json::Value =
-            serde_json::from_str(m.body().unwrap_or_default()).expect("the event's JSON body");
-        let n = body["number"].as_u64().expect("the event's number");
-        *out.entry(format!("github:chaos-{n}")).or_insert(0) += 1;
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkilled_functions_apply_each_destination_once() {
     let ledger_q = format!("{}.fifo", devstack::testkit::unique("chaos-ledger"));
@@ -428,8 +401,12 @@ async fn sigkilled_functions_apply_each_destination_once() {
         .to_string(),
     )
     .await;
-    let (ledger_url, _) = destination_queue(&aws, &ledger_q, true).await;
-    let (crm_url, _) = destination_queue(&aws, &crm_q, false).await;
+    let (ledger_url, _) = targets::queue(&aws.sqs, &ledger_q, true)
+        .await
+        .expect("the ledger's queue");
+    let (crm_url, _) = targets::queue(&aws.sqs, &crm_q, false)
+        .await
+        .expect("the CRM's queue");
     let keys = storm_keys();
     let ledger = aws.ledger();
     let destinations = ["ledger", "crm"];
@@ -440,11 +417,15 @@ async fn sigkilled_functions_apply_each_destination_once() {
     assert!(all_completed(&ledger, &keys, &destinations).await);
 
     // The FIFO destination: each event exactly once (deduplicated by key and destination).
-    let fifo = copies_by_key(&aws, &ledger_url).await;
+    let fifo = targets::received_by_key(&aws.sqs, &ledger_url)
+        .await
+        .expect("receive");
     assert_eq!(fifo.keys().cloned().collect::<BTreeSet<_>>(), keys);
     assert!(fifo.values().all(|n| *n == 1), "{fifo:?}");
     // The standard queue: each at least once, a second copy only for a consumer's death.
-    let standard = copies_by_key(&aws, &crm_url).await;
+    let standard = targets::received_by_key(&aws.sqs, &crm_url)
+        .await
+        .expect("receive");
     assert_eq!(standard.keys().cloned().collect::<BTreeSet<_>>(), keys);
     let extra: u64 = standard.values().map(|n| n - 1).sum();
     assert!(

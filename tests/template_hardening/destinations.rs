@@ -6,27 +6,11 @@ use std::collections::BTreeMap;
 
 use super::*;
 use devstack::cloudformation::template_path;
+use devstack::deployer_policy::conditions;
 
-/// A parameter's value as CloudFormation hands it to the template: a CommaDelimitedList is split
-/// on commas (an empty one is `[""]`), a String is itself.
-fn parameter_value(t: &Translated, values: &Parameters, name: &str) -> Value {
-    let declared = t
-        .parameter(name)
-        .unwrap_or_else(|| panic!("parameter {name}"));
-    let text = values
-        .get(name)
-        .map(str::to_owned)
-        .or_else(|| declared["Default"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("{name} has a value"));
-    match declared["Type"].as_str() {
-        Some("CommaDelimitedList") => json!(text.split(',').collect::<Vec<_>>()),
-        Some("String") => json!(text),
-        other => panic!("{name}: type {other:?}"),
-    }
-}
-
-/// The intrinsics the template's conditions and these statements use, evaluated as
-/// CloudFormation does for a stack with `values`; `null` is `AWS::NoValue`.
+/// The intrinsics these statements use, evaluated as CloudFormation does for a stack with
+/// `values` (conditions and parameters by the deployer policy's evaluator); `null` is
+/// `AWS::NoValue`.
 fn evaluate(t: &Translated, values: &Parameters, v: &Value) -> Value {
     let Some((function, args)) = v
         .as_object()
@@ -46,13 +30,12 @@ fn evaluate(t: &Translated, values: &Parameters, v: &Value) -> Value {
     match function.as_str() {
         "Ref" if args == "AWS::NoValue" => Value::Null,
         "Ref" => match args.as_str() {
-            Some(name) if t.parameter(name).is_some() => parameter_value(t, values, name),
+            Some(name) if t.parameter(name).is_some() => {
+                conditions::parameter_value(t.document(), values, name)
+                    .unwrap_or_else(|e| panic!("{e:#}"))
+            }
             _ => v.clone(),
         },
-        "Condition" => {
-            let name = args.as_str().expect("a condition's name");
-            evaluate(t, values, &t.document()["Conditions"][name])
-        }
         "Fn::Join" => {
             let parts = arg(1);
             let parts: Vec<&str> = parts
@@ -63,14 +46,11 @@ fn evaluate(t: &Translated, values: &Parameters, v: &Value) -> Value {
                 .collect();
             json!(parts.join(args[0].as_str().expect("a separator")))
         }
-        "Fn::Equals" => json!(arg(0) == arg(1)),
-        "Fn::Not" => json!(arg(0) == json!(false)),
-        "Fn::Or" => {
-            json!((0..args.as_array().expect("Fn::Or's list").len()).any(|i| arg(i) == json!(true)))
-        }
         "Fn::If" => {
-            let holds = evaluate(t, values, &json!({"Condition": args[0]}));
-            if holds == json!(true) {
+            let name = args[0].as_str().expect("Fn::If names a condition");
+            let holds =
+                conditions::holds(t.document(), values, name).unwrap_or_else(|e| panic!("{e:#}"));
+            if holds {
                 arg(1)
             } else {
                 arg(2)

@@ -24,4 +24,5 @@ pub mod local_stack;
 pub mod moto;
 pub mod runtime;
 pub mod senders;
+pub mod targets;
 pub mod testkit;

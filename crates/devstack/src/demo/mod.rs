@@ -15,6 +15,7 @@
 mod bridge_loop;
 mod check;
 mod deliveries;
+mod destinations;
 pub mod env_file;
 pub mod events;
 mod report;

@@ -3,17 +3,22 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context as _};
+use aws_sdk_dynamodb::types::AttributeValue;
 use futures::StreamExt;
 use inbox::fifo::sqs_id;
 use inbox::ledger::{Claim, ClaimOutcome, LedgerStore as _, Status};
 use inbox::metrics::Metric;
 use inbox::queue::{Envelope, Outgoing, Queue as _};
+use inbox::route::{destination_key, Routes};
 
 use super::bridge_loop::{BridgeLoop, BridgeSeen};
 use super::deliveries::{self, bad_signature, key_of, malformed, valid, Delivery};
+use super::destinations::DemoDestinations;
 use super::events;
-use super::report::Report;
+use super::report::{DestinationRow, Report};
 use super::sender::{Answers, HttpSender};
 use super::stack::{step, Stack, StackOptions};
 use crate::testkit;
@@ -53,6 +58,11 @@ impl Default for Options {
 
 /// The sources the storm cycles through.
 const SOURCES: [&str; 5] = ["github", "stripe", "acme", "shop", "orders"];
+
+/// The source of a key (`<source>:<id>`).
+fn source_of(key: &str) -> &str {
+    key.split_once(':').map_or(key, |(source, _)| source)
+}
 
 /// The id of storm event `i`.
 fn storm_id(i: usize) -> String {
@@ -109,8 +119,10 @@ struct Demo<'a> {
 
 impl Demo<'_> {
     /// Receiver crashes after enqueueing: each dead invocation's claim and message are put in
-    /// place, its lease runs out, the sender retries. The retry takes the claim over and sends
-    /// again with the same deduplication id: SQS keeps one message.
+    /// place, its lease runs out, the sender retries. The retry finds the claim RECEIVED with
+    /// the same body, sends the stored event again with the same deduplication id (SQS keeps
+    /// one message) and answers it replayed: a claimant that died before its send is covered
+    /// the same way.
     async fn crashes(&mut self) -> anyhow::Result<()> {
         for i in 0..self.opts.crashes {
             self.stage_crash(i).await?;
@@ -127,7 +139,7 @@ impl Demo<'_> {
         step(
             self.start,
             &format!(
-                "{} receiver crashes after enqueueing replayed; the senders' retries took the claims over",
+                "{} receiver crashes after enqueueing staged; the senders' retries sent the stored events again",
                 self.opts.crashes
             ),
         );
@@ -269,6 +281,77 @@ impl Demo<'_> {
         Ok(())
     }
 
+    /// The destinations as the consumer reads them (its `WEBHOOK_DESTINATIONS` and sources).
+    fn routes(&self) -> anyhow::Result<Routes> {
+        let env = &self.stack.deployed.consumer.environment;
+        let var = |name: &str| env.get(name).map(String::as_str).unwrap_or_default();
+        let specs = inbox::SourceSpecs::parse(var("WEBHOOK_SOURCES"))?;
+        Ok(Routes::parse(var(inbox::route::DESTINATIONS_VAR), &specs)?)
+    }
+
+    /// The event type the receiver stored on a key's item (`event_type`), where it did.
+    async fn event_type(&self, key: &str) -> anyhow::Result<Option<String>> {
+        let item = self
+            .stack
+            .dynamo
+            .get_item()
+            .table_name(&self.stack.resources.table)
+            .key("pk", AttributeValue::S(key.to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .context("GetItem")?;
+        Ok(item
+            .item()
+            .and_then(|i| i.get("event_type"))
+            .and_then(|v| v.as_s().ok())
+            .cloned())
+    }
+
+    /// A row per destination: the accepted events routed to it, their items COMPLETED, and
+    /// what its target received.
+    async fn destination_rows(
+        &self,
+        routes: &Routes,
+        accepted: &std::collections::BTreeSet<String>,
+    ) -> anyhow::Result<Vec<DestinationRow>> {
+        let mut routed: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+        for key in accepted {
+            let source = source_of(key);
+            if !routes.routes(source) {
+                continue;
+            }
+            let event_type = self.event_type(key).await?;
+            for name in routes.destinations_for(source, event_type.as_deref()) {
+                routed.entry(name).or_default().push(key);
+            }
+        }
+        let received = self.stack.destinations.received(&self.stack.sqs).await?;
+        let ledger = self.stack.ledger();
+        let mut rows = Vec::new();
+        for d in routes.iter() {
+            let keys = routed.get(d.name.as_str()).cloned().unwrap_or_default();
+            let mut completed = 0;
+            for key in &keys {
+                let pair = ledger.get(&destination_key(key, &d.name)).await?;
+                if pair.is_some_and(|r| r.status == Status::Completed) {
+                    completed += 1;
+                }
+            }
+            let got = received.get(d.name.as_str()).cloned().unwrap_or_default();
+            rows.push(DestinationRow {
+                name: d.name.clone(),
+                target: DemoDestinations::target_kind(&d.name),
+                routed: keys.len(),
+                completed,
+                received: keys.iter().filter(|k| got.contains_key(**k)).count(),
+                messages: got.values().sum(),
+                strays: got.keys().filter(|k| !keys.contains(k)).count(),
+            });
+        }
+        Ok(rows)
+    }
+
     /// The count: side effects per key against the accepted keys, the ledger's statuses, and
     /// what each layer's metrics say it stopped.
     async fn count(
@@ -284,18 +367,25 @@ impl Demo<'_> {
             .map(|key| calls.get(key).copied().unwrap_or(0).min(1))
             .sum();
         let total_calls: u64 = calls.values().sum();
+        let routes = self.routes()?;
         let mut keys_not_once = Vec::new();
-        for key in &answers.accepted {
+        let forwarded: Vec<&String> = answers
+            .accepted
+            .iter()
+            .filter(|key| !routes.routes(source_of(key)))
+            .collect();
+        for key in forwarded.iter().copied() {
             let expected = 1 + u64::from(failing.contains(key));
             if calls.get(key).copied().unwrap_or(0) != expected {
                 keys_not_once.push(key.clone());
             }
         }
         for key in calls.keys() {
-            if !answers.accepted.contains(key) {
+            if !forwarded.contains(&key) {
                 keys_not_once.push(key.clone());
             }
         }
+        let destinations = self.destination_rows(&routes, &answers.accepted).await?;
         let ledger = self.stack.ledger();
         let mut not_completed = 0;
         for key in &answers.accepted {
@@ -310,6 +400,8 @@ impl Demo<'_> {
         let out = &self.stack.watch.output;
         Ok(Report {
             accepted: answers.accepted.len(),
+            forwarded: forwarded.len(),
+            destinations,
             by_answer: answers.by_answer,
             attempts: answers.attempts,
             retries: answers.retries,
@@ -318,6 +410,7 @@ impl Demo<'_> {
             emf_accepted: out.count("receiver", Metric::Accepted),
             emf_replayed: out.count("receiver", Metric::Replayed),
             direct_sends: self.direct_sends,
+            sent_behind_claims: out.sent_behind_claims(),
             messages_seen: seen.messages.len(),
             consumer_duplicates: out.count("consumer", Metric::DuplicateDelivery),
             side_effects: total_calls - forward_failures,

@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use aws_sdk_sqs::types::QueueAttributeName;
 
+use super::destinations::DemoDestinations;
 use super::env_file;
 use super::watch::{self, Watch, WatchOptions};
 use crate::cloudformation;
@@ -66,6 +67,8 @@ pub struct Stack {
     /// Moto's Lambda, where the stack's event source mapping is.
     pub lambda: aws_sdk_lambda::Client,
     pub env_file: PathBuf,
+    /// Where the stripe source's events go instead of the forward.
+    pub destinations: DemoDestinations,
     _moto: MotoServer,
 }
 
@@ -156,7 +159,15 @@ impl Stack {
                 testkit::SECRETS_PREFIX
             ),
         );
-        let deployed = local_stack::deploy(&sdk, STACK_NAME, &sources, sor.url()).await?;
+        let destinations = DemoDestinations::create(&sdk).await?;
+        step(start, &destinations.describe());
+        let specs = inbox::SourceSpecs::parse(&sources).context("the demo's sources")?;
+        let arns = local_stack::secret_arns(&sdk, &specs).await?;
+        let mut parameters = local_stack::parameters(&sources, sor.url(), &arns)?;
+        for (name, value) in destinations.parameters() {
+            parameters.set(name, value);
+        }
+        let deployed = local_stack::deploy_parameters(&sdk, STACK_NAME, &parameters).await?;
         let resources = Resources::from(&deployed);
         step(
             start,
@@ -210,6 +221,7 @@ impl Stack {
             sqs,
             dynamo,
             env_file: opts.env_file.clone(),
+            destinations,
             _moto: moto,
         })
     }

@@ -76,10 +76,12 @@ pub struct WatchOptions {
     pub echo: bool,
 }
 
-/// What the functions printed that the demo reads back: CloudWatch EMF lines.
+/// What the functions printed that the demo reads back: CloudWatch EMF lines, and the
+/// receiver's sends behind a live claim (a log line, no metric).
 #[derive(Clone, Debug, Default)]
 pub struct Output {
     emf: Arc<Mutex<Vec<String>>>,
+    sent_behind_claims: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Output {
@@ -103,6 +105,13 @@ impl Output {
                     == Some(function)
             })
             .collect()
+    }
+
+    /// The receiver's sends of a stored event by a duplicate that found its claim RECEIVED
+    /// ([`inbox::receiver::SENT_BEHIND_A_CLAIM`]).
+    pub fn sent_behind_claims(&self) -> u64 {
+        self.sent_behind_claims
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Sum of one metric over every source, for one function.
@@ -346,6 +355,10 @@ async fn pump(
                 Ok(mut l) => l.push(line.clone()),
                 Err(p) => p.into_inner().push(line.clone()),
             }
+        } else if line.contains(inbox::receiver::SENT_BEHIND_A_CLAIM) {
+            output
+                .sent_behind_claims
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         if echo {
             eprintln!("{line}");

@@ -1,5 +1,5 @@
 //! The translated template's `Conditions`, evaluated for the parameter values the policy is
-//! derived with. Every one must hold, so that every conditional resource (and every `Fn::If`
+//! derived with (and, through [`holds`] and [`parameter_value`], for the template's tests). Every one must hold, so that every conditional resource (and every `Fn::If`
 //! branch) is in the translation whose resource types the policy covers: a condition added to
 //! the template that these values leave false fails the generator until a value for it is
 //! added to [`super::OPTIONAL_RESOURCES_ON`].
@@ -33,6 +33,21 @@ pub(super) fn check_all_hold(doc: &Value, parameters: &Parameters) -> anyhow::Re
         }
     }
     Ok(())
+}
+
+/// Whether the condition `name` of the template `doc` holds for `parameters` (each
+/// parameter's given value, else its `Default`).
+pub fn holds(doc: &Value, parameters: &Parameters, name: &str) -> anyhow::Result<bool> {
+    Eval { doc, parameters }.condition(name, 0)
+}
+
+/// A parameter's value as CloudFormation hands it to the template: its text, or a
+/// `CommaDelimitedList` as a list of strings (an empty one is `[""]`).
+pub fn parameter_value(doc: &Value, parameters: &Parameters, name: &str) -> anyhow::Result<Value> {
+    Ok(match (Eval { doc, parameters }).parameter(name)? {
+        Operand::Text(text) => Value::String(text),
+        Operand::List(items) => Value::Array(items.into_iter().map(Value::String).collect()),
+    })
 }
 
 /// What an operand evaluates to.

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::cloudformation::{samconfig_path, template_path, Parameters, Translated};
 
-mod conditions;
+pub mod conditions;
 mod schemas;
 mod scopes;
 

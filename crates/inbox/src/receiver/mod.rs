@@ -47,6 +47,10 @@ use payload::{Carry, Event};
 use request::{invocation, source_from, source_name, Invocation};
 
 pub use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
+
+/// The log message of a duplicate that found a RECEIVED claim of the same body and sent the
+/// stored event again (same deduplication id: SQS keeps one message), read by `make demo`.
+pub const SENT_BEHIND_A_CLAIM: &str = "sent behind a live claim";
 /// The header on a replayed response.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
@@ -430,7 +434,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             self.send(event, carry, existing.received_at)
                 .await
                 .map_err(Rejection::Internal)?;
-            info!(source = %source.spec.name, key, "sent behind a live claim");
+            info!(source = %source.spec.name, key, "{SENT_BEHIND_A_CLAIM}");
         }
         let resp = self.replay(source, key, &seen, existing.status.as_str());
         self.remember(
