@@ -79,6 +79,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
     let start = Instant::now();
     let mut stack_opts = StackOptions::loopback("demo")?;
     stack_opts.instances = opts.instances;
+    stack_opts.destinations = true;
     let stack = Stack::build_and_start(&stack_opts, start, " (once; not timed)").await?;
 
     // The clock starts with everything up and warm.
@@ -326,7 +327,10 @@ impl Demo<'_> {
                 routed.entry(name).or_default().push(key);
             }
         }
-        let received = self.stack.destinations.received(&self.stack.sqs).await?;
+        let received = match &self.stack.destinations {
+            Some(d) => d.received(&self.stack.sqs).await?,
+            None => BTreeMap::new(),
+        };
         let ledger = self.stack.ledger();
         let mut rows = Vec::new();
         for d in routes.iter() {

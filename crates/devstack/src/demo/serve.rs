@@ -17,6 +17,7 @@ pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<(
             env_file: local.join("watch.env"),
             log: local.join("serve-watch.log"),
             echo: true,
+            destinations: false,
         },
         start,
         "",

@@ -67,8 +67,9 @@ pub struct Stack {
     /// Moto's Lambda, where the stack's event source mapping is.
     pub lambda: aws_sdk_lambda::Client,
     pub env_file: PathBuf,
-    /// Where the stripe source's events go instead of the forward.
-    pub destinations: DemoDestinations,
+    /// Where the stripe source's events go instead of the forward (`demo run` only:
+    /// `demo serve` and `check-events` forward every source, as `events/` documents).
+    pub destinations: Option<DemoDestinations>,
     _moto: MotoServer,
 }
 
@@ -81,6 +82,8 @@ pub struct StackOptions {
     pub env_file: PathBuf,
     pub log: PathBuf,
     pub echo: bool,
+    /// Route the stripe source to the demo's destinations ([`DemoDestinations`]).
+    pub destinations: bool,
 }
 
 impl StackOptions {
@@ -95,6 +98,7 @@ impl StackOptions {
             env_file: local.join(format!("{name}.env")),
             log: local.join(format!("{name}-watch.log")),
             echo: false,
+            destinations: false,
         })
     }
 }
@@ -159,13 +163,18 @@ impl Stack {
                 testkit::SECRETS_PREFIX
             ),
         );
-        let destinations = DemoDestinations::create(&sdk).await?;
-        step(start, &destinations.describe());
         let specs = inbox::SourceSpecs::parse(&sources).context("the demo's sources")?;
         let arns = local_stack::secret_arns(&sdk, &specs).await?;
         let mut parameters = local_stack::parameters(&sources, sor.url(), &arns)?;
-        for (name, value) in destinations.parameters() {
-            parameters.set(name, value);
+        let destinations = match opts.destinations {
+            true => Some(DemoDestinations::create(&sdk).await?),
+            false => None,
+        };
+        if let Some(d) = &destinations {
+            step(start, &d.describe());
+            for (name, value) in d.parameters() {
+                parameters.set(name, value);
+            }
         }
         let deployed = local_stack::deploy_parameters(&sdk, STACK_NAME, &parameters).await?;
         let resources = Resources::from(&deployed);
