@@ -20,10 +20,27 @@ impl Aws {
     /// and environment are the stack's, samconfig.toml's parameters and the template's
     /// defaults for the rest. With `archive`, ARCHIVE_BODIES of every function whose
     /// environment has it is set to it; an error where none has it.
+    /// With `destinations` above 0, that many EventBridge buses are created and every source
+    /// routed to each (`Destinations`, `DestinationBusArns`).
     /// (On the standard SDK configuration, as the driver's clients.)
-    pub async fn stack(sources: &str, forward_url: &str, archive: Option<Switch>) -> Result<Stack> {
+    pub async fn stack(
+        sources: &str,
+        forward_url: &str,
+        archive: Option<Switch>,
+        destinations: u8,
+    ) -> Result<Stack> {
         let sdk = inbox::app::sdk_config().await;
-        let mut stack = devstack::local_stack::deploy(&sdk, "bench", sources, forward_url).await?;
+        let specs = inbox::SourceSpecs::parse(sources).context("the bench's sources")?;
+        let arns = devstack::local_stack::secret_arns(&sdk, &specs).await?;
+        let mut parameters = devstack::local_stack::parameters(sources, forward_url, &arns)?;
+        if destinations > 0 {
+            let (json, bus_arns) = buses(&sdk, &specs, destinations).await?;
+            parameters
+                .set("Destinations", &json)
+                .set("DestinationBusArns", &bus_arns.join(","));
+        }
+        let mut stack =
+            devstack::local_stack::deploy_parameters(&sdk, "bench", &parameters).await?;
         if let Some(switch) = archive {
             let mut set = 0;
             for function in [&mut stack.receiver, &mut stack.consumer] {
@@ -150,4 +167,35 @@ fn item_bytes(
                 }
         })
         .sum()
+}
+
+/// `n` EventBridge buses (`bench-bus-1`, ...), and `Destinations` sending every source to
+/// each: the JSON and the buses' ARNs.
+async fn buses(
+    sdk: &aws_config::SdkConfig,
+    specs: &inbox::SourceSpecs,
+    n: u8,
+) -> Result<(String, Vec<String>)> {
+    let events = aws_sdk_eventbridge::Client::new(sdk);
+    let sources: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    let mut destinations = serde_json::Map::new();
+    let mut arns = Vec::new();
+    for i in 1..=n {
+        let name = format!("bench-bus-{i}");
+        let arn = events
+            .create_event_bus()
+            .name(&name)
+            .send()
+            .await
+            .with_context(|| format!("CreateEventBus {name}"))?
+            .event_bus_arn()
+            .unwrap_or_default()
+            .to_owned();
+        destinations.insert(
+            format!("bus-{i}"),
+            serde_json::json!({"target": arn, "sources": sources}),
+        );
+        arns.push(arn);
+    }
+    Ok((serde_json::Value::Object(destinations).to_string(), arns))
 }

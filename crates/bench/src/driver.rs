@@ -47,7 +47,7 @@ pub async fn run(o: &Options) -> Result<String> {
         sqs: aws_sdk_sqs::Client::new(&sdk),
     };
     let forward = ForwardServer::start(Duration::from_millis(o.forward_ms)).await?;
-    let ours = Aws::stack(SOURCES, &forward.url(), o.archive).await?;
+    let ours = Aws::stack(SOURCES, &forward.url(), o.archive, o.destinations).await?;
     let (peer_table, peer_queue) = aws.peer_resources("bench").await?;
 
     let receiver = Function::receiver(&o.receiver, &ours.receiver.environment);

@@ -91,6 +91,11 @@ pub struct Options {
     /// Lambda memory size the bill is computed at, MB (0: the template's `MemorySize`).
     #[arg(long, default_value_t = 0)]
     pub memory_mb: u64,
+    /// Route every event to this many destinations (docs/routing.md), each an EventBridge bus
+    /// on moto (`Destinations` and `DestinationBusArns` of the stack); 0, the template's
+    /// default: none, every event forwarded to FORWARD_URL.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=16))]
+    pub destinations: u8,
 }
 
 impl Options {

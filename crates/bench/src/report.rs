@@ -186,7 +186,14 @@ pub(super) fn ratio(ours: f64, peer: f64) -> String {
 
 /// The paragraph that states the workload.
 fn workload(o: &Options) -> String {
-    format!(
+    let routed = match o.destinations {
+        0 => String::new(),
+        n => format!(
+            "Every event routed to {n} destination(s), each an EventBridge bus (one PutEvents entry per \
+             (event, destination), the ledger item of each pair), instead of the forward.\n"
+        ),
+    };
+    routed + &format!(
         "Workload: {} deliveries of {} events ({} first deliveries, then {} duplicates), {} concurrent, \
          {}-byte Standard Webhooks bodies; {} execution environments (processes) per function; one moto server; \
          {} ms added to every DynamoDB call, {} ms to every SQS call, {} ms to every S3 call and {} ms to every \

@@ -121,6 +121,7 @@ fn options() -> Options {
         storage_days: 7.0,
         cold_starts_per_million: 1000.0,
         forward_ms: 0,
+        destinations: 0,
     }
 }
 
