@@ -80,6 +80,34 @@ where
     panic!("the queue did not drain in 200 rounds");
 }
 
+/// The two HTTP destinations `ledger` and `crm` of the fan-out tests, each a loopback system of
+/// record (an https:// URL is what the configuration takes; the adapter itself takes any URL).
+fn ledger_and_crm(ledger: &SystemOfRecord, crm: &SystemOfRecord) -> Targets {
+    Targets::new(
+        BTreeMap::from([
+            ("ledger".to_owned(), http(ledger.url())),
+            ("crm".to_owned(), http(crm.url())),
+        ]),
+        None,
+    )
+}
+
+/// Each id delivered once through the stack's receiver as a signed GitHub event, answered 200.
+async fn deliver_github(aws: &LocalAws, ids: &[&str]) {
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    for id in ids {
+        let body = format!(r#"{{"n":"{id}"}}"#);
+        let answer = rx
+            .handle(post(
+                "github",
+                &github_headers(id, body.as_bytes()),
+                body.as_bytes(),
+            ))
+            .await;
+        assert_eq!(answer.status(), 200, "{id}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(
     clippy::too_many_lines,
@@ -96,15 +124,7 @@ async fn fan_out_applies_each_destination_once_while_one_fails_three_times() {
         &specs,
     )
     .expect("routes");
-    // The targets' URLs are the loopback servers (an https:// URL is what the configuration
-    // takes; the adapter itself takes any URL).
-    let targets = Targets::new(
-        BTreeMap::from([
-            ("ledger".to_owned(), http(ledger_sor.url())),
-            ("crm".to_owned(), http(crm_sor.url())),
-        ]),
-        None,
-    );
+    let targets = ledger_and_crm(&ledger_sor, &crm_sor);
     let (metrics, lines) = Metrics::memory("consumer");
     let cx = Consumer::new(
         specs,
@@ -116,19 +136,8 @@ async fn fan_out_applies_each_destination_once_while_one_fails_three_times() {
     )
     .with_destinations(routes, targets);
     let cx = &cx;
-    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let ids = ["d-1", "d-2", "d-3"];
-    for id in ids {
-        let body = format!(r#"{{"n":"{id}"}}"#);
-        let answer = rx
-            .handle(post(
-                "github",
-                &github_headers(id, body.as_bytes()),
-                body.as_bytes(),
-            ))
-            .await;
-        assert_eq!(answer.status(), 200);
-    }
+    deliver_github(&aws, &ids).await;
     crm_sor.fail_key("github:d-2", 3);
     let b = bridge(&aws).await;
     drain(&b, |e| async move {
@@ -400,13 +409,7 @@ async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
         Routes::parse(consumer_env, &specs(&aws)).expect("routes")
     );
     let (ledger_sor, crm_sor) = (SystemOfRecord::start(), SystemOfRecord::start());
-    let targets = Targets::new(
-        BTreeMap::from([
-            ("ledger".to_owned(), http(ledger_sor.url())),
-            ("crm".to_owned(), http(crm_sor.url())),
-        ]),
-        None,
-    );
+    let targets = ledger_and_crm(&ledger_sor, &crm_sor);
     let (cx, _) = aws.archiving_consumer(unused_forward());
     let cx = cx
         .with_redelivery(SqsRedelivery::new(
@@ -416,18 +419,7 @@ async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
         ))
         .with_destinations(routes.clone(), targets);
     let cx = &cx;
-    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
-    for id in ["s-1", "s-2"] {
-        let body = format!(r#"{{"n":"{id}"}}"#);
-        let answer = rx
-            .handle(post(
-                "github",
-                &github_headers(id, body.as_bytes()),
-                body.as_bytes(),
-            ))
-            .await;
-        assert_eq!(answer.status(), 200);
-    }
+    deliver_github(&aws, &["s-1", "s-2"]).await;
     // The CRM never takes s-2: at its MAX_FAILURES-th failure the message is dead-lettered.
     crm_sor.fail_key("github:s-2", 1000);
     let b = bridge(&aws).await;

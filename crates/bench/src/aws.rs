@@ -182,15 +182,7 @@ async fn buses(
     let mut arns = Vec::new();
     for i in 1..=n {
         let name = format!("bench-bus-{i}");
-        let arn = events
-            .create_event_bus()
-            .name(&name)
-            .send()
-            .await
-            .with_context(|| format!("CreateEventBus {name}"))?
-            .event_bus_arn()
-            .unwrap_or_default()
-            .to_owned();
+        let arn = devstack::targets::bus(&events, &name).await?;
         destinations.insert(
             format!("bus-{i}"),
             serde_json::json!({"target": arn, "sources": sources}),

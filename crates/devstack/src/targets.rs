@@ -32,6 +32,19 @@ pub async fn queue(
     Ok((url, queue_arn(name)))
 }
 
+/// An EventBridge bus named `name`: its ARN.
+pub async fn bus(events: &aws_sdk_eventbridge::Client, name: &str) -> anyhow::Result<String> {
+    Ok(events
+        .create_event_bus()
+        .name(name)
+        .send()
+        .await
+        .with_context(|| format!("CreateEventBus {name}"))?
+        .event_bus_arn()
+        .unwrap_or_default()
+        .to_owned())
+}
+
 /// A bus named `bus`, with a rule that sends every event whose `source` starts with
 /// `webhook-inbox.` to the queue `seen` (created here): the bus's ARN and the queue's URL.
 pub async fn bus_to_queue(
@@ -40,15 +53,7 @@ pub async fn bus_to_queue(
     seen: &str,
 ) -> anyhow::Result<(String, String)> {
     let events = aws_sdk_eventbridge::Client::new(sdk);
-    let bus_arn = events
-        .create_event_bus()
-        .name(bus)
-        .send()
-        .await
-        .with_context(|| format!("CreateEventBus {bus}"))?
-        .event_bus_arn()
-        .unwrap_or_default()
-        .to_owned();
+    let bus_arn = self::bus(&events, bus).await?;
     let (seen_url, seen_arn) = queue(&aws_sdk_sqs::Client::new(sdk), seen, false).await?;
     let rule = format!("{bus}-to-{seen}");
     events

@@ -151,24 +151,6 @@ pub async fn select(
     select_for(store, ledger, selection, status, None).await
 }
 
-/// [`select`] for one destination: each candidate's envelope names it, and the status is
-/// that of its (event, destination) item (`None`: the event's own).
-pub async fn select_for(
-    store: &impl ObjectStore,
-    ledger: &impl LedgerStore,
-    selection: &Selection,
-    status: StatusFilter,
-    destination: Option<&str>,
-) -> anyhow::Result<Vec<Candidate>> {
-    let mut out = select_events(store, ledger, selection, status, destination).await?;
-    if let Some(name) = destination {
-        for c in &mut out {
-            c.envelope.destination = Some(name.to_owned());
-        }
-    }
-    Ok(out)
-}
-
 /// The ledger status [`select_for`] filters on: the event's item, or its destination's.
 async fn status_of(
     ledger: &impl LedgerStore,
@@ -182,7 +164,9 @@ async fn status_of(
     Ok(ledger.get(&item).await?.map(|r| r.status))
 }
 
-async fn select_events(
+/// [`select`] for one destination: each candidate's envelope names it, and the status is
+/// that of its (event, destination) item (`None`: the event's own).
+pub async fn select_for(
     store: &impl ObjectStore,
     ledger: &impl LedgerStore,
     selection: &Selection,
@@ -240,6 +224,11 @@ async fn select_events(
                 }
                 hour += HOUR_MS;
             }
+        }
+    }
+    if let Some(name) = destination {
+        for c in &mut out {
+            c.envelope.destination = Some(name.to_owned());
         }
     }
     Ok(out)
