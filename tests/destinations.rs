@@ -183,6 +183,29 @@ async fn fan_out_applies_each_destination_once_while_one_fails_three_times() {
         .filter(|l| l.contains(r#""destination":"crm""#) && l.contains(r#""Completed":1"#))
         .count();
     assert_eq!(crm_completed, 3, "Completed counted per destination");
+    // The index of events (the console's list) holds the events, not their pairs.
+    let indexed = aws
+        .dynamo
+        .query()
+        .table_name(&aws.resources.table)
+        .index_name(inbox_ops::console::listing::INDEX)
+        .key_condition_expression("#source = :source")
+        .expression_attribute_names("#source", "source")
+        .expression_attribute_values(
+            ":source",
+            aws_sdk_dynamodb::types::AttributeValue::S("github".into()),
+        )
+        .send()
+        .await
+        .expect("query the index");
+    let mut keys: Vec<&str> = indexed
+        .items()
+        .iter()
+        .filter_map(|i| i.get("pk").and_then(|v| v.as_s().ok()))
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["github:d-1", "github:d-2", "github:d-3"]);
 }
 
 /// A queue on moto; its URL and ARN.

@@ -1,7 +1,7 @@
 //! Scenarios of the consumer's transitions (take, complete, fail, defer), and units and a
 //! record's round trip.
 
-use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, TakeOutcome};
+use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, Take, TakeOutcome};
 use inbox::receiver::accepted_response;
 
 use crate::run::{claim_at, first_expired_ms, take_at, Obs, Run};
@@ -35,6 +35,34 @@ pub async fn take_on_absent_creates_the_record<L: LedgerStore>(l: &L) -> Vec<(St
             replays: Default::default(),
         })
     );
+    r.trace
+}
+
+/// An (event, destination) pair's take (`indexed: false`) creates its item without
+/// `received_at`, the sort key of the index of events: the console's list never shows it; a
+/// replay's take of a pair neither.
+pub async fn a_pairs_take_leaves_it_out_of_the_event_index<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    let t = Take {
+        indexed: false,
+        ..take_at("c1", T, 60_000)
+    };
+    assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
+    let taken = r.get().await.expect("the pair's item");
+    assert_eq!(taken.received_at, 0, "no received_at");
+    assert_eq!(taken.status, Status::Processing);
+    assert!(r.complete("c1", T + 10).await);
+    let again = Take {
+        indexed: false,
+        ..take_at("c2", T + 20, 60_000)
+    };
+    assert_eq!(
+        r.take_replay(&again, "rp-1").await,
+        TakeOutcome::Taken { attempts: 2 }
+    );
+    assert_eq!(r.get().await.expect("item").received_at, 0);
     r.trace
 }
 

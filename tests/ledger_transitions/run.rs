@@ -55,6 +55,7 @@ pub fn take_at(owner: &str, now_ms: i64, lease_ms: i64) -> Take {
         response_status: 200,
         response_body: accepted_response(K).1,
         archived_at: None,
+        indexed: true,
     }
 }
 

@@ -108,6 +108,7 @@ async fn a_duplicate_of_a_completed_item_sends_nothing() {
         response_status: 200,
         response_body: String::new(),
         archived_at: None,
+        indexed: true,
     };
     rx.ledger().take(&take).await.unwrap();
     assert!(rx

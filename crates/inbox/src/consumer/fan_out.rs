@@ -121,6 +121,7 @@ where
         let take = Take {
             key: pair.clone(),
             archived_at: None,
+            indexed: false,
             ..event_take.clone()
         };
         let owner = take.owner.as_str();

@@ -422,6 +422,7 @@ impl<
                 Archived::At(at) => Some(*at),
                 Archived::Skipped | Archived::Failed => None,
             },
+            indexed: true,
         }
     }
 

@@ -86,9 +86,14 @@ impl DynamoLedger {
                  attempts = if_not_exists(attempts, :zero) + :one, expires_at = :exp, \
                  #source = if_not_exists(#source, :source), \
                  payload_sha256 = if_not_exists(payload_sha256, :sha), \
-                 received_at = if_not_exists(received_at, :now_ms), \
                  response_status = if_not_exists(response_status, :rs), \
                  response_body = if_not_exists(response_body, :rb)";
+        // Only an event's item is in the index of events (`Take::indexed`).
+        let received = if t.indexed {
+            ", received_at = if_not_exists(received_at, :now_ms)"
+        } else {
+            ""
+        };
         // An ordinary take forgets a completion (it takes only a key that never completed, or
         // a forgotten one); a replay's take keeps it (TAKE_CONDITION, GIVE_BACK_REPLAY_CONDITION).
         let archived = if t.archived_at.is_some() {
@@ -97,8 +102,8 @@ impl DynamoLedger {
             ""
         };
         let update = match replay_id {
-            Some(_) => format!("{SET}{archived}"),
-            None => format!("{SET}{archived} REMOVE completed_at"),
+            Some(_) => format!("{SET}{received}{archived}"),
+            None => format!("{SET}{received}{archived} REMOVE completed_at"),
         };
         let mut req = self
             .client

@@ -79,7 +79,8 @@ impl MemoryLedger {
             attempts: 0,
             failures: 0,
             last_error: None,
-            received_at: t.now_ms,
+            // Absent (0) on a pair's item: not in the index of events (`Take::indexed`).
+            received_at: if t.indexed { t.now_ms } else { 0 },
             completed_at: None,
             archived_at: None,
             replays: Default::default(),

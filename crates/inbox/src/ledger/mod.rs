@@ -188,6 +188,11 @@ pub struct Take {
     /// When this batch put the event in the archive, where it did: kept as the item's
     /// `archived_at` unless it has one already.
     pub archived_at: Option<i64>,
+    /// Whether an item the take creates gets `received_at` (now), the sort key of the
+    /// ledger's index of events (`by-source-received`, which holds only items with it): true
+    /// for an event's item, false for an (event, destination) pair's, which the index (the
+    /// console's event list) must not hold, nor pay a write for.
+    pub indexed: bool,
 }
 
 /// What a take found.

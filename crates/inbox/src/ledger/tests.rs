@@ -374,6 +374,7 @@ fn take_by(owner: &str) -> Take {
         response_status: 200,
         response_body: "{}".into(),
         archived_at: None,
+        indexed: true,
     }
 }
 

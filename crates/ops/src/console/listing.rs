@@ -1,7 +1,7 @@
 //! The event list: newest first, by source, status, event type and time range, a page at a
 //! time, from the ledger's keys-only index [`INDEX`] (partition `source`, sort `received_at`;
 //! docs/design.md §4). Only event items carry both attributes, so body guard items
-//! (`#guard:…`) are never in it. A page queries each source's partition from where the last
+//! (`#guard:…`) and (event, destination) items (`<key> to:<name>`) are never in it. A page queries each source's partition from where the last
 //! page stopped (newest first, `Limit` the page size), merges them by `received_at`, and reads
 //! the items of the keys it takes with `BatchGetItem`; the status and event type filters apply
 //! to those items, so a filtered page reads at most [`EXAMINED_PER_ROW`] keys per row it shows
