@@ -8,6 +8,7 @@ use super::figures::{SourceFigures, SERIES};
 use super::layout::{bars, page, time, Nav};
 use super::listing::{Filter, Page, Row};
 use super::show::ShownBody;
+use crate::destination_state::DestinationState;
 use crate::status::Status;
 
 /// The ledger statuses the list filters by.
@@ -195,6 +196,9 @@ pub struct EventView {
     pub headers: Result<Vec<(String, String)>, String>,
     pub body: Result<ShownBody, String>,
     pub archive_object: Option<String>,
+    /// A routed event's destinations, each with its pair's item (docs/routing.md); empty for
+    /// a forwarded one; why they could not be read.
+    pub destinations: Result<Vec<DestinationState>, String>,
 }
 
 /// An attribute's value as shown: times as UTC beside their number.
@@ -214,6 +218,26 @@ pub fn event(stack: &str, v: &EventView) -> Markup {
     let body = html! {
         p { "Key " code.key { (v.key) } " · status " strong class=(format!("status-{status}")) { (status) }
             " · " a href=(format!("/replay?key={}", encode(&v.key))) { "Replay this event…" } }
+        @match &v.destinations {
+            Ok(states) if states.is_empty() => {}
+            Ok(states) => {
+                h2 { "Destinations" }
+                table {
+                    tr { th { "destination" } th { "status" } th { "attempts" } th { "failures" } th { "last_error" } th { "completed_at" } }
+                    @for d in states {
+                        @match &d.record {
+                            Some(r) => {
+                                tr { td { (d.name) } td { strong class=(format!("status-{}", r.status.as_str())) { (r.status.as_str()) } }
+                                     td { (r.attempts) } td { (r.failures) } td { (r.last_error.as_deref().unwrap_or("")) }
+                                     td { (r.completed_at.map(time).unwrap_or_default()) } }
+                            }
+                            None => { tr { td { (d.name) } td.muted colspan="5" { "not taken yet" } } }
+                        }
+                    }
+                }
+            }
+            Err(e) => { h2 { "Destinations" } p.muted { (e) } }
+        }
         h2 { "Ledger item" }
         table {
             @if let Value::Object(map) = &v.item {
@@ -256,6 +280,7 @@ mod tests {
                 br#"{"x":"<script>alert(1)</script>"}"#,
             )),
             archive_object: Some("archive/2026/12/03/13/o".into()),
+            destinations: Ok(Vec::new()),
         };
         let html = event("s", &view).into_string();
         assert!(!html.contains("<script>alert"), "{html}");
@@ -267,6 +292,65 @@ mod tests {
         );
         assert!(html.contains("1796302800 (2026-12-03 13:00:00 UTC)"));
         assert!(html.contains("/replay?key=github%3A%3Cb%3E"));
+    }
+
+    #[test]
+    fn a_routed_event_shows_each_destination() {
+        use inbox::ledger::{Record, Status};
+        let record = |status, failures, last_error: Option<&str>| Record {
+            key: "stripe:evt_1 to:x".into(),
+            source: "stripe".into(),
+            status,
+            expires_at: 1_796_302_800,
+            lease_until: None,
+            lease_owner: None,
+            payload_sha256: String::new(),
+            response_status: None,
+            response_body: None,
+            attempts: failures + 1,
+            failures,
+            last_error: last_error.map(str::to_owned),
+            received_at: 0,
+            completed_at: (status == Status::Completed).then_some(1_796_302_800_000),
+            archived_at: None,
+            replays: Default::default(),
+        };
+        let view = EventView {
+            key: "stripe:evt_1".into(),
+            item: serde_json::json!({"pk": "stripe:evt_1", "status": "QUEUED"}),
+            headers: Err("none".into()),
+            body: Err("none".into()),
+            archive_object: None,
+            destinations: Ok(vec![
+                DestinationState {
+                    name: "billing".into(),
+                    record: Some(Box::new(record(Status::Completed, 0, None))),
+                },
+                DestinationState {
+                    name: "crm".into(),
+                    record: Some(Box::new(record(Status::Failed, 2, Some("HTTP <503>")))),
+                },
+                DestinationState {
+                    name: "bus".into(),
+                    record: None,
+                },
+            ]),
+        };
+        let html = event("s", &view).into_string();
+        assert!(html.contains("<h2>Destinations</h2>"), "{html}");
+        assert!(html.contains("<td>billing</td><td><strong class=\"status-COMPLETED\">COMPLETED</strong></td><td>1</td><td>0</td>"), "{html}");
+        assert!(html.contains("<td>crm</td><td><strong class=\"status-FAILED\">FAILED</strong></td><td>3</td><td>2</td><td>HTTP &lt;503&gt;</td>"), "{html}");
+        assert!(
+            html.contains("<td>bus</td><td class=\"muted\" colspan=\"5\">not taken yet</td>"),
+            "{html}"
+        );
+        let forwarded = EventView {
+            destinations: Ok(Vec::new()),
+            ..view
+        };
+        assert!(!event("s", &forwarded)
+            .into_string()
+            .contains("Destinations"));
     }
 
     #[test]

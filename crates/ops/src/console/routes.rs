@@ -219,6 +219,19 @@ async fn event(
             }
             Err(e) => (Err(format!("{e:#}")), Err(format!("{e:#}")), None),
         };
+    let destinations = match c.stack.routes() {
+        Ok(routes) => crate::destination_state::states(
+            &ledger,
+            &routes,
+            &key,
+            item["source"].as_str().unwrap_or_default(),
+            item["event_type"].as_str(),
+            c.now_ms(),
+        )
+        .await
+        .map_err(|e| format!("the destinations' items could not be read: {e:#}")),
+        Err(e) => Err(format!("the stack's destinations could not be read: {e:#}")),
+    };
     Ok(pages::event(
         &c.stack.name,
         &EventView {
@@ -227,6 +240,7 @@ async fn event(
             headers,
             body,
             archive_object,
+            destinations,
         },
     ))
 }
