@@ -1,0 +1,183 @@
+//! The alarms (dead letters, age, errors, 5xx, failures, forged signatures), where they notify,
+//! and the dashboard: on the translated template.
+
+use super::*;
+
+/// (logical id, Properties) of every alarm.
+fn alarms() -> Vec<(String, Value)> {
+    translated()
+        .resources_of_type("AWS::CloudWatch::Alarm")
+        .into_iter()
+        .map(|(id, r)| (id.to_owned(), r["Properties"].clone()))
+        .collect()
+}
+
+fn alarm_on(namespace: &str, metric: &str, dimension: (&str, Value)) -> Value {
+    let found: Vec<_> = alarms()
+        .into_iter()
+        .filter(|(_, p)| {
+            p["Namespace"] == namespace
+                && p["MetricName"] == metric
+                && p["Dimensions"].as_array().is_some_and(|d| {
+                    d.contains(&json!({"Name": dimension.0, "Value": dimension.1}))
+                })
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one alarm on {namespace} {metric} {dimension:?}"
+    );
+    found[0].1.clone()
+}
+
+/// The alarm whose Metrics Insights query sums this EMF metric of this function.
+fn alarm_on_emf(metric: Metric, function: &str) -> Value {
+    let query = format!(
+        "SELECT SUM({}) FROM SCHEMA({NAMESPACE}, function, source) WHERE function = '{function}'",
+        metric.name()
+    );
+    let found: Vec<_> = alarms()
+        .into_iter()
+        .filter(|(_, p)| {
+            p["Metrics"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|q| q["Expression"] == query.as_str()))
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one alarm on {query}");
+    found[0].1.clone()
+}
+
+#[test]
+fn alarms_cover_dead_letters_age_errors_5xx_failures_and_forged_signatures() {
+    let dlq = alarm_on(
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+        ("QueueName", get_att("DeadLetterQueue", "QueueName")),
+    );
+    assert_eq!(dlq["Threshold"], 0);
+    let age = alarm_on(
+        "AWS/SQS",
+        "ApproximateAgeOfOldestMessage",
+        ("QueueName", get_att("WebhookQueue", "QueueName")),
+    );
+    assert_eq!(age["Threshold"], reference("QueueAgeAlarmSeconds"));
+    let errors = alarm_on(
+        "AWS/Lambda",
+        "Errors",
+        ("FunctionName", reference("ReceiverFunction")),
+    );
+    assert_eq!(errors["Threshold"], 0);
+    let api = alarm_on("AWS/ApiGateway", "5xx", ("ApiId", reference("WebhookApi")));
+    assert!(api["Dimensions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!({"Name": "Stage", "Value": "$default"})));
+
+    let failed = alarm_on_emf(Metric::Failed, "consumer");
+    assert_eq!(failed["Threshold"], 0);
+    let forged = alarm_on_emf(Metric::SignatureRejected, "receiver");
+    assert_eq!(
+        forged["Threshold"],
+        reference("SignatureRejectedAlarmThreshold")
+    );
+}
+
+#[test]
+fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
+    let t = translated();
+    let expected = json!([
+        {"Fn::If": ["HasAlarmEmail", {"Ref": "AlarmTopic"}, {"Ref": "AWS::NoValue"}]},
+        {"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AWS::NoValue"}]},
+    ]);
+    let all = alarms();
+    assert_eq!(all.len(), 6);
+    for (id, props) in all {
+        assert_eq!(props["AlarmActions"], expected, "{id}");
+    }
+    let topic = t.resource("AlarmTopic").expect("the stack's alarm topic");
+    assert_eq!(topic["Type"], "AWS::SNS::Topic");
+    assert_eq!(topic["Condition"], "HasAlarmEmail");
+    assert_eq!(
+        topic["Properties"]["Subscription"],
+        json!([{"Protocol": "email", "Endpoint": {"Ref": "AlarmEmail"}}])
+    );
+    assert_eq!(
+        t.document()["Conditions"]["HasAlarmEmail"],
+        json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]})
+    );
+    assert_eq!(t.parameter("AlarmEmail").unwrap()["Default"], "");
+}
+
+#[test]
+fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
+    let t = translated();
+    let id = t.only_of_type("AWS::CloudWatch::Dashboard").unwrap();
+    let sub = t.properties(id)["DashboardBody"]["Fn::Sub"]
+        .as_array()
+        .expect("DashboardBody is Fn::Sub [body, variables]");
+    let mut body = sub[0].as_str().expect("body").to_owned();
+    let variables = sub[1].as_object().expect("variables");
+    assert_eq!(variables["ns"], NAMESPACE);
+    assert_eq!(variables["queue"], get_att("WebhookQueue", "QueueName"));
+    assert_eq!(variables["dlq"], get_att("DeadLetterQueue", "QueueName"));
+    for (name, value) in [
+        ("${ns}", NAMESPACE),
+        ("${queue}", "q.fifo"),
+        ("${dlq}", "d.fifo"),
+        ("${AWS::Region}", "eu-west-1"),
+    ] {
+        body = body.replace(name, value);
+    }
+    assert!(!body.contains("${"), "every variable substituted");
+    let dashboard: Value = serde_json::from_str(&body).expect("the dashboard body is JSON");
+
+    let mut shown = BTreeSet::new();
+    for widget in dashboard["widgets"].as_array().expect("widgets") {
+        for line in widget["properties"]["metrics"].as_array().expect("metrics") {
+            for item in line.as_array().unwrap() {
+                if let Some(query) = item["expression"].as_str() {
+                    assert!(
+                        query.contains(&format!("FROM SCHEMA({NAMESPACE}, function, source)")),
+                        "{query}: the EMF namespace and dimensions"
+                    );
+                    let metric = query
+                        .strip_prefix("SELECT SUM(")
+                        .and_then(|q| q.split_once(')'))
+                        .map(|(m, _)| m)
+                        .expect("SELECT SUM(<metric>)");
+                    shown.insert(metric.to_owned());
+                } else if let Some(name) = item.as_str() {
+                    shown.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    for metric in [
+        Metric::Accepted,
+        Metric::Replayed,
+        Metric::SignatureRejected,
+        Metric::PayloadMismatch,
+        Metric::Rejected,
+        Metric::Completed,
+        Metric::Failed,
+        Metric::Throttled,
+        Metric::DeadLettered,
+    ] {
+        assert!(
+            shown.contains(metric.name()),
+            "dashboard lacks {}",
+            metric.name()
+        );
+    }
+    for queue_metric in [
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
+    ] {
+        assert!(
+            shown.contains(queue_metric),
+            "dashboard lacks {queue_metric}"
+        );
+    }
+}
