@@ -19,18 +19,22 @@ use std::collections::BTreeMap;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use devstack::bridge::Bridge;
-use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
+use devstack::targets;
+use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
+use inbox::archive::NoArchive;
 use inbox::clock::SystemClock;
 use inbox::consumer::{Consumer, ConsumerSettings, DEFAULT_MAX_FAILURES};
 use inbox::destination::{Adapter, EventBus, QueueTarget, Targets};
 use inbox::forward::HttpForwarder;
 use inbox::key::sha256_hex;
+use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::Metrics;
 use inbox::queue::{Envelope, Outgoing, Queue as _};
 use inbox::receiver::ReceiverSettings;
-use inbox::redelivery::SqsRedelivery;
+use inbox::redelivery::{NoRedelivery, SqsRedelivery};
 use inbox::route::{destination_key, Routes};
+use inbox::store::NoStore;
 use inbox::SourceSpecs;
 use inbox_ops::cli::StatusFilter;
 use inbox_ops::replay::{self, Selection};
@@ -80,6 +84,11 @@ where
     panic!("the queue did not drain in 200 rounds");
 }
 
+/// The two HTTP destinations of the fan-out tests, as `WEBHOOK_DESTINATIONS` (and the stack's
+/// `Destinations`) declares them.
+const LEDGER_AND_CRM: &str = r#"{"ledger": {"target": "https://ledger.example/in", "sources": ["github"]},
+    "crm": {"target": "https://crm.example/in", "sources": ["github"]}}"#;
+
 /// The two HTTP destinations `ledger` and `crm` of the fan-out tests, each a loopback system of
 /// record (an https:// URL is what the configuration takes; the adapter itself takes any URL).
 fn ledger_and_crm(ledger: &SystemOfRecord, crm: &SystemOfRecord) -> Targets {
@@ -90,6 +99,32 @@ fn ledger_and_crm(ledger: &SystemOfRecord, crm: &SystemOfRecord) -> Targets {
         ]),
         None,
     )
+}
+
+/// The consumer of [`routed_consumer`]: no redelivery, store or archive; destinations.
+type RoutedConsumer =
+    Consumer<DynamoLedger, HttpForwarder, SystemClock, NoRedelivery, NoStore, NoArchive, Targets>;
+
+/// The consumer over the stack's sources with these destinations (`WEBHOOK_DESTINATIONS`)
+/// on these targets, the forward unused; and the metric lines it writes.
+fn routed_consumer(
+    aws: &LocalAws,
+    destinations: &str,
+    targets: Targets,
+) -> (RoutedConsumer, MetricLines) {
+    let specs = specs(aws);
+    let routes = Routes::parse(destinations, &specs).expect("routes");
+    let (metrics, lines) = Metrics::memory("consumer");
+    let cx = Consumer::new(
+        specs,
+        aws.ledger(),
+        unused_forward(),
+        SystemClock,
+        ConsumerSettings::default(),
+        metrics,
+    )
+    .with_destinations(routes, targets);
+    (cx, lines)
 }
 
 /// Each id delivered once through the stack's receiver as a signed GitHub event, answered 200.
@@ -117,24 +152,7 @@ async fn fan_out_applies_each_destination_once_while_one_fails_three_times() {
     let aws = LocalAws::new("fanout").await;
     let ledger_sor = SystemOfRecord::start();
     let crm_sor = SystemOfRecord::start();
-    let specs = specs(&aws);
-    let routes = Routes::parse(
-        r#"{"ledger": {"target": "https://ledger.example/in", "sources": ["github"]},
-            "crm": {"target": "https://crm.example/in", "sources": ["github"]}}"#,
-        &specs,
-    )
-    .expect("routes");
-    let targets = ledger_and_crm(&ledger_sor, &crm_sor);
-    let (metrics, lines) = Metrics::memory("consumer");
-    let cx = Consumer::new(
-        specs,
-        aws.ledger(),
-        unused_forward(),
-        SystemClock,
-        ConsumerSettings::default(),
-        metrics,
-    )
-    .with_destinations(routes, targets);
+    let (cx, lines) = routed_consumer(&aws, LEDGER_AND_CRM, ledger_and_crm(&ledger_sor, &crm_sor));
     let cx = &cx;
     let ids = ["d-1", "d-2", "d-3"];
     deliver_github(&aws, &ids).await;
@@ -208,22 +226,6 @@ async fn fan_out_applies_each_destination_once_while_one_fails_three_times() {
     assert_eq!(keys, ["github:d-1", "github:d-2", "github:d-3"]);
 }
 
-/// A queue on moto; its URL and ARN.
-async fn queue(aws: &LocalAws, name: &str) -> (String, String) {
-    let url = aws
-        .sqs
-        .create_queue()
-        .queue_name(name)
-        .send()
-        .await
-        .expect("create queue")
-        .queue_url()
-        .expect("url")
-        .to_owned();
-    let arn = format!("arn:aws:sqs:us-east-1:123456789012:{name}");
-    (url, arn)
-}
-
 async fn enqueue(aws: &LocalAws, source: &str, id: &str, event_type: &str, body: &str) -> String {
     let key = format!("{source}:{id}");
     let mut env = Envelope::new(
@@ -252,51 +254,19 @@ async fn eventbridge_and_sqs_destinations_each_receive_their_events_once() {
     let billing = SystemOfRecord::start();
     let bus_name = testkit::unique("payments");
     let events = aws_sdk_eventbridge::Client::new(&aws.sdk);
-    let bus_arn = events
-        .create_event_bus()
-        .name(&bus_name)
-        .send()
-        .await
-        .expect("create bus")
-        .event_bus_arn()
-        .expect("arn")
-        .to_owned();
-    let (seen_url, seen_arn) = queue(&aws, &testkit::unique("bus-seen")).await;
-    let rule = testkit::unique("inbox");
-    events
-        .put_rule()
-        .name(&rule)
-        .event_bus_name(&bus_name)
-        .event_pattern(r#"{"source": [{"prefix": "webhook-inbox."}]}"#)
-        .send()
-        .await
-        .expect("put rule");
-    events
-        .put_targets()
-        .rule(&rule)
-        .event_bus_name(&bus_name)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("seen")
-                .arn(&seen_arn)
-                .build()
-                .expect("target"),
-        )
-        .send()
-        .await
-        .expect("put targets");
+    let (bus_arn, seen_url) =
+        targets::bus_to_queue(&aws.sdk, &bus_name, &testkit::unique("bus-seen"))
+            .await
+            .expect("the bus, its rule and its queue");
     let ci_name = testkit::unique("ci");
-    let (ci_url, ci_arn) = queue(&aws, &ci_name).await;
-    let specs = specs(&aws);
-    let routes = Routes::parse(
-        &format!(
-            r#"{{"billing": {{"target": "https://billing.example/in", "sources": ["stripe"], "event_types": ["invoice.*"]}},
-                "bus": {{"target": "{bus_arn}", "sources": ["stripe"]}},
-                "ci": {{"target": "{ci_arn}", "sources": ["github", "stripe"], "event_types": ["push"]}}}}"#
-        ),
-        &specs,
-    )
-    .expect("routes");
+    let (ci_url, ci_arn) = targets::queue(&aws.sqs, &ci_name, false)
+        .await
+        .expect("the CI queue");
+    let destinations = format!(
+        r#"{{"billing": {{"target": "https://billing.example/in", "sources": ["stripe"], "event_types": ["invoice.*"]}},
+            "bus": {{"target": "{bus_arn}", "sources": ["stripe"]}},
+            "ci": {{"target": "{ci_arn}", "sources": ["github", "stripe"], "event_types": ["push"]}}}}"#
+    );
     let targets = Targets::new(
         BTreeMap::from([
             ("billing".to_owned(), http(billing.url())),
@@ -317,16 +287,7 @@ async fn eventbridge_and_sqs_destinations_each_receive_their_events_once() {
         ]),
         None,
     );
-    let (metrics, _) = Metrics::memory("consumer");
-    let cx = Consumer::new(
-        specs,
-        aws.ledger(),
-        unused_forward(),
-        SystemClock,
-        ConsumerSettings::default(),
-        metrics,
-    )
-    .with_destinations(routes, targets);
+    let (cx, _) = routed_consumer(&aws, &destinations, targets);
     let cx = &cx;
     let paid = enqueue(
         &aws,
@@ -403,11 +364,6 @@ async fn eventbridge_and_sqs_destinations_each_receive_their_events_once() {
         }
     }
 }
-
-/// The destinations of [`each_destinations_state_is_shown_and_a_replay_runs_one_of_them`],
-/// as the stack's `Destinations` parameter.
-const LEDGER_AND_CRM: &str = r#"{"ledger": {"target": "https://ledger.example/in", "sources": ["github"]},
-    "crm": {"target": "https://crm.example/in", "sources": ["github"]}}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(
