@@ -82,6 +82,7 @@ on_every_backend!(
     receiver_side::release_only_by_the_owner_and_only_before_queued,
     receiver_side::release_after_the_consumer_took_it_is_refused,
     receiver_side::guard_body_refuses_another_key_within_the_window,
+    receiver_side::a_hook_secret_is_kept_once_per_source,
     consumer_side::take_on_absent_creates_the_record,
     consumer_side::a_pairs_take_leaves_it_out_of_the_event_index,
     consumer_side::take_on_expired_completed_runs_again,

@@ -1,4 +1,5 @@
-//! Scenarios of the receiver's transitions: claim, release and the body guard.
+//! Scenarios of the receiver's transitions: claim, release, the body guard and a handshake's
+//! kept secret.
 
 use inbox::ledger::{
     guard_key, BodyGuard, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, TakeOutcome,
@@ -185,6 +186,36 @@ pub async fn guard_body_refuses_another_key_within_the_window<L: LedgerStore>(
         r.note(format!("guard by {who} at {now}"), Obs::Guard(out));
     }
     assert_eq!(guard_key("github", "abc"), "#guard:github:abc");
+    assert_eq!(r.get().await, None, "no event item written");
+    r.trace
+}
+
+/// A handshake's secret (Asana's) is kept once per source: a second keep, whatever its secret,
+/// is refused and the first stays (`KEEP_HOOK_SECRET_CONDITION`); another source's is apart.
+pub async fn a_hook_secret_is_kept_once_per_source<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    for (source, secret, now, expect) in [
+        ("asana", "first", T, true),
+        ("asana", "second", T + 1_000, false),
+        ("asana", "first", T + 2_000, false),
+        ("other", "third", T + 3_000, true),
+    ] {
+        let kept = l
+            .keep_hook_secret(source, secret, now)
+            .await
+            .expect("keep answered");
+        assert_eq!(kept, expect, "{source} {secret} at {now}");
+        r.note(format!("keep {source} {secret} at {now}"), Obs::Done(kept));
+    }
+    for (source, expect) in [
+        ("asana", Some("first")),
+        ("other", Some("third")),
+        ("none", None),
+    ] {
+        let secret = l.hook_secret(source).await.expect("read answered");
+        assert_eq!(secret.as_deref(), expect, "{source}");
+        r.note(format!("secret of {source}"), Obs::Secret(secret));
+    }
     assert_eq!(r.get().await, None, "no event item written");
     r.trace
 }

@@ -19,6 +19,8 @@ pub enum Obs {
     Failed(Option<u32>),
     Get(Option<Record>),
     Guard(GuardOutcome),
+    /// A kept handshake secret read back.
+    Secret(Option<String>),
 }
 
 /// Runs transitions on one adapter and keeps everything it saw.

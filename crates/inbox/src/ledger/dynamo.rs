@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 
@@ -43,6 +43,25 @@ where
     R: std::fmt::Debug,
 {
     StoreError::Unavailable(DisplayErrorContext(err).to_string())
+}
+
+/// Whether a conditional write was made: `Ok(false)` where its condition refused it
+/// (`ConditionalCheckFailedException`), the store unavailable on any other error.
+fn written<T, E, R>(result: Result<T, SdkError<E, R>>) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(err)
+            if err.as_service_error().and_then(ProvideErrorMetadata::code)
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(err) => Err(unavailable(err)),
+    }
 }
 
 impl DynamoLedger {
@@ -223,13 +242,7 @@ impl LedgerStore for DynamoLedger {
             .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) => match err.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
-                _ => Err(unavailable(err)),
-            },
-        }
+        written(result)
     }
 
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
@@ -245,13 +258,10 @@ impl LedgerStore for DynamoLedger {
             .expression_attribute_values(":event_key", s(&g.event_key))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(GuardOutcome::Fresh),
-            Err(err) => match err.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(GuardOutcome::Replayed),
-                _ => Err(unavailable(err)),
-            },
-        }
+        Ok(match written(result)? {
+            true => GuardOutcome::Fresh,
+            false => GuardOutcome::Replayed,
+        })
     }
 
     async fn keep_hook_secret(
@@ -271,13 +281,7 @@ impl LedgerStore for DynamoLedger {
             .condition_expression(KEEP_HOOK_SECRET_CONDITION)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) => match err.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
-                _ => Err(unavailable(err)),
-            },
-        }
+        written(result)
     }
 
     async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
@@ -356,13 +360,7 @@ impl LedgerStore for DynamoLedger {
             .expression_attribute_values(":me", s(owner))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) => match err.as_service_error() {
-                Some(e) if e.is_conditional_check_failed_exception() => Ok(false),
-                _ => Err(unavailable(err)),
-            },
-        }
+        written(result)
     }
 
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {

@@ -68,7 +68,7 @@ pub(crate) fn injected() -> StoreError {
 }
 
 impl LedgerStore for SimLedger {
-    /// No simulated source has a replay guard: the in-memory guard, unfaulted.
+    /// No simulated source has a handshake: the in-memory secrets, unfaulted.
     async fn keep_hook_secret(
         &self,
         source: &str,
@@ -80,6 +80,7 @@ impl LedgerStore for SimLedger {
     async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
         self.inner.hook_secret(source).await
     }
+    /// No simulated source has a replay guard: the in-memory guard, unfaulted.
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         self.inner.guard_body(g, now_ms).await
     }
