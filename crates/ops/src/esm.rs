@@ -91,20 +91,9 @@ pub async fn find(config: &aws_config::SdkConfig, locator: &Locator) -> anyhow::
             )
         }
         Locator::Stack(stack) => {
-            let cfn = aws_sdk_cloudformation::Client::new(config);
-            let mappings: Vec<_> = cfn
-                .list_stack_resources()
-                .stack_name(stack)
-                .into_paginator()
-                .items()
-                .send()
-                .collect::<Result<Vec<_>, _>>()
-                .await
-                .with_context(|| format!("ListStackResources {stack}"))?
-                .into_iter()
-                .filter(|r| r.resource_type() == Some("AWS::Lambda::EventSourceMapping"))
-                .filter_map(|r| r.physical_resource_id().map(str::to_owned))
-                .collect();
+            let mappings =
+                crate::stack::physical_ids(config, stack, "AWS::Lambda::EventSourceMapping")
+                    .await?;
             one(
                 mappings,
                 &format!("stack {stack} has"),

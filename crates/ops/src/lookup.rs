@@ -197,15 +197,9 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
     let dynamo = aws::dynamo(&sdk);
     match lookup(&dynamo, table, key).await? {
         Some(mut item) => {
-            match stack.routes().await {
-                Ok(routes) => {
-                    if let Some(states) =
-                        destination_items(&dynamo, table, &routes, key, &item).await?
-                    {
-                        item["destinations"] = states;
-                    }
-                }
-                Err(e) => eprintln!("destinations not shown: {e:#}"),
+            let routes = stack.routes_to_show().await;
+            if let Some(states) = destination_items(&dynamo, table, &routes, key, &item).await? {
+                item["destinations"] = states;
             }
             println!("{item:#}");
             Ok(ExitCode::SUCCESS)

@@ -2,7 +2,7 @@
 //! one `DescribeStacks` for the outputs template.yaml declares (`LedgerTableName`, `QueueUrl`,
 //! `DeadLetterQueueUrl`, `PayloadBucketName`, `ConsumerEventSourceMapping`, `WebhookUrl`) and
 //! the `WebhookSources` and `Destinations` parameters (the sources and the routes), and, for the console, one
-//! `ListStackResources` for the stack's alarms. An explicit flag or variable still wins over
+//! `ListStackResources` for the stack's resources of one type (its alarms, its mapping). An explicit flag or variable still wins over
 //! what the stack says ([`Lazy::pick`]), and the stack is read only when a flag is missing.
 
 use anyhow::{anyhow, Context as _};
@@ -133,10 +133,12 @@ pub async fn resolve(
     })
 }
 
-/// The physical ids (alarm names) of the stack's `AWS::CloudWatch::Alarm` resources.
-pub async fn alarm_names(
+/// The physical ids of the stack's resources of one type (`AWS::CloudWatch::Alarm`: the
+/// alarm names; `AWS::Lambda::EventSourceMapping`: the mappings' UUIDs).
+pub async fn physical_ids(
     config: &aws_config::SdkConfig,
     stack: &str,
+    resource_type: &str,
 ) -> anyhow::Result<Vec<String>> {
     let cfn = aws_sdk_cloudformation::Client::new(config);
     let resources = cfn
@@ -150,7 +152,7 @@ pub async fn alarm_names(
         .with_context(|| format!("ListStackResources {stack}"))?;
     Ok(resources
         .into_iter()
-        .filter(|r| r.resource_type() == Some("AWS::CloudWatch::Alarm"))
+        .filter(|r| r.resource_type() == Some(resource_type))
         .filter_map(|r| r.physical_resource_id().map(str::to_owned))
         .collect())
 }
@@ -200,6 +202,15 @@ impl<'a> Lazy<'a> {
             .as_ref()
             .ok_or_else(|| anyhow!("unreachable"))?
             .routes()
+    }
+
+    /// [`Lazy::routes`] for a command that shows each destination's state: where the stack
+    /// cannot be read (only flags given, no such stack), none, and stderr says why.
+    pub async fn routes_to_show(&mut self) -> inbox::route::Routes {
+        self.routes().await.unwrap_or_else(|e| {
+            eprintln!("destinations not shown: {e:#}");
+            inbox::route::Routes::none()
+        })
     }
 }
 

@@ -320,13 +320,7 @@ pub async fn run(args: &WhyArgs) -> anyhow::Result<ExitCode> {
             &r.dlq_url
         })
         .await?;
-    let routes = match stack.routes().await {
-        Ok(routes) => routes,
-        Err(e) => {
-            eprintln!("destinations not shown: {e:#}");
-            Routes::none()
-        }
-    };
+    let routes = stack.routes_to_show().await;
     let ledger = DynamoLedger::new(aws::dynamo(&config), table);
     let answer = why(&aws::sqs(&config), &ledger, &routes, &dlq, args.peek).await?;
     if args.json {

@@ -107,7 +107,8 @@ async fn overview(State(c): State<Arc<Console>>) -> Markup {
     let cloudwatch = aws_sdk_cloudwatch::Client::new(&c.sdk);
     let now_s = c.now_ms().div_euclid(1000);
     let alarms = async {
-        let names = crate::stack::alarm_names(&c.sdk, &c.stack.name).await?;
+        let names =
+            crate::stack::physical_ids(&c.sdk, &c.stack.name, "AWS::CloudWatch::Alarm").await?;
         figures::alarms_firing(&cloudwatch, &names).await
     };
     let (status, figures, alarms) = tokio::join!(
