@@ -1,9 +1,10 @@
 //! How a command finds its resources from the stack (`--stack`, default [`DEFAULT_STACK`]):
 //! one `DescribeStacks` for the outputs template.yaml declares (`LedgerTableName`, `QueueUrl`,
 //! `DeadLetterQueueUrl`, `PayloadBucketName`, `ConsumerEventSourceMapping`, `WebhookUrl`) and
-//! the `WebhookSources` and `Destinations` parameters (the sources and the routes), and, for the console, one
-//! `ListStackResources` for the stack's resources of one type (its alarms, its mapping). An explicit flag or variable still wins over
-//! what the stack says ([`Lazy::pick`]), and the stack is read only when a flag is missing.
+//! the `WebhookSources` and `Destinations` parameters (the sources and the routes), and one
+//! `ListStackResources` for its resources of one type (the console's alarms, a mapping). An
+//! explicit flag or variable still wins over what the stack says ([`Lazy::pick`]), and the
+//! stack is read only when a flag is missing.
 
 use anyhow::{anyhow, Context as _};
 
