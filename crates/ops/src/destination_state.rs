@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 pub struct DestinationState {
     pub name: String,
     /// `None`: the consumer has not taken the pair yet (or its item expired: absent).
-    pub record: Option<Box<Record>>,
+    pub record: Option<Record>,
 }
 
 /// The destinations an event of `source` with `event_type` goes to, in name order, each with
@@ -32,7 +32,7 @@ pub async fn states(
             .filter(|r| !r.is_expired(now_ms));
         out.push(DestinationState {
             name: name.to_owned(),
-            record: record.map(Box::new),
+            record,
         });
     }
     Ok(out)
@@ -100,14 +100,20 @@ pub fn hint(states: &[DestinationState]) -> Option<String> {
     ))
 }
 
+/// A destination's state for tests: `status` `None` is not taken yet; attempts one more
+/// than `failures`; COMPLETED at 2026-12-03 13:00 UTC.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) fn example(
+    name: &str,
+    status: Option<inbox::ledger::Status>,
+    failures: u32,
+    last_error: Option<&str>,
+) -> DestinationState {
     use inbox::ledger::Status;
-
-    fn record(status: Status, failures: u32) -> Box<Record> {
-        Box::new(Record {
-            key: "github:1 to:crm".into(),
+    DestinationState {
+        name: name.to_owned(),
+        record: status.map(|status| Record {
+            key: format!("github:1 to:{name}"),
             source: "github".into(),
             status,
             expires_at: i64::MAX,
@@ -118,28 +124,25 @@ mod tests {
             response_body: None,
             attempts: failures + 1,
             failures,
-            last_error: (failures > 0).then(|| "HTTP 503".to_owned()),
+            last_error: last_error.map(str::to_owned),
             received_at: 0,
-            completed_at: None,
+            completed_at: (status == Status::Completed).then_some(1_796_302_800_000),
             archived_at: None,
             replays: Default::default(),
-        })
+        }),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inbox::ledger::Status;
 
     #[test]
     fn the_hint_names_the_destinations_not_applied() {
-        let done = DestinationState {
-            name: "ledger".into(),
-            record: Some(record(Status::Completed, 0)),
-        };
-        let failed = DestinationState {
-            name: "crm".into(),
-            record: Some(record(Status::Failed, 5)),
-        };
-        let untaken = DestinationState {
-            name: "ci".into(),
-            record: None,
-        };
+        let done = example("ledger", Some(Status::Completed), 0, None);
+        let failed = example("crm", Some(Status::Failed), 5, Some("HTTP 503"));
+        let untaken = example("ci", None, 0, None);
         assert_eq!(hint(std::slice::from_ref(&done)), None);
         let h = hint(&[done.clone(), failed.clone(), untaken.clone()]).expect("a hint");
         assert!(h.starts_with("destination(s) crm, ci not applied"), "{h}");

@@ -296,25 +296,8 @@ mod tests {
 
     #[test]
     fn a_routed_event_shows_each_destination() {
-        use inbox::ledger::{Record, Status};
-        let record = |status, failures, last_error: Option<&str>| Record {
-            key: "stripe:evt_1 to:x".into(),
-            source: "stripe".into(),
-            status,
-            expires_at: 1_796_302_800,
-            lease_until: None,
-            lease_owner: None,
-            payload_sha256: String::new(),
-            response_status: None,
-            response_body: None,
-            attempts: failures + 1,
-            failures,
-            last_error: last_error.map(str::to_owned),
-            received_at: 0,
-            completed_at: (status == Status::Completed).then_some(1_796_302_800_000),
-            archived_at: None,
-            replays: Default::default(),
-        };
+        use crate::destination_state::example;
+        use inbox::ledger::Status;
         let view = EventView {
             key: "stripe:evt_1".into(),
             item: serde_json::json!({"pk": "stripe:evt_1", "status": "QUEUED"}),
@@ -322,18 +305,9 @@ mod tests {
             body: Err("none".into()),
             archive_object: None,
             destinations: Ok(vec![
-                DestinationState {
-                    name: "billing".into(),
-                    record: Some(Box::new(record(Status::Completed, 0, None))),
-                },
-                DestinationState {
-                    name: "crm".into(),
-                    record: Some(Box::new(record(Status::Failed, 2, Some("HTTP <503>")))),
-                },
-                DestinationState {
-                    name: "bus".into(),
-                    record: None,
-                },
+                example("billing", Some(Status::Completed), 0, None),
+                example("crm", Some(Status::Failed), 2, Some("HTTP <503>")),
+                example("bus", None, 0, None),
             ]),
         };
         let html = event("s", &view).into_string();
