@@ -420,6 +420,8 @@ async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
     assert_eq!(letter.key(), Some("github:s-2"));
     let states: Vec<(String, Option<Status>, u32)> = letter
         .destinations
+        .as_ref()
+        .expect("the destinations' items read")
         .iter()
         .map(|s| {
             (

@@ -46,9 +46,10 @@ pub struct DeadLetter {
     /// The envelope's key and source, or why it could not be read.
     pub envelope: Result<(String, String), String>,
     pub ledger: LedgerView,
-    /// A routed event's destinations, each with its pair's item (none for a source that
+    /// A routed event's destinations, each with its pair's item, or why they could not be
+    /// read (none for a source that
     /// forwards to `FORWARD_URL`).
-    pub destinations: Vec<DestinationState>,
+    pub destinations: Result<Vec<DestinationState>, String>,
 }
 
 impl DeadLetter {
@@ -58,7 +59,15 @@ impl DeadLetter {
 
     /// What the items say, and what to do: for a routed event, which destinations are left.
     pub fn hint(&self, now_ms: i64) -> String {
-        if let Some(left) = destination_state::hint(&self.destinations) {
+        if self.destinations.is_err() {
+            return "the ledger could not be read; retry".to_owned();
+        }
+        if let Some(left) = self
+            .destinations
+            .as_deref()
+            .ok()
+            .and_then(destination_state::hint)
+        {
             return left;
         }
         self.event_hint(now_ms).to_owned()
@@ -160,8 +169,8 @@ pub async fn why(
                         now,
                     )
                     .await
-                    .unwrap_or_default(),
-                    _ => Vec::new(),
+                    .map_err(|e| e.to_string()),
+                    _ => Ok(Vec::new()),
                 };
                 let envelope = match parsed {
                     Some(Ok(env)) => Ok((env.key, env.source)),
@@ -243,7 +252,8 @@ impl Why {
                     "attempts": attempts,
                     "last_error": last_error,
                     "expires_at": expires_at,
-                    "destinations": d.destinations.iter().map(DestinationState::to_json).collect::<Vec<_>>(),
+                    "destinations": d.destinations.as_deref().unwrap_or_default().iter().map(DestinationState::to_json).collect::<Vec<_>>(),
+                    "destinations_error": d.destinations.as_ref().err(),
                     "hint": d.hint(now_ms),
                 })
             })
@@ -271,8 +281,13 @@ impl Why {
             };
             out.push_str(&head);
             out.push('\n');
-            for state in &d.destinations {
-                out.push_str(&format!("  {}\n", state.to_text()));
+            match &d.destinations {
+                Ok(states) => {
+                    for state in states {
+                        out.push_str(&format!("  {}\n", state.to_text()));
+                    }
+                }
+                Err(e) => out.push_str(&format!("  destinations unreadable: {e}\n")),
             }
             out.push_str(&format!(
                 "  message {}  group {}  received {} time(s)  first sent {}\n",
