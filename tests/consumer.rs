@@ -227,7 +227,7 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
         response_status: 200,
         response_body: inbox::receiver::accepted_response(&env.key).1,
         archived_at: None,
-        indexed: true,
+        item: inbox::ledger::TakeItem::Event,
     };
     assert_eq!(
         aws.ledger().take(&take).await,

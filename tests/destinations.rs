@@ -481,10 +481,11 @@ async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
     );
     let picked = replay::select_for(&store, &ledger, &one, StatusFilter::Completed, Some("crm"))
         .await
-        .expect("select");
+        .expect("select")
+        .candidates;
     assert_eq!(picked.len(), 1);
     assert_eq!(picked[0].envelope.destination.as_deref(), Some("crm"));
-    replay::send(&aws.queue(), &picked, "rp-crm", 50, |_| {})
+    replay::send(&aws.queue(), &ledger, &picked, "rp-crm", 50, |_| {})
         .await
         .expect("send");
     drain(&b, |e| async move {
@@ -509,6 +510,7 @@ async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
         Some("ledger"),
     )
     .await
-    .expect("select");
+    .expect("select")
+    .candidates;
     assert!(failed.is_empty(), "the ledger's pair of s-2 completed");
 }

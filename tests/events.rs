@@ -83,6 +83,10 @@ async fn every_event_gets_the_answer_the_readme_gives() {
                 serde_json::to_value(&resp).expect("serializable")
             }
             events::Function::Consumer => {
+                let value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+                events::accept_sample(&aws.ledger(), &value, testkit::now_ms())
+                    .await
+                    .expect("the sample's events accepted");
                 let event: SqsEvent = serde_json::from_str(&text).expect("an SQS event");
                 let resp = cx
                     .handle_event(LambdaEvent::new(event, ctx))

@@ -258,7 +258,8 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
             StatusFilter::Completed,
         )
         .await
-        .expect("select");
+        .expect("select")
+        .candidates;
         assert_eq!(picked.len(), 1, "{key}");
         assert_eq!(
             inbox_ops::lookup::archived_body(&store, &ledger, key)
@@ -267,10 +268,10 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
             *body,
             "lookup --body"
         );
-        let sent = replay::send(&aws.queue(), &picked, "rp-one", 50, |_| {})
+        let sent = replay::send(&aws.queue(), &ledger, &picked, "rp-one", 50, |_| {})
             .await
             .unwrap();
-        assert_eq!(sent, 1);
+        assert_eq!((sent.count, sent.skipped.len()), (1, 0));
     }
     drain(&b, &cx).await;
     let deliveries = sor.deliveries();
@@ -304,7 +305,8 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
         StatusFilter::Any,
     )
     .await
-    .unwrap();
+    .unwrap()
+    .candidates;
     let again = replay::replay_message(&picked[0], "rp-one");
     aws.queue()
         .send(Outgoing::new(
@@ -371,7 +373,8 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     let range = github_range(hour, hour + 3_600_000, 3 * 3_600_000);
     let picked = replay::select(&store, &ledger, &range, StatusFilter::Completed)
         .await
-        .unwrap();
+        .unwrap()
+        .candidates;
     let mut keys: Vec<_> = picked.iter().map(|c| c.envelope.key.as_str()).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["github:d-first", "github:d-last", "github:d-middle"]);
@@ -382,12 +385,14 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     assert!(replay::select(&store, &ledger, &short, StatusFilter::Any)
         .await
         .unwrap()
+        .candidates
         .is_empty());
     // A narrower range inside the hour: the received_at decides at the edges.
     let narrow = github_range(hour + 1, hour + 3_599_999, 3 * 3_600_000);
     let picked_narrow = replay::select(&store, &ledger, &narrow, StatusFilter::Any)
         .await
-        .unwrap();
+        .unwrap()
+        .candidates;
     assert_eq!(picked_narrow.len(), 1);
     assert_eq!(picked_narrow[0].envelope.key, "github:d-middle");
     // FAILED only: none of them.
@@ -395,10 +400,11 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
         replay::select(&store, &ledger, &range, StatusFilter::Failed)
             .await
             .unwrap()
+            .candidates
             .is_empty()
     );
 
-    replay::send(&aws.queue(), &picked, "rp-hour", 100, |_| {})
+    replay::send(&aws.queue(), &ledger, &picked, "rp-hour", 100, |_| {})
         .await
         .unwrap();
     drain(&b, &cx).await;
@@ -441,12 +447,14 @@ async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothi
         StatusFilter::Completed,
     )
     .await
-    .expect("select");
+    .expect("select")
+    .candidates;
     sor.fail_key(key, 1);
     assert_eq!(
-        replay::send(&aws.queue(), &picked, "rp-fail", 50, |_| {})
+        replay::send(&aws.queue(), &ledger, &picked, "rp-fail", 50, |_| {})
             .await
-            .unwrap(),
+            .unwrap()
+            .count,
         1
     );
     b.pump_once(|e| testkit::consume(&cx, e))

@@ -1,7 +1,7 @@
 //! Scenarios of the consumer's transitions (take, complete, fail, defer), and units and a
 //! record's round trip.
 
-use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, Take, TakeOutcome};
+use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, Take, TakeItem, TakeOutcome};
 use inbox::receiver::accepted_response;
 
 use crate::run::{claim_at, first_expired_ms, take_at, Obs, Run};
@@ -33,6 +33,8 @@ pub async fn take_on_absent_creates_the_record<L: LedgerStore>(l: &L) -> Vec<(St
             completed_at: None,
             archived_at: None,
             replays: Default::default(),
+            replay_requests: Default::default(),
+            resent_by: None,
         })
     );
     r.trace
@@ -46,7 +48,7 @@ pub async fn a_pairs_take_leaves_it_out_of_the_event_index<L: LedgerStore>(
 ) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     let t = Take {
-        indexed: false,
+        item: TakeItem::Pair,
         ..take_at("c1", T, 60_000)
     };
     assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
@@ -55,7 +57,7 @@ pub async fn a_pairs_take_leaves_it_out_of_the_event_index<L: LedgerStore>(
     assert_eq!(taken.status, Status::Processing);
     assert!(r.complete("c1", T + 10).await);
     let again = Take {
-        indexed: false,
+        item: TakeItem::Pair,
         ..take_at("c2", T + 20, 60_000)
     };
     assert_eq!(
@@ -260,6 +262,8 @@ pub async fn complete_and_fail_only_with_the_lease<L: LedgerStore>(l: &L) -> Vec
             completed_at: Some(T + 9000),
             archived_at: None,
             replays: Default::default(),
+            replay_requests: Default::default(),
+            resent_by: None,
             ..p
         }
     );
@@ -434,6 +438,8 @@ pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(l: &L) -> Vec
         completed_at: Some(T + 400),
         archived_at: None,
         replays: Default::default(),
+        replay_requests: Default::default(),
+        resent_by: None,
     };
     assert_eq!(r.get().await, Some(expected));
     // A refused claim hands back the same record (ALL_OLD, or the read standing in).

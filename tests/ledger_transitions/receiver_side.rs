@@ -34,6 +34,8 @@ pub async fn claim_on_absent_writes_the_whole_record<L: LedgerStore>(l: &L) -> V
         completed_at: None,
         archived_at: None,
         replays: Default::default(),
+        replay_requests: Default::default(),
+        resent_by: None,
     };
     assert_eq!(r.get().await, Some(expected));
     r.trace

@@ -1,7 +1,7 @@
 //! Runs transitions on one adapter and records what each answered and each read saw.
 
 use inbox::ledger::{
-    Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, Take, TakeOutcome,
+    Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, Take, TakeItem, TakeOutcome,
 };
 use inbox::receiver::accepted_response;
 
@@ -57,7 +57,7 @@ pub fn take_at(owner: &str, now_ms: i64, lease_ms: i64) -> Take {
         response_status: 200,
         response_body: accepted_response(K).1,
         archived_at: None,
-        indexed: true,
+        item: TakeItem::Event,
     }
 }
 
@@ -263,6 +263,8 @@ pub fn claimed_record(c: &Claim) -> Record {
         completed_at: None,
         archived_at: None,
         replays: Default::default(),
+        replay_requests: Default::default(),
+        resent_by: None,
     }
 }
 

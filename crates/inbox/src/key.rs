@@ -97,7 +97,23 @@ pub fn derive(
     if value.len() > MAX_KEY_VALUE_BYTES {
         return Err(KeyError::Invalid(spec.describe(), "longer than 1024 bytes"));
     }
-    Ok(format!("{source}:{value}"))
+    let key = format!("{source}:{value}");
+    check(source, &key)?;
+    Ok(key)
+}
+
+/// The key rules, for a key read back from anywhere (the receiver's own derivation ends with
+/// it, the consumer admits a queue message's key by it): `<source>:<value>`, the value 1 to
+/// 1024 bytes with no control, space, separator, invisible format character or noncharacter.
+/// So no key holds the ` to:` of an (event, destination) pair's item, nor any text that
+/// would move a terminal.
+pub fn check(source: &str, key: &str) -> Result<(), KeyError> {
+    let what = || "the key".to_owned();
+    let value = key
+        .strip_prefix(source)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .ok_or_else(|| KeyError::Invalid(what(), "not of its source"))?;
+    check_value(value, what)
 }
 
 fn check_value(text: &str, what: impl Fn() -> String) -> Result<(), KeyError> {

@@ -84,6 +84,26 @@ pub enum EnvelopeError {
 }
 
 impl Envelope {
+    /// The claim a receiver that accepted this envelope's event made (docs/design.md §4), its
+    /// lease run out at `now_ms`: what the consumer's take requires of the ledger (§5). For
+    /// fixtures and tools that stand for a receiver: the demo's consumer samples, tests that
+    /// put an envelope on a queue themselves.
+    pub fn accepted_claim(&self, now_ms: i64, retention_hours: u64) -> crate::ledger::Claim {
+        let (response_status, response_body) = crate::answer::accepted_response(&self.key);
+        crate::ledger::Claim {
+            key: self.key.clone(),
+            source: self.source.clone(),
+            payload_sha256: self.payload_sha256.clone(),
+            owner: "receiver-standing-in".to_owned(),
+            now_ms,
+            lease_until_ms: now_ms,
+            expires_at: crate::ledger::expires_at(now_ms, retention_hours),
+            response_status,
+            response_body,
+            event_type: self.event_type.clone(),
+        }
+    }
+
     pub fn new(
         key: &str,
         source: &str,

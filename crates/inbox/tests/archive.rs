@@ -10,6 +10,7 @@ use std::sync::Arc;
 use aws_lambda_events::sqs::SqsMessage;
 use inbox::archive::{envelopes_in, Archive, ArchiveError, MemoryArchive};
 use inbox::key::sha256_hex;
+use inbox::ledger::Status;
 use inbox::store::{MemoryStore, ObjectStore as _};
 use inbox::{
     Clock, Consumer, ConsumerSettings, Envelope, Job, LedgerStore, MemoryLedger, Metrics,
@@ -121,7 +122,16 @@ fn rig(refuse: Option<&'static str>) -> Rig {
     }
 }
 
+/// The batch's events as a receiver accepted them (the consumer takes nothing else), then the
+/// batch: the messages reported failed.
 async fn failed(rig: &Rig, batch: &[SqsMessage]) -> Vec<String> {
+    for m in batch {
+        let envelope = Envelope::parse(m.body.as_deref().unwrap()).unwrap();
+        rig.ledger
+            .claim(&envelope.accepted_claim(SystemClock.now_ms(), 1))
+            .await
+            .unwrap();
+    }
     rig.consumer
         .handle_batch(batch, "inv", Some(SystemClock.now_ms() + 30_000))
         .await
@@ -176,6 +186,17 @@ async fn every_event_that_runs_was_archived_first_in_one_call_and_its_take_says_
     // A replay of an archived event runs without being archived again.
     let mut replay: Envelope = Envelope::parse(batch[0].body.as_deref().unwrap()).unwrap();
     replay.replay_id = Some("rp-1".into());
+    let recorded = rig
+        .ledger
+        .request_replay(
+            &replay.key,
+            &replay.payload_sha256,
+            "rp-1",
+            SystemClock.now_ms(),
+        )
+        .await
+        .unwrap();
+    assert!(recorded);
     let mut m = batch[0].clone();
     m.message_id = Some("m-4".into());
     m.body = Some(replay.to_json());
@@ -198,9 +219,11 @@ async fn an_event_the_archive_does_not_take_does_not_run_and_comes_back() {
         1,
         "only the unarchived source"
     );
-    assert!(
-        rig.ledger.get("shop:o-1").await.unwrap().is_none(),
-        "no ledger write"
+    let untouched = rig.ledger.get("shop:o-1").await.unwrap().unwrap();
+    assert_eq!(
+        (untouched.status, untouched.attempts),
+        (Status::Received, 0),
+        "no ledger write: as the receiver left it"
     );
     // Back, with the archive up: archived, then run once.
     rig.archive.down.store(false, Ordering::SeqCst);
@@ -226,6 +249,12 @@ async fn a_partial_failure_holds_the_rest_of_its_group_and_only_its_group() {
         "o-2 refused, o-3 held behind it in order"
     );
     assert_eq!(rig.effect.0.load(Ordering::SeqCst), 2, "o-1 and o-4 ran");
-    assert!(rig.ledger.get("shop:o-2").await.unwrap().is_none());
-    assert!(rig.ledger.get("shop:o-3").await.unwrap().is_none());
+    for key in ["shop:o-2", "shop:o-3"] {
+        let untouched = rig.ledger.get(key).await.unwrap().unwrap();
+        assert_eq!(
+            (untouched.status, untouched.attempts),
+            (Status::Received, 0),
+            "{key}"
+        );
+    }
 }

@@ -8,7 +8,7 @@ use http::Request;
 use inbox::clock::SystemClock;
 use inbox::config::AwsSecretResolver;
 use inbox::ledger::memory::MemoryLedger;
-use inbox::ledger::{LedgerStore, Take};
+use inbox::ledger::{LedgerStore, Take, TakeItem};
 use inbox::metrics::Metrics;
 use inbox::queue::{Outgoing, Queue, QueueError};
 use inbox::receiver::{Receiver, ReceiverSettings};
@@ -108,7 +108,7 @@ async fn a_duplicate_of_a_completed_item_sends_nothing() {
         response_status: 200,
         response_body: String::new(),
         archived_at: None,
-        indexed: true,
+        item: TakeItem::Event,
     };
     rx.ledger().take(&take).await.unwrap();
     assert!(rx

@@ -95,6 +95,29 @@ impl LedgerStore for Overlap {
     async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
         self.inner.get(key).await
     }
+    async fn mark_resent(
+        &self,
+        key: &str,
+        owner: &str,
+        payload_sha256: &str,
+        now_ms: i64,
+    ) -> Result<Option<Option<Record>>, StoreError> {
+        self.around(self.inner.mark_resent(key, owner, payload_sha256, now_ms))
+            .await
+    }
+    async fn request_replay(
+        &self,
+        key: &str,
+        payload_sha256: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.around(
+            self.inner
+                .request_replay(key, payload_sha256, replay_id, now_ms),
+        )
+        .await
+    }
     async fn take_replay(&self, t: &Take, replay_id: &str) -> Result<TakeOutcome, StoreError> {
         self.around(self.inner.take_replay(t, replay_id)).await
     }

@@ -129,6 +129,8 @@ pub(crate) fn example(
             completed_at: (status == Status::Completed).then_some(1_796_302_800_000),
             archived_at: None,
             replays: Default::default(),
+            replay_requests: Default::default(),
+            resent_by: None,
         }),
     }
 }

@@ -11,6 +11,13 @@
 //! nothing more. With `--destination`, the replay runs for that one destination of a routed
 //! event (docs/routing.md): the envelope names it, the deduplication id too, and `--status`
 //! reads that destination's item. No index beyond S3 itself.
+//!
+//! The archive is an input like any other (docs/design.md §5): an envelope is selected only
+//! where the event's ledger item exists, has not expired and holds the envelope's
+//! `payload_sha256`, and of several envelopes of one key, the one whose hash the item holds.
+//! What is passed over is said, with why ([`Skipped`]). Before its message is sent, each
+//! replay id is recorded on the event's item (`request_replay`), and the consumer runs only
+//! a replay recorded so: a planted object, or a forged replay message, runs nothing.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -43,8 +50,78 @@ pub struct Candidate {
     /// The archive object holding its envelope (one line of it).
     pub object: String,
     pub envelope: Envelope,
-    /// The ledger item's status, where there is one.
+    /// The ledger item's status (the destination's item's, for one destination), where there
+    /// is one.
     pub status: Option<Status>,
+}
+
+/// An archived envelope a replay passed over, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The archive object holding it.
+    pub object: String,
+    pub key: String,
+    pub reason: SkipReason,
+}
+
+/// Why an archived envelope is not replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SkipReason {
+    /// No unexpired ledger item holds its key: no receiver accepted it (a planted object), its
+    /// source keeps no ledger (at-most-once), or it is older than the ledger's retention.
+    #[error("no ledger item holds this key")]
+    NoLedgerItem,
+    /// The ledger item holds another body's hash: not the event the receiver accepted.
+    #[error("its payload_sha256 is not the ledger item's")]
+    PayloadDiffers,
+    /// The ledger refused to record the replay id (the item expired since it was selected).
+    #[error("the ledger item refused the replay id")]
+    NotRecorded,
+}
+
+/// What a selection found: the candidates, in the archive's order, and what it passed over.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selected {
+    pub candidates: Vec<Candidate>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// What a run of [`send`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    pub count: usize,
+    pub skipped: Vec<Skipped>,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "skipped {} ({}): {}",
+            self.key.escape_debug(),
+            self.object.escape_debug(),
+            self.reason
+        )
+    }
+}
+
+/// Whether the event's ledger item vouches for an archived envelope: `None` where it holds the
+/// envelope's body hash and has not expired.
+fn unvouched(
+    record: Option<&inbox::ledger::Record>,
+    envelope: &Envelope,
+    now_ms: i64,
+) -> Option<SkipReason> {
+    match record {
+        None => Some(SkipReason::NoLedgerItem),
+        Some(r) if r.is_expired(now_ms) => Some(SkipReason::NoLedgerItem),
+        Some(r) if r.payload_sha256 != envelope.payload_sha256 => Some(SkipReason::PayloadDiffers),
+        Some(_) => None,
+    }
+}
+
+fn now_ms() -> i64 {
+    inbox::clock::Clock::now_ms(&inbox::clock::SystemClock)
 }
 
 impl StatusFilter {
@@ -93,18 +170,22 @@ pub fn replay_dedup(key: &str, replay_id: &str, destination: Option<&str>) -> St
 }
 
 /// The archived envelope of a ledger item's key, and the object holding it: searched in the
-/// hours around the item's `archived_at` ([`archive_hours`]).
+/// hours around the item's `archived_at` ([`archive_hours`]); of the envelopes with that key,
+/// the one whose `payload_sha256` the item holds (an object planted under another name, even
+/// one listed first, is passed over).
 pub async fn archived_envelope(
     store: &impl ObjectStore,
     ledger: &impl LedgerStore,
     key: &str,
 ) -> anyhow::Result<Candidate> {
+    let shown = key.escape_debug();
     let record = ledger
         .get(key)
         .await?
-        .ok_or_else(|| anyhow!("no ledger item for `{key}`: select by --source, --from, --to"))?;
+        .filter(|r| !r.is_expired(now_ms()))
+        .ok_or_else(|| anyhow!("no ledger item for `{shown}`: select by --source, --from, --to"))?;
     let archived_at = record.archived_at.ok_or_else(|| {
-        anyhow!("`{key}` is not in the archive: its source does not archive, or the consumer has not taken it yet")
+        anyhow!("`{shown}` is not in the archive: its source does not archive, or the consumer has not taken it yet")
     })?;
     let hours = archive_hours(archived_at);
     for hour in &hours {
@@ -112,7 +193,7 @@ pub async fn archived_envelope(
             if let Some(envelope) = read_object(store, &object)
                 .await?
                 .into_iter()
-                .find(|e| e.key == key)
+                .find(|e| e.key == key && e.payload_sha256 == record.payload_sha256)
             {
                 return Ok(Candidate {
                     object,
@@ -123,7 +204,7 @@ pub async fn archived_envelope(
         }
     }
     bail!(
-        "`{key}` is not in the archive under {} to {}",
+        "`{shown}` is not in the archive under {} to {} with the body its ledger item holds",
         store.url(&hours[0]),
         store.url(&hours[2])
     )
@@ -141,27 +222,31 @@ pub async fn read_object(store: &impl ObjectStore, object: &str) -> anyhow::Resu
         .with_context(|| format!("archive object {}", store.url(object)))
 }
 
-/// The events a replay would send, in the archive's order, filtered by their ledger status.
+/// The events a replay would send, in the archive's order, filtered by their ledger status,
+/// and what it passed over.
 pub async fn select(
     store: &impl ObjectStore,
     ledger: &impl LedgerStore,
     selection: &Selection,
     status: StatusFilter,
-) -> anyhow::Result<Vec<Candidate>> {
+) -> anyhow::Result<Selected> {
     select_for(store, ledger, selection, status, None).await
 }
 
 /// The ledger status [`select_for`] filters on: the event's item, or its destination's.
 async fn status_of(
     ledger: &impl LedgerStore,
+    event: Option<&inbox::ledger::Record>,
     key: &str,
     destination: Option<&str>,
 ) -> anyhow::Result<Option<Status>> {
-    let item = match destination {
-        Some(name) => inbox::route::destination_key(key, name),
-        None => key.to_owned(),
-    };
-    Ok(ledger.get(&item).await?.map(|r| r.status))
+    Ok(match destination {
+        Some(name) => ledger
+            .get(&inbox::route::destination_key(key, name))
+            .await?
+            .map(|r| r.status),
+        None => event.map(|r| r.status),
+    })
 }
 
 /// [`select`] for one destination: each candidate's envelope names it, and the status is
@@ -172,16 +257,16 @@ pub async fn select_for(
     selection: &Selection,
     status: StatusFilter,
     destination: Option<&str>,
-) -> anyhow::Result<Vec<Candidate>> {
-    let mut out = Vec::new();
+) -> anyhow::Result<Selected> {
+    let mut out = Selected::default();
     match selection {
         Selection::Key(key) => {
             let mut candidate = archived_envelope(store, ledger, key).await?;
             if destination.is_some() {
-                candidate.status = status_of(ledger, key, destination).await?;
+                candidate.status = status_of(ledger, None, key, destination).await?;
             }
             if status.admits(candidate.status) {
-                out.push(candidate);
+                out.candidates.push(candidate);
             }
         }
         Selection::Range {
@@ -197,7 +282,7 @@ pub async fn select_for(
             // (up to the lag), in an object filed under its oldest record's hour (up to the
             // stream's 15-minute buffer earlier). One listing per hour, an hour either side;
             // the envelope's received_at decides; a key once (a redelivered message is
-            // archived again).
+            // archived again), the first envelope its ledger item vouches for.
             const HOUR_MS: i64 = 3_600_000;
             let mut seen = std::collections::HashSet::new();
             let mut hour = from_ms - from_ms.rem_euclid(HOUR_MS) - HOUR_MS;
@@ -208,13 +293,24 @@ pub async fn select_for(
                         if envelope.source != *source
                             || envelope.received_at < *from_ms
                             || envelope.received_at >= *to_ms
-                            || !seen.insert(envelope.key.clone())
+                            || seen.contains(&envelope.key)
                         {
                             continue;
                         }
-                        let found = status_of(ledger, &envelope.key, destination).await?;
+                        let event = ledger.get(&envelope.key).await?;
+                        if let Some(reason) = unvouched(event.as_ref(), &envelope, now_ms()) {
+                            out.skipped.push(Skipped {
+                                object: object.clone(),
+                                key: envelope.key,
+                                reason,
+                            });
+                            continue;
+                        }
+                        seen.insert(envelope.key.clone());
+                        let found =
+                            status_of(ledger, event.as_ref(), &envelope.key, destination).await?;
                         if status.admits(found) {
-                            out.push(Candidate {
+                            out.candidates.push(Candidate {
                                 object: object.clone(),
                                 envelope,
                                 status: found,
@@ -224,10 +320,13 @@ pub async fn select_for(
                 }
                 hour += HOUR_MS;
             }
+            // A key whose vouched envelope was found after a passed-over one: not skipped.
+            out.skipped
+                .retain(|s| !seen.contains(&s.key) || s.reason == SkipReason::NoLedgerItem);
         }
     }
     if let Some(name) = destination {
-        for c in &mut out {
+        for c in &mut out.candidates {
             c.envelope.destination = Some(name.to_owned());
         }
     }
@@ -246,29 +345,45 @@ pub fn replay_message(candidate: &Candidate, replay_id: &str) -> Outgoing {
     )
 }
 
-/// Sends each candidate's replay, at most `per_second` a second, calling `sent` after each.
+/// Sends each candidate's replay, at most `per_second` a second, calling `sent` after each:
+/// first the replay id recorded on the event's ledger item (the consumer runs no replay that
+/// is not), then the message. A candidate whose item refuses the id is passed over and said.
 pub async fn send(
     queue: &impl Queue,
+    ledger: &impl LedgerStore,
     candidates: &[Candidate],
     replay_id: &str,
     per_second: u32,
     mut sent: impl FnMut(&Candidate),
-) -> anyhow::Result<usize> {
+) -> anyhow::Result<Sent> {
     check_replay_id(replay_id)?;
     let gap = Duration::from_secs_f64(1.0 / f64::from(per_second.max(1)));
     let mut ticks = tokio::time::interval(gap);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut count = 0;
+    let mut out = Sent::default();
     for candidate in candidates {
         ticks.tick().await;
+        let envelope = &candidate.envelope;
+        let recorded = ledger
+            .request_replay(&envelope.key, &envelope.payload_sha256, replay_id, now_ms())
+            .await
+            .with_context(|| format!("recording the replay of {}", envelope.key.escape_debug()))?;
+        if !recorded {
+            out.skipped.push(Skipped {
+                object: candidate.object.clone(),
+                key: envelope.key.clone(),
+                reason: SkipReason::NotRecorded,
+            });
+            continue;
+        }
         queue
             .send(replay_message(candidate, replay_id))
             .await
-            .with_context(|| format!("sending the replay of {}", candidate.envelope.key))?;
-        count += 1;
+            .with_context(|| format!("sending the replay of {}", envelope.key.escape_debug()))?;
+        out.count += 1;
         sent(candidate);
     }
-    Ok(count)
+    Ok(out)
 }
 
 /// `--destination`: a destination of the stack that takes the selected source's events.
@@ -351,7 +466,10 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     if let Some(name) = args.destination.as_deref() {
         check_destination(&stack.routes().await?, &selection, name)?;
     }
-    let candidates = select_for(
+    let Selected {
+        candidates,
+        skipped,
+    } = select_for(
         &store,
         &ledger,
         &selection,
@@ -359,14 +477,17 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         args.destination.as_deref(),
     )
     .await?;
+    for s in &skipped {
+        eprintln!("{s}");
+    }
     if args.dry_run {
         for c in &candidates {
             println!(
                 "{}\t{}\t{}\t{}",
-                c.envelope.key,
+                c.envelope.key.escape_debug(),
                 time_text(c.envelope.received_at),
                 c.status.map_or("(no ledger item)", Status::as_str),
-                c.object
+                c.object.escape_debug()
             );
         }
         eprintln!("dry run: {} event(s) would be replayed", candidates.len());
@@ -383,10 +504,16 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {per_sec} eta {eta}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let sent = send(&queue, &candidates, &replay_id, args.rate, |_| bar.inc(1)).await;
+    let sent = send(&queue, &ledger, &candidates, &replay_id, args.rate, |_| {
+        bar.inc(1)
+    })
+    .await;
     bar.finish_and_clear();
     let sent = sent?;
-    println!("replay {replay_id}: {sent} event(s) sent");
+    for s in &sent.skipped {
+        eprintln!("{s}");
+    }
+    println!("replay {replay_id}: {} event(s) sent", sent.count);
     Ok(ExitCode::SUCCESS)
 }
 

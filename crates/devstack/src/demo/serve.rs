@@ -35,6 +35,14 @@ pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<(
     } else {
         format!(" -P {port}")
     };
+    // The consumer's samples stand for messages a receiver enqueued: their keys are claimed
+    // in the ledger, as that receiver would have left them (the consumer takes nothing else).
+    let now = crate::testkit::now_ms();
+    for s in super::events::generate(now / 1000) {
+        if s.function == super::events::Function::Consumer {
+            super::events::accept_sample(&stack.ledger(), &s.event, now).await?;
+        }
+    }
     eprintln!(
         "\nReady. In another terminal:\n\n  make events   # if the stripe/acme files are older than 5 minutes\n  cargo lambda invoke receiver{port_flag} --data-file events/github-first.json\n  cargo lambda invoke consumer{port_flag} --data-file events/sqs-fifo-batch.json\n  curl -i http://{host}:{port}/lambda-url/receiver/webhooks/github -d '{{}}'\n\nThe functions read {} (moto at $AWS_ENDPOINT_URL, queue {}).\nThe system of record counts forwards at {}. Ctrl-C stops everything.\n",
         stack.env_file.display(),

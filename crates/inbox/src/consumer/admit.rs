@@ -15,6 +15,18 @@ pub enum Refusal {
     /// The key does not start with `<source>:` (the receiver derives every key so).
     #[error("refused: the key is not of the envelope's source")]
     KeyOfAnotherSource,
+    /// The key breaks the receiver's own key rules ([`crate::key::check`]): a space, a control
+    /// or format character, over 1024 bytes. No receiver derives such a key.
+    #[error("refused: the key breaks the key rules ({0})")]
+    KeyBreaksRules(&'static str),
+    /// A replay for a destination that the consumer does not have, or that takes no event of
+    /// this source and type: it would run nothing and vanish.
+    #[error("refused: no destination of this consumer by that name takes this event")]
+    DestinationUnknown,
+    /// The ledger's word on the event's item: not an accepted event, another body, or a
+    /// replay nobody recorded (docs/design.md §5).
+    #[error(transparent)]
+    Ledger(#[from] crate::ledger::TakeRefusal),
     /// `body_ref.s3_key` is not the object the envelope's source, key and hash name.
     #[error("refused: body_ref.s3_key is not this event's payload object")]
     PointerElsewhere,
@@ -48,6 +60,12 @@ pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
         .is_some_and(|id| !id.is_empty());
     if !of_source {
         return Err(Refusal::KeyOfAnotherSource);
+    }
+    if let Err(e) = crate::key::check(&envelope.source, &envelope.key) {
+        return Err(Refusal::KeyBreaksRules(match e {
+            crate::key::KeyError::Invalid(_, why) => why,
+            _ => "empty",
+        }));
     }
     if let Some(event_type) = &envelope.event_type {
         let usable = !event_type.is_empty()
@@ -146,6 +164,32 @@ mod tests {
                 "{key:?} on {source:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_key_the_receiver_would_never_derive_is_refused() {
+        // The probe's spaced key: it names the (event, destination) item of `stripe:evt_1`.
+        for (key, why) in [
+            ("stripe:evt_1 to:billing", "holds a space or separator"),
+            ("stripe:evt\u{1b}[2J", "holds a control character"),
+            ("stripe:evt\u{202e}1", "holds an invisible format character"),
+        ] {
+            let env = inline(key, "stripe", b"{}");
+            assert_eq!(
+                check(&env, b"{}"),
+                Err(Refusal::KeyBreaksRules(why)),
+                "{key:?}"
+            );
+        }
+        let long = format!("stripe:{}", "k".repeat(1025));
+        assert_eq!(
+            check(&inline(&long, "stripe", b"{}"), b"{}"),
+            Err(Refusal::KeyBreaksRules("longer than 1024 bytes"))
+        );
+        assert_eq!(
+            check(&inline("stripe:evt_1", "stripe", b"{}"), b"{}"),
+            Ok(())
+        );
     }
 
     #[test]

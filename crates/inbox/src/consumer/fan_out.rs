@@ -19,10 +19,10 @@ use tracing::{info, warn};
 
 use super::archiving::Archived;
 use super::invocation::{Invocation, Verdict};
-use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor};
+use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
 use crate::archive::Archive;
 use crate::clock::Clock;
-use crate::ledger::{LedgerStore, Take, TakeOutcome};
+use crate::ledger::{self, LedgerStore, Take, TakeItem, TakeOutcome};
 use crate::metrics::Metric;
 use crate::outcome::LogOutcome;
 use crate::queue::Envelope;
@@ -87,11 +87,16 @@ where
         }
         let replay = job.replay_id.is_some();
         // A replay runs its destinations' items alone; the event's own item is the ordinary
-        // delivery's.
-        if !replay {
-            match self.take_key(&take, None).await {
+        // delivery's, and a replay is checked against it first (recorded, this body).
+        match job.replay_id.as_deref() {
+            None => match self.take_key(msg, &take, None).await {
                 Ok(attempts) => job.attempt = attempts,
                 Err(verdict) => return verdict,
+            },
+            Some(rid) => {
+                if let Err(verdict) = self.admit_replay(msg, &take, rid).await {
+                    return verdict;
+                }
             }
         }
         if let Some(body_ref) = envelope.body_ref.as_ref() {
@@ -110,6 +115,27 @@ where
         self.settle(msg, &job, &take.owner, &names, &legs).await
     }
 
+    /// A routed replay runs only where the event's own item admits it: this accepted event's
+    /// body, and the replay id recorded on it by `inbox-ops replay` (one consistent read; the
+    /// hash never changes and recorded ids are never removed, so nothing it decides can
+    /// change before the pairs' own conditional takes).
+    async fn admit_replay(&self, msg: &SqsMessage, take: &Take, rid: &str) -> Result<(), Verdict> {
+        let (key, source) = (take.key.as_str(), take.source.as_str());
+        match self.ledger.get(key).await {
+            Err(e) => {
+                warn!(key, source, error = %e, outcome = LogOutcome::Failed.as_str(), "replay check failed");
+                Err(Verdict::Failed)
+            }
+            Ok(item) => {
+                match ledger::replay_refusal(item.as_ref(), &take.payload_sha256, rid, take.now_ms)
+                {
+                    None => Ok(()),
+                    Some(why) => Err(self.refuse_key(msg, source, key, &Refusal::from(why)).await),
+                }
+            }
+        }
+    }
+
     /// One (event, destination) pair: skip it where it is paused or throttling in this
     /// invocation, else take its item, call the destination, and record what it came to.
     async fn leg(&self, name: &str, job: &Job, event_take: &Take, inv: &Invocation<'_>) -> Leg {
@@ -121,7 +147,7 @@ where
         let take = Take {
             key: pair.clone(),
             archived_at: None,
-            indexed: false,
+            item: TakeItem::Pair,
             ..event_take.clone()
         };
         let owner = take.owner.as_str();
@@ -133,6 +159,8 @@ where
             Ok(TakeOutcome::Taken { attempts }) => attempts,
             Ok(TakeOutcome::Completed) => return Leg::Done,
             Ok(TakeOutcome::Busy { .. }) => return pending(format!("{name}: busy")),
+            // A pair's take refuses nothing outright (the event's item admitted the message).
+            Ok(TakeOutcome::Refused(why)) => return pending(format!("{name}: {why}")),
             Err(e) => return pending(format!("{name}: take failed: {e}")),
         };
         let mut call = job.clone();

@@ -30,7 +30,7 @@ use crate::archive::{Archive, NoArchive};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
 use crate::key::sha256_hex;
-use crate::ledger::{self, LedgerStore, Take};
+use crate::ledger::{self, LedgerStore, Take, TakeItem};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::outcome::LogOutcome;
@@ -364,6 +364,17 @@ impl<
         if let Err(refusal) = admit::check(&envelope, &body) {
             return self.refuse(msg, &envelope, &refusal).await;
         }
+        if let Some(name) = envelope.destination.as_deref() {
+            let takes_it = self
+                .routes
+                .destinations_for(source, envelope.event_type.as_deref())
+                .contains(&name);
+            if !takes_it {
+                return self
+                    .refuse(msg, &envelope, &Refusal::DestinationUnknown)
+                    .await;
+            }
+        }
         let job = Job {
             key: key.to_owned(),
             source: source.to_owned(),
@@ -383,9 +394,9 @@ impl<
         if inv.throttled().is_some() {
             return Verdict::Held;
         }
-        // A replay is a deliberate run, once per replay id, whatever the source's delivery:
-        // an at-most-once source's replay goes through the ledger too (its replay take
-        // creates the key's item), so that the same replay id never runs twice.
+        // A replay goes through the ledger whatever the source's delivery: its take needs the
+        // event's item and the replay id recorded on it, which an at-most-once source (no
+        // ledger item) never has, so its replays are refused (`inbox-ops replay` skips them).
         if spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
             return self
                 .at_most_once(job, envelope.body_ref.as_ref(), inv)
@@ -423,7 +434,7 @@ impl<
                 Archived::At(at) => Some(*at),
                 Archived::Skipped | Archived::Failed => None,
             },
-            indexed: true,
+            item: TakeItem::Event,
         }
     }
 
@@ -431,16 +442,30 @@ impl<
     /// key's `last_error` where its item exists (never on a body guard item); dead-lettered at
     /// once where there is a dead-letter queue, since it will never become valid.
     async fn refuse(&self, msg: &SqsMessage, envelope: &Envelope, refusal: &Refusal) -> Verdict {
+        self.refuse_key(msg, &envelope.source, &envelope.key, refusal)
+            .await
+    }
+
+    /// [`Self::refuse`] by the message's source and key.
+    async fn refuse_key(
+        &self,
+        msg: &SqsMessage,
+        source: &str,
+        full_key: &str,
+        refusal: &Refusal,
+    ) -> Verdict {
         let message_id = msg.message_id.as_deref().unwrap_or_default();
-        let source = envelope.source.as_str();
-        let key = capped(&envelope.key, MAX_LOGGED_BYTES);
+        let key = capped(full_key, MAX_LOGGED_BYTES);
         self.metrics.count(source, Metric::Refused);
         warn!(message_id, source, key, error = %refusal, outcome = LogOutcome::Refused.as_str());
-        if !envelope.key.starts_with('#') {
+        // The note goes only where the item exists and has not expired, and never on a key
+        // that breaks the key rules (it would be another item's: a pair's, say).
+        let noted = !full_key.starts_with('#') && !matches!(refusal, Refusal::KeyBreaksRules(_));
+        if noted {
             let reason = refusal.to_string();
             if let Err(e) = self
                 .ledger
-                .note_refusal(&envelope.key, &reason, self.clock.now_ms())
+                .note_refusal(full_key, &reason, self.clock.now_ms())
                 .await
             {
                 warn!(message_id, source, key, error = %e, outcome = LogOutcome::Refused.as_str(), "could not note the refusal");

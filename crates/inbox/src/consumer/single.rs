@@ -7,7 +7,7 @@ use aws_lambda_events::sqs::SqsMessage;
 use tracing::{info, warn};
 
 use super::invocation::{Invocation, Verdict};
-use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor};
+use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
 use crate::archive::Archive;
 use crate::clock::Clock;
 use crate::ledger::{LedgerStore, StoreError, Take, TakeOutcome};
@@ -83,7 +83,7 @@ where
         inv: &Invocation<'_>,
     ) -> Verdict {
         let owner = take.owner.as_str();
-        match self.take_key(&take, job.replay_id.as_deref()).await {
+        match self.take_key(msg, &take, job.replay_id.as_deref()).await {
             Ok(attempts) => job.attempt = attempts,
             Err(verdict) => return verdict,
         }
@@ -115,6 +115,7 @@ where
     /// key is ours to run, else what the message comes to without a side effect.
     pub(super) async fn take_key(
         &self,
+        msg: &SqsMessage,
         take: &Take,
         replay_id: Option<&str>,
     ) -> Result<u32, Verdict> {
@@ -149,6 +150,9 @@ where
                     "another consumer holds the lease"
                 );
                 Err(Verdict::Failed)
+            }
+            Ok(TakeOutcome::Refused(why)) => {
+                Err(self.refuse_key(msg, source, key, &Refusal::from(why)).await)
             }
         }
     }

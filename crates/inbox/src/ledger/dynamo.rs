@@ -9,11 +9,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditi
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    hook_secret_key, refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome,
-    GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION,
-    DEFER_CONDITION, FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION,
-    KEEP_HOOK_SECRET_CONDITION, NOTE_REFUSAL_CONDITION, RELEASE_CONDITION,
-    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    hook_secret_key, refused_replay_take, refused_take, take_condition, BodyGuard, Claim,
+    ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    CLAIM_CONDITION, DEFER_CONDITION, FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION,
+    GUARD_BODY_CONDITION, KEEP_HOOK_SECRET_CONDITION, MARK_RESENT_CONDITION,
+    NOTE_REFUSAL_CONDITION, RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION, REQUEST_REPLAY_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -108,7 +108,7 @@ impl DynamoLedger {
                  response_status = if_not_exists(response_status, :rs), \
                  response_body = if_not_exists(response_body, :rb)";
         // Only an event's item is in the index of events (`Take::indexed`).
-        let received = if t.indexed {
+        let received = if t.indexed() {
             ", received_at = if_not_exists(received_at, :now_ms)"
         } else {
             ""
@@ -364,20 +364,75 @@ impl LedgerStore for DynamoLedger {
     }
 
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
-        match self.take_if(t, TAKE_CONDITION, None).await? {
+        match self.take_if(t, take_condition(t.item, false), None).await? {
             Ok(taken) => Ok(taken),
-            Err(old) => Ok(refused_take(old, t.now_ms)),
+            Err(old) => Ok(refused_take(old, t)),
         }
     }
 
     async fn take_replay(&self, t: &Take, replay_id: &str) -> Result<TakeOutcome, StoreError> {
         match self
-            .take_if(t, REPLAY_TAKE_CONDITION, Some(replay_id))
+            .take_if(t, take_condition(t.item, true), Some(replay_id))
             .await?
         {
             Ok(taken) => Ok(taken),
-            Err(old) => Ok(refused_replay_take(old, replay_id, t.now_ms)),
+            Err(old) => Ok(refused_replay_take(old, t, replay_id)),
         }
+    }
+
+    async fn mark_resent(
+        &self,
+        key: &str,
+        owner: &str,
+        payload_sha256: &str,
+        now_ms: i64,
+    ) -> Result<Option<Option<Record>>, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(key))
+            .update_expression("SET resent_by = :me")
+            .condition_expression(MARK_RESENT_CONDITION)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":received", status(Status::Received))
+            .expression_attribute_values(":me", s(owner))
+            .expression_attribute_values(":sha", s(payload_sha256))
+            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(None),
+            Err(err) => match err.as_service_error() {
+                Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(e)) => {
+                    Ok(Some(self.old_item(key, e.item()).await?))
+                }
+                _ => Err(unavailable(err)),
+            },
+        }
+    }
+
+    async fn request_replay(
+        &self,
+        key: &str,
+        payload_sha256: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", Self::pk(key))
+            .update_expression("ADD replay_requests :rid_set")
+            .condition_expression(REQUEST_REPLAY_CONDITION)
+            .expression_attribute_values(":sha", s(payload_sha256))
+            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
+            .expression_attribute_values(":rid_set", AttributeValue::Ss(vec![replay_id.to_owned()]))
+            .send()
+            .await;
+        written(result)
     }
 
     async fn complete_replay(
@@ -572,15 +627,22 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
         received_at: num("received_at")?.unwrap_or(0),
         completed_at: num("completed_at")?,
         archived_at: num("archived_at")?,
-        replays: match item.get("replays") {
-            None => Default::default(),
-            Some(v) => v
-                .as_ss()
-                .map_err(|_| StoreError::Corrupt("`replays` is not a string set".into()))?
-                .iter()
-                .cloned()
-                .collect(),
-        },
+        replays: string_set(item, "replays")?,
+        replay_requests: string_set(item, "replay_requests")?,
+        resent_by: text("resent_by")?,
         key,
     })
+}
+
+/// A string set attribute (absent: empty).
+fn string_set(item: &Item, name: &str) -> Result<std::collections::BTreeSet<String>, StoreError> {
+    match item.get(name) {
+        None => Ok(Default::default()),
+        Some(v) => Ok(v
+            .as_ss()
+            .map_err(|_| StoreError::Corrupt(format!("`{name}` is not a string set")))?
+            .iter()
+            .cloned()
+            .collect()),
+    }
 }

@@ -7,9 +7,10 @@ use std::sync::Mutex;
 
 use super::{
     claim_allowed, defer_allowed, finish_allowed, give_back_replay_allowed, guard_body_allowed,
-    keep_hook_secret_allowed, note_refusal_allowed, refused_replay_take, refused_take,
-    release_allowed, replay_complete_allowed, replay_take_allowed, take_allowed, BodyGuard, Claim,
-    ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
+    keep_hook_secret_allowed, mark_resent_allowed, note_refusal_allowed, refused_replay_take,
+    refused_take, release_allowed, replay_complete_allowed, request_replay_allowed,
+    take_allowed_for, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
+    StoreError, Take, TakeOutcome,
 };
 
 #[derive(Debug, Default)]
@@ -80,10 +81,12 @@ impl MemoryLedger {
             failures: 0,
             last_error: None,
             // Absent (0) on a pair's item: not in the index of events (`Take::indexed`).
-            received_at: if t.indexed { t.now_ms } else { 0 },
+            received_at: if t.indexed() { t.now_ms } else { 0 },
             completed_at: None,
             archived_at: None,
             replays: Default::default(),
+            replay_requests: Default::default(),
+            resent_by: None,
         });
         if r.archived_at.is_none() {
             r.archived_at = t.archived_at;
@@ -178,6 +181,8 @@ impl LedgerStore for MemoryLedger {
                     completed_at: None,
                     archived_at: None,
                     replays: Default::default(),
+                    replay_requests: Default::default(),
+                    resent_by: None,
                 },
             );
             ClaimOutcome::Claimed
@@ -197,8 +202,8 @@ impl LedgerStore for MemoryLedger {
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
         Ok(self.with(|items| {
             let existing = items.get(&t.key);
-            if !take_allowed(existing, t.now_ms) {
-                return refused_take(existing.cloned(), t.now_ms);
+            if !take_allowed_for(existing, t, None) {
+                return refused_take(existing.cloned(), t);
             }
             Self::taken(items, t, true)
         }))
@@ -207,8 +212,8 @@ impl LedgerStore for MemoryLedger {
     async fn take_replay(&self, t: &Take, replay_id: &str) -> Result<TakeOutcome, StoreError> {
         Ok(self.with(|items| {
             let existing = items.get(&t.key);
-            if !replay_take_allowed(existing, replay_id, t.now_ms) {
-                return refused_replay_take(existing.cloned(), replay_id, t.now_ms);
+            if !take_allowed_for(existing, t, Some(replay_id)) {
+                return refused_replay_take(existing.cloned(), t, replay_id);
             }
             Self::taken(items, t, false)
         }))
@@ -306,5 +311,39 @@ impl LedgerStore for MemoryLedger {
 
     async fn get(&self, key: &str) -> Result<Option<Record>, StoreError> {
         Ok(self.with(|items| items.get(key).cloned()))
+    }
+
+    async fn mark_resent(
+        &self,
+        key: &str,
+        owner: &str,
+        payload_sha256: &str,
+        now_ms: i64,
+    ) -> Result<Option<Option<Record>>, StoreError> {
+        Ok(self.with(|items| {
+            if !mark_resent_allowed(items.get(key), payload_sha256, now_ms) {
+                return Some(items.get(key).cloned());
+            }
+            if let Some(r) = items.get_mut(key) {
+                r.resent_by = Some(owner.to_owned());
+            }
+            None
+        }))
+    }
+
+    async fn request_replay(
+        &self,
+        key: &str,
+        payload_sha256: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.with(|items| {
+            let ok = request_replay_allowed(items.get(key), payload_sha256, now_ms);
+            if let Some(r) = items.get_mut(key).filter(|_| ok) {
+                r.replay_requests.insert(replay_id.to_owned());
+            }
+            ok
+        }))
     }
 }

@@ -9,6 +9,13 @@
 //!                                  \--give back (a failed or throttled replay)--> COMPLETED
 //! ```
 //!
+//! **Only accepted events are work** (docs/design.md §5): the take of an event's item requires
+//! the item, unexpired and holding the envelope's body hash, and a replay's take an id that
+//! `inbox-ops replay` recorded on it ([`REQUEST_REPLAY_CONDITION`]). Whatever else reaches
+//! the queue (a forged dead letter redriven, a planted archive object replayed) is refused.
+//! An (event, destination) pair's item is made by its first take, after the event's item
+//! admitted the message ([`TakeItem`]).
+//!
 //! A **replay** (`inbox-ops replay`, docs/design.md §12) takes the key once more for one
 //! replay id, whatever its status, COMPLETED included (but never from under a live lease),
 //! and its completion records the id in the item's `replays` set, so that a second delivery of
@@ -17,11 +24,11 @@
 //! while a replay holds it (or died holding it) an ordinary take finds `completed_at` and
 //! does nothing: a replay never makes the original run again.
 //! The receiver's path is claim, then send: the item stays RECEIVED until the consumer's take
-//! (which accepts RECEIVED). A duplicate that finds a live RECEIVED claim sends the event
-//! itself under the same deduplication id; so a release after a failed send may delete the
-//! item of an event that is on the queue after all, and the take of an absent item takes it.
-//! (A `mark queued` write after the send made a third round trip and a third billed write;
-//! issue 15 removed it. QUEUED is now only a deferred item's status, and older items.)
+//! (which accepts RECEIVED). A duplicate that finds a RECEIVED claim sends the event itself
+//! under the same deduplication id; where the claimant's lease is live (its own send may yet
+//! fail and release), it marks the item first ([`MARK_RESENT_CONDITION`]), and a marked item
+//! is never released, so no event on the queue loses its item. QUEUED is a deferred item's
+//! status.
 //!
 //! `fail` is a real failure and counts in `failures`, on which the consumer's dead-letter
 //! decision rests; `defer` is a throttled try (the system of record asked to be called later):
@@ -109,6 +116,13 @@ pub struct Record {
     pub archived_at: Option<i64>,
     /// The replay ids whose side effect completed (a string set; absent means none).
     pub replays: BTreeSet<String>,
+    /// The replay ids `inbox-ops replay` recorded before sending them ([`REQUEST_REPLAY_CONDITION`]):
+    /// a replay's take runs only an id recorded here (a string set; absent means none).
+    pub replay_requests: BTreeSet<String>,
+    /// The request id of a duplicate delivery that sent the event behind this claim while the
+    /// claimant's lease was live ([`MARK_RESENT_CONDITION`]): the claimant may no longer
+    /// release it, since the event is on the queue.
+    pub resent_by: Option<String>,
 }
 
 impl Record {
@@ -188,11 +202,30 @@ pub struct Take {
     /// When this batch put the event in the archive, where it did: kept as the item's
     /// `archived_at` unless it has one already.
     pub archived_at: Option<i64>,
-    /// Whether an item the take creates gets `received_at` (now), the sort key of the
-    /// ledger's index of events (`by-source-received`, which holds only items with it): true
-    /// for an event's item, false for an (event, destination) pair's, which the index (the
-    /// console's event list) must not hold, nor pay a write for.
-    pub indexed: bool,
+    /// Which item the take is of: an event's (which the receiver's claim made) or an (event,
+    /// destination) pair's (which its first take makes).
+    pub item: TakeItem,
+}
+
+/// Which item a [`Take`] is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TakeItem {
+    /// The event's own item: it exists only because a receiver accepted the event (its claim),
+    /// so its take requires it, unexpired and holding the envelope's `payload_sha256`
+    /// ([`TAKE_CONDITION`]). It is in the ledger's index of events.
+    Event,
+    /// An (event, destination) pair's item: made by its first take, which runs only after the
+    /// event's own item admitted the message ([`PAIR_TAKE_CONDITION`]). Never in the index of
+    /// events (no `received_at`), nor paying a write for it.
+    Pair,
+}
+
+impl Take {
+    /// Whether an item this take creates gets `received_at` (now), the sort key of the
+    /// ledger's index of events (`by-source-received`): only an event's.
+    pub fn indexed(&self) -> bool {
+        self.item == TakeItem::Event
+    }
 }
 
 /// What a take found.
@@ -204,6 +237,25 @@ pub enum TakeOutcome {
     Completed,
     /// Someone else holds a live lease (or the item changed under us): do not run.
     Busy { lease_until: Option<i64> },
+    /// The message is not an accepted event's (or not a recorded replay of one): refuse it,
+    /// no side effect (docs/design.md §5).
+    Refused(TakeRefusal),
+}
+
+/// Why the ledger refused to take an event's item for a message: what the consumer refuses
+/// and dead-letters (docs/design.md §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TakeRefusal {
+    /// No unexpired item holds the key: no receiver accepted this event (or it is older than
+    /// the ledger's retention, which outlives every message of an accepted event).
+    #[error("refused: no ledger item holds this key (no receiver accepted it)")]
+    NotAccepted,
+    /// The item holds another body's hash: this is not the event the receiver accepted.
+    #[error("refused: payload_sha256 is not the ledger item's")]
+    PayloadDiffers,
+    /// A replay whose id `inbox-ops replay` did not record on the event's item.
+    #[error("refused: this replay id was not recorded on the key's item by inbox-ops replay")]
+    ReplayNotRecorded,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -224,25 +276,62 @@ pub fn claim_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
     existing.is_none_or(|r| r.is_expired(now_ms))
 }
 
-/// Release (receiver, DeleteItem): only our own claim, only before it was queued.
-pub const RELEASE_CONDITION: &str = "#status = :received AND lease_owner = :me";
+/// Release (receiver, DeleteItem): only our own claim, only before it was queued, and only
+/// where no duplicate delivery sent the event behind it ([`MARK_RESENT_CONDITION`]): that
+/// event is on the queue, and its message needs the item (a take of an absent item refuses).
+pub const RELEASE_CONDITION: &str =
+    "#status = :received AND lease_owner = :me AND attribute_not_exists(resent_by)";
 
 pub fn release_allowed(existing: Option<&Record>, owner: &str) -> bool {
-    existing.is_some_and(|r| r.status == Status::Received && r.owned_by(owner))
+    existing
+        .is_some_and(|r| r.status == Status::Received && r.owned_by(owner) && r.resent_by.is_none())
 }
 
-/// Take (consumer, UpdateItem, and `completed_at` removed): absent or expired, or never
-/// completed and RECEIVED, QUEUED or FAILED, or PROCESSING whose lease ran out. COMPLETED, a
-/// live PROCESSING lease, and a key that completed once (`completed_at`: a replay holds it,
-/// or gave up on it) are refused. RECEIVED is the usual case (the receiver does not mark its
-/// claim queued); absent is an event whose claim was released after another delivery had
-/// enqueued it, or forgotten. The removal makes a forgotten key taken anew forget its
-/// completion too.
-pub const TAKE_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
+/// Mark resent (receiver, UpdateItem `SET resent_by = :me`, with `ALL_OLD` on a refusal): a
+/// duplicate delivery found the item RECEIVED under the claimant's live lease and is about to
+/// send the stored event behind it. The mark comes first, so the claimant, whose own send may
+/// yet fail, can no longer release an item whose event is on the queue. Refused: the item is
+/// gone (released: the duplicate claims anew) or moved on (taken: nothing to send).
+pub const MARK_RESENT_CONDITION: &str =
+    "#status = :received AND payload_sha256 = :sha AND expires_at >= :now_s";
+
+pub fn mark_resent_allowed(existing: Option<&Record>, payload_sha256: &str, now_ms: i64) -> bool {
+    existing.is_some_and(|r| {
+        r.status == Status::Received && r.payload_sha256 == payload_sha256 && !r.is_expired(now_ms)
+    })
+}
+
+/// Take (consumer, UpdateItem, and `completed_at` removed) of an event's item: the item
+/// exists and has not expired (only a receiver's claim makes it: a message nobody accepted is
+/// not work), it holds the envelope's body hash (`:sha`: the event the receiver accepted, not
+/// another body under its key), it never completed, and it is RECEIVED, QUEUED or FAILED, or
+/// PROCESSING whose lease ran out. COMPLETED, a live PROCESSING lease, and a key that
+/// completed once (`completed_at`: a replay holds it, or gave up on it) are refused without a
+/// side effect; an absent item or another hash is refused as not this event
+/// ([`TakeRefusal`]). RECEIVED is the usual case (the receiver does not mark its claim queued).
+pub const TAKE_CONDITION: &str = "attribute_exists(pk) AND expires_at >= :now_s \
+     AND payload_sha256 = :sha AND attribute_not_exists(completed_at) \
+     AND (#status IN (:received, :queued, :failed) \
+     OR (#status = :processing AND lease_until < :now_ms))";
+
+pub fn take_allowed(existing: Option<&Record>, payload_sha256: &str, now_ms: i64) -> bool {
+    existing.is_some_and(|r| {
+        !r.is_expired(now_ms)
+            && r.payload_sha256 == payload_sha256
+            && r.completed_at.is_none()
+            && (matches!(r.status, Status::Received | Status::Queued | Status::Failed)
+                || (r.status == Status::Processing && r.lease_ran_out(now_ms)))
+    })
+}
+
+/// Take of an (event, destination) pair's item (consumer, as take): absent or expired (its
+/// first take makes it, after the event's own take admitted the message), or never completed
+/// and RECEIVED, QUEUED or FAILED, or PROCESSING whose lease ran out.
+pub const PAIR_TAKE_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
      OR (attribute_not_exists(completed_at) AND (#status IN (:received, :queued, :failed) \
      OR (#status = :processing AND lease_until < :now_ms)))";
 
-pub fn take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
+pub fn pair_take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
     match existing {
         None => true,
         Some(r) => {
@@ -252,6 +341,35 @@ pub fn take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
                         || (r.status == Status::Processing && r.lease_ran_out(now_ms))))
         }
     }
+}
+
+/// Why an event's item refuses a message outright (before its status is looked at): absent or
+/// expired, or another body's hash. `None`: it is this event's item.
+pub fn not_this_event(
+    existing: Option<&Record>,
+    payload_sha256: &str,
+    now_ms: i64,
+) -> Option<TakeRefusal> {
+    match existing {
+        None => Some(TakeRefusal::NotAccepted),
+        Some(r) if r.is_expired(now_ms) => Some(TakeRefusal::NotAccepted),
+        Some(r) if r.payload_sha256 != payload_sha256 => Some(TakeRefusal::PayloadDiffers),
+        Some(_) => None,
+    }
+}
+
+/// Request a replay (`inbox-ops replay`, UpdateItem `ADD replay_requests :rid`) before its
+/// message is sent: only on an accepted event's item, unexpired, that holds the archived
+/// envelope's body hash. A replay's take runs only an id recorded so.
+pub const REQUEST_REPLAY_CONDITION: &str =
+    "attribute_exists(pk) AND expires_at >= :now_s AND payload_sha256 = :sha";
+
+pub fn request_replay_allowed(
+    existing: Option<&Record>,
+    payload_sha256: &str,
+    now_ms: i64,
+) -> bool {
+    not_this_event(existing, payload_sha256, now_ms).is_none()
 }
 
 /// Complete, fail and defer (consumer, UpdateItem): only while we hold the lease. Fail adds
@@ -335,13 +453,35 @@ pub enum GuardOutcome {
     Replayed,
 }
 
-/// Replay take (consumer, UpdateItem, as take): the replay `:rid` has not completed yet (or the
-/// item is absent or expired), and no live lease holds the key. Any status otherwise:
-/// COMPLETED is what a replay is for.
-pub const REPLAY_TAKE_CONDITION: &str = "(attribute_not_exists(pk) OR expires_at < :now_s \
+/// Replay take (consumer, UpdateItem, as take) of an event's item: the item is this accepted
+/// event's (as [`TAKE_CONDITION`]), `inbox-ops replay` recorded the replay `:rid` on it
+/// ([`REQUEST_REPLAY_CONDITION`]), the replay has not completed yet, and no live lease holds
+/// the key. Any status otherwise: COMPLETED is what a replay is for.
+pub const REPLAY_TAKE_CONDITION: &str = "attribute_exists(pk) AND expires_at >= :now_s \
+     AND payload_sha256 = :sha AND contains(replay_requests, :rid) \
+     AND NOT contains(replays, :rid) AND NOT (lease_until >= :now_ms)";
+
+pub fn replay_take_allowed(
+    existing: Option<&Record>,
+    payload_sha256: &str,
+    replay_id: &str,
+    now_ms: i64,
+) -> bool {
+    not_this_event(existing, payload_sha256, now_ms).is_none()
+        && existing.is_some_and(|r| {
+            r.replay_requests.contains(replay_id)
+                && !r.replays.contains(replay_id)
+                && r.lease_until.is_none_or(|until| until < now_ms)
+        })
+}
+
+/// Replay take of an (event, destination) pair's item: the replay has not completed on it yet
+/// (or the item is absent or expired), and no live lease holds it. The replay is checked
+/// against the event's own item first (the consumer reads it: recorded, this body).
+pub const PAIR_REPLAY_TAKE_CONDITION: &str = "(attribute_not_exists(pk) OR expires_at < :now_s \
      OR NOT contains(replays, :rid)) AND NOT (lease_until >= :now_ms)";
 
-pub fn replay_take_allowed(existing: Option<&Record>, replay_id: &str, now_ms: i64) -> bool {
+pub fn pair_replay_take_allowed(existing: Option<&Record>, replay_id: &str, now_ms: i64) -> bool {
     match existing {
         None => true,
         Some(r) => {
@@ -349,6 +489,21 @@ pub fn replay_take_allowed(existing: Option<&Record>, replay_id: &str, now_ms: i
                 && r.lease_until.is_none_or(|until| until < now_ms)
         }
     }
+}
+
+/// Whether an event's item admits a replay of `replay_id` for this body: what the consumer
+/// checks of the event's item before a replay's destinations run (`None`: admitted).
+pub fn replay_refusal(
+    existing: Option<&Record>,
+    payload_sha256: &str,
+    replay_id: &str,
+    now_ms: i64,
+) -> Option<TakeRefusal> {
+    not_this_event(existing, payload_sha256, now_ms).or_else(|| {
+        existing
+            .filter(|r| !r.replay_requests.contains(replay_id))
+            .map(|_| TakeRefusal::ReplayNotRecorded)
+    })
 }
 
 /// Replay complete (consumer, UpdateItem: COMPLETED, `completed_at`, the replay id added to
@@ -371,10 +526,23 @@ pub fn give_back_replay_allowed(existing: Option<&Record>, owner: &str) -> bool 
     finish_allowed(existing, owner) && existing.is_some_and(|r| r.completed_at.is_some())
 }
 
-/// What a refused replay take means: this replay done already (acknowledge), else busy.
-pub fn refused_replay_take(existing: Option<Record>, replay_id: &str, now_ms: i64) -> TakeOutcome {
+/// What a refused replay take means: not this event's or not recorded (refuse), this replay
+/// done already (acknowledge), else busy. `event`: the take was of the event's own item.
+pub fn refused_replay_take(existing: Option<Record>, take: &Take, replay_id: &str) -> TakeOutcome {
+    if take.item == TakeItem::Event {
+        if let Some(why) = replay_refusal(
+            existing.as_ref(),
+            &take.payload_sha256,
+            replay_id,
+            take.now_ms,
+        ) {
+            return TakeOutcome::Refused(why);
+        }
+    }
     match existing {
-        Some(r) if r.replays.contains(replay_id) && !r.is_expired(now_ms) => TakeOutcome::Completed,
+        Some(r) if r.replays.contains(replay_id) && !r.is_expired(take.now_ms) => {
+            TakeOutcome::Completed
+        }
         Some(r) => TakeOutcome::Busy {
             lease_until: r.lease_until,
         },
@@ -382,11 +550,17 @@ pub fn refused_replay_take(existing: Option<Record>, replay_id: &str, now_ms: i6
     }
 }
 
-/// What a refused take means for the message.
-pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
+/// What a refused take means for the message: not this event's (refuse), done already
+/// (acknowledge), else busy.
+pub fn refused_take(existing: Option<Record>, take: &Take) -> TakeOutcome {
+    if take.item == TakeItem::Event {
+        if let Some(why) = not_this_event(existing.as_ref(), &take.payload_sha256, take.now_ms) {
+            return TakeOutcome::Refused(why);
+        }
+    }
     match existing {
         Some(r)
-            if !r.is_expired(now_ms)
+            if !r.is_expired(take.now_ms)
                 && (r.status == Status::Completed || r.completed_at.is_some()) =>
         {
             TakeOutcome::Completed
@@ -395,6 +569,29 @@ pub fn refused_take(existing: Option<Record>, now_ms: i64) -> TakeOutcome {
             lease_until: r.lease_until,
         },
         None => TakeOutcome::Busy { lease_until: None },
+    }
+}
+
+/// Whether a take under its condition is allowed on `existing`: the event's item or a pair's,
+/// ordinary or a replay's. The in-memory twin of the condition the DynamoDB adapter picks.
+pub fn take_allowed_for(existing: Option<&Record>, take: &Take, replay_id: Option<&str>) -> bool {
+    match (take.item, replay_id) {
+        (TakeItem::Event, None) => take_allowed(existing, &take.payload_sha256, take.now_ms),
+        (TakeItem::Pair, None) => pair_take_allowed(existing, take.now_ms),
+        (TakeItem::Event, Some(rid)) => {
+            replay_take_allowed(existing, &take.payload_sha256, rid, take.now_ms)
+        }
+        (TakeItem::Pair, Some(rid)) => pair_replay_take_allowed(existing, rid, take.now_ms),
+    }
+}
+
+/// The DynamoDB condition of a take: the twin of [`take_allowed_for`].
+pub fn take_condition(item: TakeItem, replay: bool) -> &'static str {
+    match (item, replay) {
+        (TakeItem::Event, false) => TAKE_CONDITION,
+        (TakeItem::Pair, false) => PAIR_TAKE_CONDITION,
+        (TakeItem::Event, true) => REPLAY_TAKE_CONDITION,
+        (TakeItem::Pair, true) => PAIR_REPLAY_TAKE_CONDITION,
     }
 }
 
@@ -465,6 +662,26 @@ pub trait LedgerStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
     /// A plain read, for operators and tests; no transition depends on it.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
+    /// Marks a RECEIVED item as resent by `owner` before a duplicate sends its event behind
+    /// the claimant's live lease ([`MARK_RESENT_CONDITION`]): `Ok(None)` marked, else the
+    /// item as it was (`None` inside: absent).
+    fn mark_resent(
+        &self,
+        key: &str,
+        owner: &str,
+        payload_sha256: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Option<Option<Record>>, StoreError>> + Send;
+    /// Records a replay id on an accepted event's item before the replay is sent
+    /// ([`REQUEST_REPLAY_CONDITION`]): `Ok(false)` where the item is absent, expired or holds
+    /// another body's hash.
+    fn request_replay(
+        &self,
+        key: &str,
+        payload_sha256: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// The take of a replay: as [`LedgerStore::take`], under [`REPLAY_TAKE_CONDITION`];
     /// `Completed` means this replay completed already.
     fn take_replay(
@@ -566,6 +783,24 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
     }
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send {
         (**self).get(key)
+    }
+    fn mark_resent(
+        &self,
+        key: &str,
+        owner: &str,
+        payload_sha256: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Option<Option<Record>>, StoreError>> + Send {
+        (**self).mark_resent(key, owner, payload_sha256, now_ms)
+    }
+    fn request_replay(
+        &self,
+        key: &str,
+        payload_sha256: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).request_replay(key, payload_sha256, replay_id, now_ms)
     }
     fn take_replay(
         &self,

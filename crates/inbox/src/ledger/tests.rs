@@ -27,6 +27,8 @@ fn item(status: Status) -> Record {
         completed_at: None,
         archived_at: None,
         replays: Default::default(),
+        replay_requests: Default::default(),
+        resent_by: None,
     }
 }
 
@@ -140,22 +142,57 @@ fn release_only_our_own_received_claim() {
 }
 
 #[test]
-fn take_refuses_completed_and_a_live_processing_lease_only() {
-    assert!(take_allowed(None, NOW));
+fn an_events_take_needs_its_accepted_item_and_refuses_completed_and_a_live_lease() {
+    assert!(!take_allowed(None, "h", NOW), "absent: nobody accepted it");
     for status in ALL {
         assert!(
-            take_allowed(Some(&expired(status)), NOW),
-            "{status:?} expired"
+            !take_allowed(Some(&expired(status)), "h", NOW),
+            "{status:?} expired: absent"
+        );
+        assert!(
+            !take_allowed(Some(&item(status)), "other", NOW),
+            "{status:?} under another body's hash"
         );
         let open = matches!(status, Status::Received | Status::Queued | Status::Failed);
-        assert_eq!(take_allowed(Some(&item(status)), NOW), open, "{status:?}");
         assert_eq!(
-            take_allowed(Some(&leased(status, "x", NOW - 1)), NOW),
+            take_allowed(Some(&item(status)), "h", NOW),
+            open,
+            "{status:?}"
+        );
+        assert_eq!(
+            take_allowed(Some(&leased(status, "x", NOW - 1)), "h", NOW),
             open || status == Status::Processing,
             "{status:?} with its lease run out"
         );
         assert_eq!(
-            take_allowed(Some(&leased(status, "x", NOW)), NOW),
+            take_allowed(Some(&leased(status, "x", NOW)), "h", NOW),
+            open,
+            "{status:?} live"
+        );
+    }
+}
+
+#[test]
+fn a_pairs_take_makes_its_item_and_refuses_completed_and_a_live_lease() {
+    assert!(pair_take_allowed(None, NOW));
+    for status in ALL {
+        assert!(
+            pair_take_allowed(Some(&expired(status)), NOW),
+            "{status:?} expired"
+        );
+        let open = matches!(status, Status::Received | Status::Queued | Status::Failed);
+        assert_eq!(
+            pair_take_allowed(Some(&item(status)), NOW),
+            open,
+            "{status:?}"
+        );
+        assert_eq!(
+            pair_take_allowed(Some(&leased(status, "x", NOW - 1)), NOW),
+            open || status == Status::Processing,
+            "{status:?} with its lease run out"
+        );
+        assert_eq!(
+            pair_take_allowed(Some(&leased(status, "x", NOW)), NOW),
             open,
             "{status:?} live"
         );
@@ -178,21 +215,47 @@ fn finish_and_defer_only_while_we_hold_the_processing_lease() {
 }
 
 #[test]
-fn a_refused_take_is_completed_only_for_a_live_completed_item() {
+fn a_refused_take_is_refused_for_another_event_and_completed_only_for_a_live_completed_item() {
+    let event = take_by("me");
+    let pair = Take {
+        item: TakeItem::Pair,
+        ..take_by("me")
+    };
     assert_eq!(
-        refused_take(None, NOW),
+        refused_take(None, &event),
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
+    );
+    assert_eq!(
+        refused_take(Some(expired(Status::Completed)), &event),
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
+    );
+    let other = Record {
+        payload_sha256: "other".into(),
+        ..item(Status::Completed)
+    };
+    assert_eq!(
+        refused_take(Some(other.clone()), &event),
+        TakeOutcome::Refused(TakeRefusal::PayloadDiffers)
+    );
+    assert_eq!(
+        refused_take(Some(other), &pair),
+        TakeOutcome::Completed,
+        "a pair's item is judged by its status alone"
+    );
+    assert_eq!(
+        refused_take(None, &pair),
         TakeOutcome::Busy { lease_until: None }
     );
     assert_eq!(
-        refused_take(Some(item(Status::Completed)), NOW),
+        refused_take(Some(item(Status::Completed)), &event),
         TakeOutcome::Completed
     );
     assert_eq!(
-        refused_take(Some(expired(Status::Completed)), NOW),
+        refused_take(Some(expired(Status::Completed)), &pair),
         TakeOutcome::Busy { lease_until: None }
     );
     assert_eq!(
-        refused_take(Some(leased(Status::Processing, "x", NOW + 5)), NOW),
+        refused_take(Some(leased(Status::Processing, "x", NOW + 5)), &event),
         TakeOutcome::Busy {
             lease_until: Some(NOW + 5)
         }
@@ -238,7 +301,11 @@ fn completed_once(status: Status) -> Record {
 fn an_ordinary_take_refuses_a_key_that_completed_once() {
     for status in [Status::Received, Status::Queued, Status::Failed] {
         assert!(
-            !take_allowed(Some(&completed_once(status)), NOW),
+            !take_allowed(Some(&completed_once(status)), "h", NOW),
+            "{status:?}"
+        );
+        assert!(
+            !pair_take_allowed(Some(&completed_once(status)), NOW),
             "{status:?}"
         );
     }
@@ -247,13 +314,26 @@ fn an_ordinary_take_refuses_a_key_that_completed_once() {
         lease_owner: Some("replay".into()),
         ..completed_once(Status::Processing)
     };
-    assert!(!take_allowed(Some(&abandoned), NOW), "an abandoned replay");
-    assert_eq!(refused_take(Some(abandoned), NOW), TakeOutcome::Completed);
+    assert!(
+        !take_allowed(Some(&abandoned), "h", NOW),
+        "an abandoned replay"
+    );
+    assert_eq!(
+        refused_take(Some(abandoned), &take_by("me")),
+        TakeOutcome::Completed
+    );
     let forgotten = Record {
         expires_at: NOW_S - 1,
         ..completed_once(Status::Failed)
     };
-    assert!(take_allowed(Some(&forgotten), NOW), "expired: absent");
+    assert!(
+        !take_allowed(Some(&forgotten), "h", NOW),
+        "expired: absent, refused"
+    );
+    assert!(
+        pair_take_allowed(Some(&forgotten), NOW),
+        "a pair's: made anew"
+    );
 }
 
 #[test]
@@ -269,73 +349,151 @@ fn a_refusal_is_noted_only_on_a_live_item() {
 }
 
 #[test]
-fn a_replay_takes_any_status_once_per_id_and_never_under_a_live_lease() {
-    let with_replay = |r: Record| Record {
-        replays: ["rp".to_owned()].into(),
+fn a_replay_takes_any_status_once_per_recorded_id_and_never_under_a_live_lease() {
+    let recorded = |r: Record| Record {
+        replay_requests: ["rp".to_owned(), "other".to_owned()].into(),
         ..r
     };
-    assert!(replay_take_allowed(None, "rp", NOW));
+    let with_replay = |r: Record| Record {
+        replays: ["rp".to_owned()].into(),
+        ..recorded(r)
+    };
+    assert!(
+        !replay_take_allowed(None, "h", "rp", NOW),
+        "no item: refused"
+    );
+    assert!(pair_replay_take_allowed(None, "rp", NOW), "a pair's: made");
     for status in ALL {
         assert!(
-            replay_take_allowed(Some(&item(status)), "rp", NOW),
+            replay_take_allowed(Some(&recorded(item(status))), "h", "rp", NOW),
             "{status:?}"
+        );
+        assert!(
+            !replay_take_allowed(Some(&item(status)), "h", "rp", NOW),
+            "{status:?}: not recorded"
+        );
+        assert!(
+            !replay_take_allowed(Some(&recorded(item(status))), "x", "rp", NOW),
+            "{status:?}: another body"
         );
         assert!(!replay_take_allowed(
             Some(&with_replay(item(status))),
+            "h",
             "rp",
             NOW
         ));
         assert!(replay_take_allowed(
             Some(&with_replay(item(status))),
+            "h",
             "other",
             NOW
         ));
-        assert!(replay_take_allowed(
+        assert!(!replay_take_allowed(
+            Some(&with_replay(expired(status))),
+            "h",
+            "rp",
+            NOW
+        ));
+        assert!(pair_replay_take_allowed(
             Some(&with_replay(expired(status))),
             "rp",
             NOW
         ));
-        assert!(!replay_take_allowed(
-            Some(&leased(status, "x", NOW)),
+        assert!(!pair_replay_take_allowed(
+            Some(&with_replay(item(status))),
             "rp",
             NOW
         ));
-        assert!(!replay_take_allowed(
-            Some(&leased(status, "x", NOW + 1)),
-            "rp",
-            NOW
-        ));
-        assert!(replay_take_allowed(
-            Some(&leased(status, "x", NOW - 1)),
-            "rp",
-            NOW
-        ));
+        for (until, allowed) in [(NOW, false), (NOW + 1, false), (NOW - 1, true)] {
+            let held = recorded(leased(status, "x", until));
+            assert_eq!(
+                replay_take_allowed(Some(&held), "h", "rp", NOW),
+                allowed,
+                "{status:?} lease {until}"
+            );
+            assert_eq!(
+                pair_replay_take_allowed(Some(&held), "rp", NOW),
+                allowed,
+                "{status:?} lease {until}"
+            );
+        }
     }
+    let event = take_by("me");
     let done = with_replay(leased(Status::Completed, "x", NOW + 7));
     assert_eq!(
-        refused_replay_take(Some(done.clone()), "rp", NOW),
+        refused_replay_take(Some(done.clone()), &event, "rp"),
         TakeOutcome::Completed
     );
     assert_eq!(
-        refused_replay_take(Some(done.clone()), "other", NOW),
+        refused_replay_take(Some(done.clone()), &event, "other"),
         TakeOutcome::Busy {
             lease_until: Some(NOW + 7)
         }
+    );
+    assert_eq!(
+        refused_replay_take(Some(done.clone()), &event, "unrecorded"),
+        TakeOutcome::Refused(TakeRefusal::ReplayNotRecorded)
     );
     let gone = Record {
         expires_at: NOW_S - 1,
         ..done
     };
     assert_eq!(
-        refused_replay_take(Some(gone), "rp", NOW),
+        refused_replay_take(Some(gone.clone()), &event, "rp"),
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
+    );
+    let pair = Take {
+        item: TakeItem::Pair,
+        ..take_by("me")
+    };
+    assert_eq!(
+        refused_replay_take(Some(gone), &pair, "rp"),
         TakeOutcome::Busy {
             lease_until: Some(NOW + 7)
         }
     );
     assert_eq!(
-        refused_replay_take(None, "rp", NOW),
+        refused_replay_take(None, &event, "rp"),
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
+    );
+    assert_eq!(
+        refused_replay_take(None, &pair, "rp"),
         TakeOutcome::Busy { lease_until: None }
     );
+}
+
+#[test]
+fn a_replay_is_requested_only_on_an_accepted_items_body() {
+    assert!(!request_replay_allowed(None, "h", NOW));
+    for status in ALL {
+        assert!(
+            request_replay_allowed(Some(&item(status)), "h", NOW),
+            "{status:?}"
+        );
+        assert!(!request_replay_allowed(Some(&item(status)), "x", NOW));
+        assert!(!request_replay_allowed(Some(&expired(status)), "h", NOW));
+    }
+}
+
+#[test]
+fn a_resent_claim_is_never_released_and_is_marked_only_while_received() {
+    for status in ALL {
+        assert_eq!(
+            mark_resent_allowed(Some(&item(status)), "h", NOW),
+            status == Status::Received,
+            "{status:?}"
+        );
+        assert!(!mark_resent_allowed(Some(&item(status)), "x", NOW));
+        assert!(!mark_resent_allowed(Some(&expired(status)), "h", NOW));
+    }
+    assert!(!mark_resent_allowed(None, "h", NOW));
+    let claim = leased(Status::Received, "me", NOW + 10);
+    assert!(release_allowed(Some(&claim), "me"));
+    let resent = Record {
+        resent_by: Some("dup".into()),
+        ..claim
+    };
+    assert!(!release_allowed(Some(&resent), "me"));
 }
 
 #[test]
@@ -374,8 +532,82 @@ fn take_by(owner: &str) -> Take {
         response_status: 200,
         response_body: "{}".into(),
         archived_at: None,
-        indexed: true,
+        item: TakeItem::Event,
     }
+}
+
+/// The receiver's claim of `s:k` with body `h`, its lease run out.
+async fn claimed(ledger: &memory::MemoryLedger) {
+    let claim = Claim {
+        key: "s:k".into(),
+        source: "s".into(),
+        payload_sha256: "h".into(),
+        owner: "rx".into(),
+        now_ms: NOW,
+        lease_until_ms: NOW,
+        expires_at: NOW_S + 3600,
+        response_status: 200,
+        response_body: "{}".into(),
+        event_type: None,
+    };
+    assert_eq!(ledger.claim(&claim).await.unwrap(), ClaimOutcome::Claimed);
+}
+
+#[tokio::test]
+async fn the_memory_ledger_refuses_a_take_nobody_accepted_and_writes_nothing() {
+    let ledger = memory::MemoryLedger::new();
+    assert_eq!(
+        ledger.take(&take_by("c1")).await.unwrap(),
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
+    );
+    assert_eq!(
+        ledger.take_replay(&take_by("c1"), "rp").await.unwrap(),
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
+    );
+    assert!(!ledger.request_replay("s:k", "h", "rp", NOW).await.unwrap());
+    assert!(ledger.snapshot().is_empty(), "no item written");
+    claimed(&ledger).await;
+    let forged = Take {
+        payload_sha256: "forged".into(),
+        ..take_by("c1")
+    };
+    assert_eq!(
+        ledger.take(&forged).await.unwrap(),
+        TakeOutcome::Refused(TakeRefusal::PayloadDiffers)
+    );
+    assert!(!ledger
+        .request_replay("s:k", "forged", "rp", NOW)
+        .await
+        .unwrap());
+    let r = ledger.get("s:k").await.unwrap().unwrap();
+    assert_eq!((r.status, r.attempts), (Status::Received, 0), "untouched");
+    assert!(r.replay_requests.is_empty());
+}
+
+#[tokio::test]
+async fn the_memory_ledger_keeps_a_resent_claim_from_its_claimants_release() {
+    let ledger = memory::MemoryLedger::new();
+    assert_eq!(
+        ledger.mark_resent("s:k", "dup", "h", NOW).await.unwrap(),
+        Some(None),
+        "absent"
+    );
+    claimed(&ledger).await;
+    assert_eq!(
+        ledger.mark_resent("s:k", "dup", "h", NOW).await.unwrap(),
+        None
+    );
+    assert!(!ledger.release("s:k", "rx").await.unwrap(), "resent: kept");
+    let r = ledger.get("s:k").await.unwrap().unwrap();
+    assert_eq!(r.resent_by.as_deref(), Some("dup"));
+    ledger.take(&take_by("c1")).await.unwrap();
+    assert!(matches!(
+        ledger.mark_resent("s:k", "dup2", "h", NOW).await.unwrap(),
+        Some(Some(Record {
+            status: Status::Processing,
+            ..
+        }))
+    ));
 }
 
 #[tokio::test]
@@ -386,6 +618,7 @@ async fn the_memory_ledger_notes_a_refusal_on_a_live_item_only() {
         ledger.snapshot().is_empty(),
         "no item written for an absent key"
     );
+    claimed(&ledger).await;
     ledger.take(&take_by("c1")).await.unwrap();
     assert!(ledger.note_refusal("s:k", "forged", NOW).await.unwrap());
     let r = ledger.get("s:k").await.unwrap().unwrap();
@@ -396,11 +629,15 @@ async fn the_memory_ledger_notes_a_refusal_on_a_live_item_only() {
 #[tokio::test]
 async fn the_memory_ledger_gives_a_completed_key_back_after_its_replay_failed() {
     let ledger = memory::MemoryLedger::new();
+    claimed(&ledger).await;
     ledger.take(&take_by("c1")).await.unwrap();
     assert!(ledger.complete("s:k", "c1", NOW).await.unwrap());
     let replay = |owner: &'static str, id: &'static str| {
         let ledger = &ledger;
-        async move { ledger.take_replay(&take_by(owner), id).await.unwrap() }
+        async move {
+            assert!(ledger.request_replay("s:k", "h", id, NOW).await.unwrap());
+            ledger.take_replay(&take_by(owner), id).await.unwrap()
+        }
     };
     assert!(matches!(
         replay("c2", "r1").await,

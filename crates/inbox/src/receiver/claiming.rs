@@ -59,12 +59,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// is sent first, with the same deduplication id (SQS keeps one message per id for five
     /// minutes; beyond that the consumer's take keeps one side effect) and the first receipt
     /// time; a changed body never reaches the queue or the archive. A failed send is a 500
-    /// with nothing to release: the claim is not ours.
+    /// with nothing to release: the claim is not ours. Behind a live lease the item is marked
+    /// first ([`Self::mark_resent`]), so that the claimant cannot release it under the event.
     pub(super) async fn answer_duplicate(
         &self,
         event: &Event<'_>,
         carry: Carry,
         existing: &Record,
+        inv: &Invocation,
     ) -> Result<Response<Body>, Rejection> {
         let (source, key) = (event.source, event.key.as_str());
         let (status, accepted) = accepted_response(key);
@@ -74,7 +76,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             response_body: existing.response_body.clone().unwrap_or(accepted),
         };
         self.check_payload(source, key, &event.body_sha256, &seen)?;
-        if existing.status == Status::Received && existing.payload_sha256 == event.body_sha256 {
+        if existing.status == Status::Received
+            && existing.payload_sha256 == event.body_sha256
+            && self.mark_resent(event, existing, inv).await?
+        {
             self.send(event, carry, existing.received_at)
                 .await
                 .map_err(Rejection::Internal)?;
@@ -89,6 +94,35 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             event.measured_at,
         );
         Ok(resp)
+    }
+
+    /// Before a duplicate sends the stored event behind a RECEIVED claim: where the claimant's
+    /// lease is live (its own send may yet fail, and its release would delete the item of an
+    /// event this send puts on the queue), mark the item resent (docs/design.md §4, "mark
+    /// resent"). `Ok(true)`: send; `Ok(false)`: the item moved on (taken), nothing to send. A
+    /// claim released meanwhile is a 500: the sender's retry claims the key anew.
+    async fn mark_resent(
+        &self,
+        event: &Event<'_>,
+        existing: &Record,
+        inv: &Invocation,
+    ) -> Result<bool, Rejection> {
+        let now = self.clock.now_ms();
+        if existing.lease_until.is_none_or(|until| until < now) {
+            return Ok(true);
+        }
+        match self
+            .ledger
+            .mark_resent(&event.key, &inv.request_id, &event.body_sha256, now)
+            .await
+        {
+            Ok(None) => Ok(true),
+            Ok(Some(Some(moved))) if moved.status != Status::Received => Ok(false),
+            Ok(Some(_)) => Err(Rejection::Internal(
+                "the first delivery's claim was released meanwhile: retry".into(),
+            )),
+            Err(e) => Err(Rejection::Internal(e.to_string())),
+        }
     }
 
     /// `AcceptedByType`, where the source lists the types it counts (a bounded dimension).

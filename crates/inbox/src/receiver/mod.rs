@@ -310,7 +310,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         };
         match claimed {
             None => self.accept_first(&event, carry, &inv).await,
-            Some(existing) => self.answer_duplicate(&event, carry, &existing).await,
+            Some(existing) => self.answer_duplicate(&event, carry, &existing, &inv).await,
         }
     }
 

@@ -105,6 +105,46 @@ impl LedgerStore for SimLedger {
         Ok(out)
     }
 
+    /// The receiver's mark before a duplicate's send behind a live claim, faulted as the
+    /// other receiver writes.
+    async fn mark_resent(
+        &self,
+        key: &str,
+        owner: &str,
+        payload_sha256: &str,
+        now_ms: i64,
+    ) -> Result<Option<Option<Record>>, StoreError> {
+        step().await;
+        let f = self.fault("mark_resent", key);
+        if f == Fault::Before {
+            return Err(injected());
+        }
+        let out = self
+            .inner
+            .mark_resent(key, owner, payload_sha256, now_ms)
+            .await?;
+        let shown = match &out {
+            None => "Marked".to_owned(),
+            Some(None) => "Absent".to_owned(),
+            Some(Some(r)) => format!("Refused({:?})", r.status),
+        };
+        self.answer("mark_resent", &format!("{key} by {owner}"), f, shown)?;
+        Ok(out)
+    }
+
+    /// The simulation sends no replays: the in-memory write, unfaulted.
+    async fn request_replay(
+        &self,
+        key: &str,
+        payload_sha256: &str,
+        replay_id: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .request_replay(key, payload_sha256, replay_id, now_ms)
+            .await
+    }
+
     async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
         step().await;
         let f = self.fault("release", key);

@@ -20,7 +20,7 @@ use super::Console;
 use crate::cli::StatusFilter;
 use crate::esm;
 use crate::redrive::{self, Method};
-use crate::replay::{self, Candidate, Selection};
+use crate::replay::{self, Selected, Selection, Skipped};
 
 /// Replays from the console go at the CLI's default rate.
 const REPLAY_PER_SECOND: u32 = 10;
@@ -109,13 +109,27 @@ fn describe(selection: &Selection, status: StatusFilter) -> String {
 async fn select(
     c: &Console,
     form: &ReplayForm,
-) -> Result<(Selection, StatusFilter, Vec<Candidate>), ConsoleError> {
+) -> Result<(Selection, StatusFilter, Selected), ConsoleError> {
     let (selection, status) = form.selection(c.now_ms())?;
     let (store, ledger) = c.archive()?;
-    let candidates = replay::select(&store, &ledger, &selection, status)
+    let selected = replay::select(&store, &ledger, &selection, status)
         .await
         .map_err(ConsoleError::Aws)?;
-    Ok((selection, status, candidates))
+    Ok((selection, status, selected))
+}
+
+/// What a replay passed over, and why (planted or unaccepted archive objects, an expired item).
+fn skipped_list(skipped: &[Skipped]) -> Markup {
+    html! {
+        @if !skipped.is_empty() {
+            p.warn #skipped { (skipped.len()) " archived envelope(s) passed over:" }
+            ul {
+                @for s in skipped.iter().take(LISTED) {
+                    li { code { (s.key.escape_debug()) } " in " code { (s.object.escape_debug()) } ": " (s.reason) }
+                }
+            }
+        }
+    }
 }
 
 /// GET /replay: the dry run, then the form that sends it.
@@ -123,9 +137,17 @@ pub async fn replay_confirm(
     State(c): State<Arc<Console>>,
     Query(form): Query<ReplayForm>,
 ) -> Result<Markup, ConsoleError> {
-    let (selection, status, candidates) = select(&c, &form).await?;
+    let (
+        selection,
+        status,
+        Selected {
+            candidates,
+            skipped,
+        },
+    ) = select(&c, &form).await?;
     let what = describe(&selection, status);
     let body = html! {
+        (skipped_list(&skipped))
         div.confirm {
             p { "Dry run: " strong { (candidates.len()) " event(s)" } " of " (what) " would be put back on the queue as one replay; the consumer forwards each once more (with "
                 code { "Webhook-Replay-Id" } "), COMPLETED or not." }
@@ -158,17 +180,26 @@ pub async fn replay_send(
     Form(form): Form<ReplayForm>,
 ) -> Result<Markup, ConsoleError> {
     c.guard.check_csrf(form.csrf.as_deref())?;
-    let (selection, status, candidates) = select(&c, &form).await?;
+    let (selection, status, Selected { candidates, .. }) = select(&c, &form).await?;
     let replay_id = replay::new_replay_id(c.now_ms());
     let queue = inbox::queue::SqsQueue::new(
         crate::aws::sqs(&c.sdk),
         c.need(&c.stack.queue_url, crate::stack::QUEUE_OUTPUT)?,
     );
-    let sent = replay::send(&queue, &candidates, &replay_id, REPLAY_PER_SECOND, |_| {})
-        .await
-        .map_err(ConsoleError::Aws)?;
+    let (_, ledger) = c.archive()?;
+    let sent = replay::send(
+        &queue,
+        &ledger,
+        &candidates,
+        &replay_id,
+        REPLAY_PER_SECOND,
+        |_| {},
+    )
+    .await
+    .map_err(ConsoleError::Aws)?;
     let body = html! {
-        p.ok #outcome { "replay " code { (replay_id) } ": " (sent) " event(s) sent" }
+        p.ok #outcome { "replay " code { (replay_id) } ": " (sent.count) " event(s) sent" }
+        (skipped_list(&sent.skipped))
         p { "Of " (describe(&selection, status)) ". The consumer forwards each once more; the ledger item records the replay id once it completed." }
         @if let Selection::Key(key) = &selection { p { a href=(format!("/event?key={}", encode(key))) { "Back to the event" } } }
     };

@@ -35,6 +35,7 @@ mod stripe;
 
 pub use expected::Expected;
 pub use readme::readme_table;
+pub use sqs::accept_sample;
 
 /// The instant of everything that does not go stale: 2026-12-01T00:00:00Z.
 pub const FIXED_EPOCH_S: i64 = 1_796_083_200;
