@@ -84,7 +84,7 @@ async fn every_event_gets_the_answer_the_readme_gives() {
             }
             events::Function::Consumer => {
                 let value: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-                events::accept_sample(&aws.ledger(), &value, testkit::now_ms())
+                events::accept_sample(&aws.ledger(), &value)
                     .await
                     .expect("the sample's events accepted");
                 let event: SqsEvent = serde_json::from_str(&text).expect("an SQS event");

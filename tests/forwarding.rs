@@ -349,6 +349,12 @@ async fn a_replay_is_signed_as_itself_and_a_changed_webhook_id_fails() {
         body,
     );
     replay.replay_id = Some("rp-a".to_owned());
+    let recorded = aws
+        .ledger()
+        .request_replay(&key, &replay.payload_sha256, "rp-a", testkit::now_ms())
+        .await
+        .expect("recorded");
+    assert!(recorded, "the replay recorded on the accepted event's item");
     inbox::queue::Queue::send(
         &aws.queue(),
         inbox::queue::Outgoing::new(&key, "replay:rp-a", replay.to_json()),

@@ -501,8 +501,84 @@ async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothi
     );
 }
 
+/// The archive is an input (docs/design.md §5): objects planted under `archive/` (one that
+/// sorts before Firehose's, holding the real key with another body and a key nobody
+/// accepted) are passed over by both selections, and said with why; the replay sends the
+/// real body.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_at_most_once_replay_runs_once_per_replay_id() {
+async fn planted_archive_objects_are_passed_over_and_said() {
+    let aws = LocalAws::new("planted").await;
+    let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
+    let sor = SystemOfRecord::start();
+    let (cx, _) = consumer(&aws, &sor);
+    let b = bridge(&aws).await;
+    let (store, ledger) = (aws.payload_store(), aws.ledger());
+    let real = br#"{"id":"d-p1","amount":1}"#.to_vec();
+    let resp = rx
+        .handle(post("github", &github_headers("d-p1", &real), &real))
+        .await;
+    assert_eq!(resp.status(), 200);
+    drain(&b, &cx).await;
+    let item = ledger.get("github:d-p1").await.unwrap().expect("item");
+    let archived_at = item.archived_at.expect("archived");
+
+    let now = testkit::now_ms();
+    let forged = br#"{"id":"d-p1","amount":1000}"#;
+    let lines = [
+        Envelope::new("github:d-p1", "github", now, &sha256_hex(forged), Default::default(), forged),
+        Envelope::new("github:d-planted", "github", now, &sha256_hex(forged), Default::default(), forged),
+    ]
+    .map(|e| e.to_json())
+    .join("\n");
+    let planted = format!("{}0-planted", inbox::archive::archive_hour_prefix(archived_at));
+    store.put(&planted, lines.into_bytes()).await.expect("planted");
+
+    let by_key = replay::select(&store, &ledger, &Selection::Key("github:d-p1".into()), StatusFilter::Any)
+        .await
+        .unwrap();
+    assert_eq!(by_key.candidates.len(), 1);
+    assert_eq!(by_key.candidates[0].envelope.body_bytes().unwrap(), real, "the body the ledger holds");
+    assert_ne!(by_key.candidates[0].object, planted);
+
+    let range = github_range(now - 3_600_000, now + 60_000, 3_600_000);
+    let by_range = replay::select(&store, &ledger, &range, StatusFilter::Any)
+        .await
+        .unwrap();
+    let picked: Vec<_> = by_range.candidates.iter().map(|c| (c.envelope.key.as_str(), c.envelope.body_bytes().unwrap())).collect();
+    assert_eq!(picked, [("github:d-p1", real.clone())]);
+    let mut skipped: Vec<_> = by_range.skipped.iter().map(|s| (s.key.as_str(), s.reason, s.object.as_str())).collect();
+    skipped.sort_unstable_by_key(|s| s.0);
+    assert_eq!(
+        skipped,
+        [
+            ("github:d-p1", replay::SkipReason::PayloadDiffers, planted.as_str()),
+            ("github:d-planted", replay::SkipReason::NoLedgerItem, planted.as_str()),
+        ]
+    );
+    assert_eq!(
+        by_range.skipped[0].to_string(),
+        format!("skipped {} ({planted}): {}", by_range.skipped[0].key, by_range.skipped[0].reason)
+    );
+
+    // The replay records its id, then sends the real body: forwarded once more, as signed.
+    let sent = replay::send(&aws.queue(), &ledger, &by_range.candidates, "rp-planted", 50, |_| {})
+        .await
+        .unwrap();
+    assert_eq!((sent.count, sent.skipped.len()), (1, 0));
+    drain(&b, &cx).await;
+    let replays: Vec<_> = sor.deliveries().into_iter().filter(|d| d.replay_id.is_some()).collect();
+    assert_eq!(replays.len(), 1);
+    assert!(replays[0].body == real);
+    let item = ledger.get("github:d-p1").await.unwrap().expect("item");
+    assert!(item.replay_requests.contains("rp-planted") && item.replays.contains("rp-planted"));
+    assert_eq!(ledger.get("github:d-planted").await.unwrap(), None);
+}
+
+/// An at-most-once source keeps no ledger item, so there is nothing to check an archived
+/// envelope against: its replays are refused (dead-lettered, `Refused`), and the original ran
+/// once, without the ledger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_most_once_replay_is_refused() {
     let aws = LocalAws::new("replay-amo").await;
     let sor = SystemOfRecord::start();
     let sources = inbox::config::SourceSpecs::parse(
@@ -522,42 +598,27 @@ async fn an_at_most_once_replay_runs_once_per_replay_id() {
         Default::default(),
         body,
     );
-    // The original, then the same replay twice (past SQS's deduplication window: another
-    // deduplication id each), then another replay.
     aws.queue()
         .send(Outgoing::new(key, "original", envelope.to_json()))
         .await
         .unwrap();
-    for (rid, dedup) in [("rp-a", "rp-a-1"), ("rp-a", "rp-a-2"), ("rp-b", "rp-b-1")] {
-        envelope.replay_id = Some(rid.to_owned());
-        aws.queue()
-            .send(Outgoing::new(key, dedup, envelope.to_json()))
+    envelope.replay_id = Some("rp-a".to_owned());
+    assert!(
+        !aws.ledger()
+            .request_replay(key, &envelope.payload_sha256, "rp-a", testkit::now_ms())
             .await
-            .unwrap();
-    }
-    b.drain(|e| testkit::consume(&cx, e))
+            .unwrap(),
+        "no item to record a replay on"
+    );
+    aws.queue()
+        .send(Outgoing::new(key, "rp-a-1", envelope.to_json()))
         .await
-        .expect("drained");
+        .unwrap();
+    b.pump_once(|e| testkit::consume(&cx, e))
+        .await
+        .expect("one round");
     let replay_ids: Vec<_> = sor.deliveries().into_iter().map(|d| d.replay_id).collect();
-    assert_eq!(
-        replay_ids,
-        [None, Some("rp-a".to_owned()), Some("rp-b".to_owned())],
-        "the original, and each replay id once"
-    );
-    let item = aws
-        .ledger()
-        .get(key)
-        .await
-        .unwrap()
-        .expect("the replays' item");
-    assert_eq!(item.status, Status::Completed);
-    assert_eq!(item.replays.len(), 2);
-    assert_eq!(
-        tally(&lines.lock().unwrap(), "notify", Metric::ReplayCompleted),
-        2
-    );
-    assert_eq!(
-        tally(&lines.lock().unwrap(), "notify", Metric::DuplicateDelivery),
-        1
-    );
+    assert_eq!(replay_ids, [None], "the original only");
+    assert_eq!(aws.ledger().get(key).await.unwrap(), None, "no item made");
+    assert_eq!(tally(&lines.lock().unwrap(), "notify", Metric::Refused), 1);
 }

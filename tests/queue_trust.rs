@@ -154,3 +154,98 @@ async fn forged_envelopes_on_the_queue_reach_nothing() {
         "the pointer's key was github:f-2"
     );
 }
+
+/// What the review's probe sent, each a message whose parts agree but that no receiver
+/// accepted (docs/design.md §5, "Only accepted events are work"): a self-consistent event
+/// with no ledger item (as a forged dead letter redriven would arrive), the real key with
+/// another body, a spaced key naming a destination's item, a replay nobody recorded, and a
+/// replay for a destination the consumer does not have. Each is refused with its own reason,
+/// dead-lettered, and writes no ledger item; the real event is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
+    let aws = LocalAws::new("trust-acc").await;
+    let sor = SystemOfRecord::start();
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
+    let cx = cx.with_redelivery(SqsRedelivery::new(
+        aws.sqs.clone(),
+        &aws.resources.queue_url,
+        Some(aws.resources.dlq_url.clone()),
+    ));
+    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
+    bridge.retry_failed_now = true;
+    let body = br#"{"real":1}"#.to_vec();
+    let resp = rx
+        .handle(post("github", &github_headers("r-1", &body), &body))
+        .await;
+    assert_eq!(resp.status(), 200);
+    bridge
+        .drain(|e| testkit::consume(&cx, e))
+        .await
+        .expect("drained");
+    assert_eq!(sor.deliveries().len(), 1);
+
+    let now = testkit::now_ms();
+    let consistent = |key: &str, body: &[u8]| {
+        Envelope::new(key, "github", now, &sha256_hex(body), Default::default(), body)
+    };
+    let other = br#"{"real":1,"amount":1000}"#;
+    let mut unrecorded = consistent("github:r-1", &body);
+    unrecorded.replay_id = Some("rp-forged".into());
+    let mut nowhere = consistent("github:r-1", &body);
+    nowhere.replay_id = Some("rp-forged".into());
+    nowhere.destination = Some("nosuch".into());
+    let cases = [
+        (
+            consistent("github:f-9", br#"{"forged":1}"#),
+            "refused: no ledger item holds this key (no receiver accepted it)",
+        ),
+        (
+            consistent("github:r-1", other),
+            "refused: payload_sha256 is not the ledger item's",
+        ),
+        (
+            consistent("github:r-1 to:crm", &body),
+            "refused: the key breaks the key rules (holds a space or separator)",
+        ),
+        (
+            unrecorded,
+            "refused: this replay id was not recorded on the key's item by inbox-ops replay",
+        ),
+        (
+            nowhere,
+            "refused: no destination of this consumer by that name takes this event",
+        ),
+    ];
+    for (envelope, reason) in &cases {
+        put_by_hand(&aws, envelope).await;
+        bridge
+            .drain(|e| testkit::consume(&cx, e))
+            .await
+            .expect("drained");
+        let logged = lines.lock().expect("metrics").clone();
+        assert!(
+            sor.deliveries().len() == 1,
+            "{reason}: nothing reached the system of record"
+        );
+        let item = aws.ledger().get("github:r-1").await.expect("get");
+        let noted = item.as_ref().and_then(|r| r.last_error.clone());
+        if envelope.key == "github:r-1" {
+            assert_eq!(noted.as_deref(), Some(*reason), "noted on the real item");
+        }
+        assert!(tally(&logged, "github", Metric::Refused) >= 1, "{reason}");
+    }
+    let logged = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&logged, "github", Metric::Refused), cases.len() as u64);
+    for key in ["github:f-9", "github:r-1 to:crm"] {
+        assert_eq!(aws.ledger().get(key).await.expect("get"), None, "{key}");
+    }
+    let real = aws.ledger().get("github:r-1").await.expect("get").expect("item");
+    assert_eq!((real.status, real.attempts), (Status::Completed, 1));
+    assert!(real.replays.is_empty());
+    let dead = aws.receive_all(&aws.resources.dlq_url).await;
+    assert_eq!(dead.len(), cases.len(), "each dead-lettered at once");
+    assert_eq!(aws.queue_counts(&aws.resources.queue_url).await, (0, 0));
+}

@@ -187,8 +187,10 @@ async fn receiver_dies_after_send_and_its_lease_runs_out_first() {
 }
 
 /// A first delivery claims, a duplicate meets its live claim and enqueues the event, then the
-/// first delivery's send fails and it releases its claim (the item is gone): the event the
-/// duplicate enqueued must still run once, the take finding no item takes it.
+/// first delivery's send fails and it tries to release its claim: the duplicate marked the
+/// item resent before its send (docs/design.md §4, "mark resent"), so the release is refused
+/// and the item stays for the event the duplicate enqueued, which runs once (the consumer
+/// takes only an event whose item exists).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_after_a_failed_send_keeps_the_event_a_duplicate_enqueued() {
     let aws = LocalAws::new("f-release").await;
@@ -218,9 +220,14 @@ async fn release_after_a_failed_send_keeps_the_event_a_duplicate_enqueued() {
 
     let answers = send_github(&aws, &rx, "f-7", &body).await;
     assert_eq!(answers, ["200 replayed"], "sent behind the live claim");
-    // The first delivery's send failed: it releases its claim (and answers 500).
-    assert_eq!(aws.ledger().release(key, "first").await, Ok(true));
-    assert_eq!(aws.ledger().get(key).await.expect("get"), None);
+    // The first delivery's send failed: its release (before its 500) is refused.
+    assert_eq!(
+        aws.ledger().release(key, "first", testkit::now_ms()).await,
+        Ok(false)
+    );
+    let kept = aws.ledger().get(key).await.expect("get").expect("kept");
+    assert_eq!(kept.status, inbox::ledger::Status::Received);
+    assert!(kept.resent_by.is_some(), "{kept:?}");
 
     let cx = consumer(&aws, &sor);
     consume(&aws, &bridge(&aws).await, &cx, key, LEASE_MS).await;

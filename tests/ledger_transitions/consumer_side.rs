@@ -1,7 +1,9 @@
 //! Scenarios of the consumer's transitions (take, complete, fail, defer), and units and a
 //! record's round trip.
 
-use inbox::ledger::{ClaimOutcome, LedgerStore, Record, Status, Take, TakeItem, TakeOutcome};
+use inbox::ledger::{
+    ClaimOutcome, LedgerStore, Record, Status, Take, TakeItem, TakeOutcome, TakeRefusal,
+};
 use inbox::receiver::accepted_response;
 
 use crate::run::{claim_at, first_expired_ms, take_at, Obs, Run};
@@ -9,34 +11,28 @@ use crate::{HOUR_S, K, LEASE_MS, T};
 
 // --- take ------------------------------------------------------------------------------
 
-pub async fn take_on_absent_creates_the_record<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+/// Only an accepted event is work (docs/design.md §5): the take of an absent event item, or
+/// of one that holds another body's hash, is refused and writes nothing.
+pub async fn take_on_absent_or_another_body_is_refused<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     let t = take_at("c1", T, 60_000);
-    assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
-    let (response_status, response_body) = accepted_response(K);
     assert_eq!(
-        r.get().await,
-        Some(Record {
-            key: K.to_owned(),
-            source: "github".to_owned(),
-            status: Status::Processing,
-            expires_at: T / 1000 + 2 * HOUR_S,
-            lease_until: Some(T + 60_000),
-            lease_owner: Some("c1".to_owned()),
-            payload_sha256: "sha-c1".to_owned(),
-            response_status: Some(response_status),
-            response_body: Some(response_body),
-            attempts: 1,
-            failures: 0,
-            last_error: None,
-            received_at: T,
-            completed_at: None,
-            archived_at: None,
-            replays: Default::default(),
-            replay_requests: Default::default(),
-            resent_by: None,
-        })
+        r.take(&t).await,
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
     );
+    assert_eq!(r.get().await, None, "nothing written");
+    let received = r.received("rx").await;
+    let forged = Take {
+        payload_sha256: "sha-forged".to_owned(),
+        ..take_at("c1", T + 5, 60_000)
+    };
+    assert_eq!(
+        r.take(&forged).await,
+        TakeOutcome::Refused(TakeRefusal::PayloadDiffers)
+    );
+    assert_eq!(r.get().await, Some(received), "untouched");
     r.trace
 }
 
@@ -68,7 +64,9 @@ pub async fn a_pairs_take_leaves_it_out_of_the_event_index<L: LedgerStore>(
     r.trace
 }
 
-pub async fn take_on_expired_completed_runs_again<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+/// An event's item past `expires_at` counts as absent: a message that outlived it is
+/// refused (the retention chain keeps every accepted event's item longer than its messages).
+pub async fn take_on_expired_is_refused<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     let done = r.completed().await;
     let last_ms = first_expired_ms(done.expires_at) - 1;
@@ -76,34 +74,12 @@ pub async fn take_on_expired_completed_runs_again<L: LedgerStore>(l: &L) -> Vec<
         r.take(&take_at("c2", last_ms, 60_000)).await,
         TakeOutcome::Completed
     );
-    assert_eq!(
-        r.get().await,
-        Some(done.clone()),
-        "a refused take writes nothing"
-    );
     let now = first_expired_ms(done.expires_at);
-    let out = r.take(&take_at("c2", now, 60_000)).await;
-    assert!(matches!(out, TakeOutcome::Taken { .. }), "{out:?}");
-    // The take updates the expired item in place (only a claim replaces a whole item), so
-    // both adapters keep its old bookkeeping (attempts counts on) but forget its completion
-    // (completed_at removed); the trace comparison holds them to the same record.
-    let taken = r.get().await.expect("taken");
-    assert_eq!(taken.status, Status::Processing);
     assert_eq!(
-        taken.completed_at, None,
-        "a forgotten key's completion is forgotten"
+        r.take(&take_at("c2", now, 60_000)).await,
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
     );
-    assert_eq!(taken.lease_owner.as_deref(), Some("c2"));
-    assert_eq!(taken.lease_until, Some(now + 60_000));
-    assert_eq!(
-        taken.expires_at,
-        now / 1000 + 2 * HOUR_S,
-        "the take renews expires_at"
-    );
-    // So its failure is a failure, and the next delivery takes it again.
-    assert!(r.fail("c2", "boom", now + 1000).await);
-    let out = r.take(&take_at("c3", now + 2000, 60_000)).await;
-    assert!(matches!(out, TakeOutcome::Taken { .. }), "{out:?}");
+    assert_eq!(r.get().await, Some(done), "a refused take writes nothing");
     r.trace
 }
 

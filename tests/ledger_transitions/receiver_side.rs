@@ -6,7 +6,7 @@ use inbox::ledger::{
 };
 use inbox::receiver::accepted_response;
 
-use crate::run::{claim_at, claimed_record, first_expired_ms, take_at, Obs, Run};
+use crate::run::{claim_at, claimed_record, first_expired_ms, take_at, Obs, Run, SHA};
 use crate::{HOUR_S, K, LEASE_MS, T};
 
 // --- claim -------------------------------------------------------------------------
@@ -153,6 +153,33 @@ pub async fn release_after_the_consumer_took_it_is_refused<L: LedgerStore>(
     let processing = r.get().await.expect("processing");
     assert!(!r.release("rx").await);
     assert_eq!(r.get().await, Some(processing));
+    r.trace
+}
+
+/// A duplicate marks a live RECEIVED claim before it sends the event behind it; the claimant
+/// may then no longer release it, nor release once its own lease ran out (docs/design.md §4).
+pub async fn a_resent_claim_is_never_released_nor_one_whose_lease_ran_out<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    assert_eq!(r.mark_resent("dup", SHA, T).await, Some(None), "absent");
+    r.received("rx").await;
+    assert_eq!(
+        r.mark_resent("dup", "sha-other", T + 1).await,
+        Some(Some(Status::Received)),
+        "another body is never sent"
+    );
+    assert!(!r.release_at("rx", T + LEASE_MS + 1).await, "its lease ran out");
+    assert_eq!(r.mark_resent("dup", SHA, T + 2).await, None, "marked");
+    assert!(!r.release_at("rx", T + 3).await, "resent: kept");
+    let kept = r.get().await.expect("kept");
+    assert_eq!(kept.resent_by.as_deref(), Some("dup"));
+    r.taken("c1", T + 5, 60_000, 1).await;
+    assert_eq!(
+        r.mark_resent("dup2", SHA, T + 6).await,
+        Some(Some(Status::Processing)),
+        "taken: nothing to send"
+    );
     r.trace
 }
 

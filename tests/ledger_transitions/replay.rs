@@ -1,8 +1,8 @@
 //! Scenarios of a replay's transitions: take a replay, complete a replay.
 
-use inbox::ledger::{LedgerStore, Status, TakeOutcome};
+use inbox::ledger::{LedgerStore, Status, TakeOutcome, TakeRefusal};
 
-use crate::run::{take_at, Obs, Run};
+use crate::run::{take_at, Obs, Run, SHA};
 use crate::T;
 
 pub async fn a_replay_runs_a_completed_key_once_per_replay_id<L: LedgerStore>(
@@ -10,6 +10,8 @@ pub async fn a_replay_runs_a_completed_key_once_per_replay_id<L: LedgerStore>(
 ) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     r.completed().await;
+    assert!(r.request_replay(SHA, "rp-1", T + 2500).await);
+    assert!(r.request_replay(SHA, "rp-2", T + 2500).await);
     // The replay takes the COMPLETED key; a second delivery of it meets the live lease.
     assert_eq!(
         r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
@@ -57,16 +59,38 @@ pub async fn a_replay_runs_a_completed_key_once_per_replay_id<L: LedgerStore>(
     r.trace
 }
 
-pub async fn a_replay_of_an_absent_key_creates_it<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
+/// A replay runs only on an accepted event's item that records its id: absent, or present
+/// without the id, it is refused and writes nothing.
+pub async fn a_replay_of_an_absent_or_unrecorded_key_is_refused<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     assert_eq!(
         r.take_replay(&take_at("r1", T, 60_000), "rp-1").await,
-        TakeOutcome::Taken { attempts: 1 }
+        TakeOutcome::Refused(TakeRefusal::NotAccepted)
     );
-    assert!(r.complete_replay("r1", "rp-1", T + 1000).await);
-    let done = r.get().await.expect("created");
-    assert_eq!(done.status, Status::Completed);
-    assert!(done.replays.contains("rp-1"));
+    assert_eq!(r.get().await, None);
+    let done = r.completed().await;
+    assert_eq!(
+        r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1").await,
+        TakeOutcome::Refused(TakeRefusal::ReplayNotRecorded)
+    );
+    assert_eq!(r.get().await, Some(done));
+    r.trace
+}
+
+/// `inbox-ops replay` records an id only on an item that holds the archived envelope's body.
+pub async fn a_replay_is_recorded_only_on_its_events_body<L: LedgerStore>(
+    l: &L,
+) -> Vec<(String, Obs)> {
+    let mut r = Run::new(l);
+    assert!(!r.request_replay(SHA, "rp-1", T).await, "absent");
+    r.completed().await;
+    assert!(!r.request_replay("sha-planted", "rp-1", T + 3000).await);
+    assert!(r.request_replay(SHA, "rp-1", T + 3000).await);
+    assert!(r.request_replay(SHA, "rp-1", T + 3001).await, "again: a set");
+    let item = r.get().await.expect("item");
+    assert_eq!(item.replay_requests.iter().collect::<Vec<_>>(), ["rp-1"]);
     r.trace
 }
 
@@ -78,6 +102,7 @@ pub async fn a_replay_that_does_not_complete_leaves_the_key_completed<L: LedgerS
 ) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     let before = r.completed().await;
+    assert!(r.request_replay(SHA, "rp-1", T + 2500).await);
     // A failed replay: COMPLETED again, its failure counted, the lease gone, no replay id.
     assert!(matches!(
         r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
@@ -139,6 +164,7 @@ pub async fn a_replay_of_a_key_that_never_completed_is_not_given_back<L: LedgerS
 ) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
     r.failed().await;
+    assert!(r.request_replay(SHA, "rp-1", T + 2500).await);
     assert!(matches!(
         r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
             .await,

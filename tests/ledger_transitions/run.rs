@@ -45,11 +45,15 @@ pub fn claim_at(owner: &str, now_ms: i64) -> Claim {
     }
 }
 
+/// The body hash of the event the scenarios' receiver `rx` accepted ([`claim_at`]`("rx", …)`):
+/// what every message of that event carries.
+pub const SHA: &str = "sha-rx";
+
 pub fn take_at(owner: &str, now_ms: i64, lease_ms: i64) -> Take {
     Take {
         key: K.to_owned(),
         source: "github".to_owned(),
-        payload_sha256: format!("sha-{owner}"),
+        payload_sha256: SHA.to_owned(),
         owner: owner.to_owned(),
         now_ms,
         lease_until_ms: now_ms + lease_ms,
@@ -83,12 +87,43 @@ impl<'a, L: LedgerStore> Run<'a, L> {
     }
 
     pub async fn release(&mut self, owner: &str) -> bool {
+        self.release_at(owner, T).await
+    }
+
+    pub async fn release_at(&mut self, owner: &str, now_ms: i64) -> bool {
         let out = self
             .ledger
-            .release(K, owner)
+            .release(K, owner, now_ms)
             .await
             .expect("release answered");
-        self.note(format!("release by {owner}"), Obs::Done(out));
+        self.note(format!("release by {owner} at {now_ms}"), Obs::Done(out));
+        out
+    }
+
+    /// A duplicate's mark before its send behind a live claim: `Ok(None)` marked, else the
+    /// item as it was (shown as its status, `None` absent).
+    pub async fn mark_resent(&mut self, owner: &str, sha: &str, now_ms: i64) -> Option<Option<Status>> {
+        let out = self
+            .ledger
+            .mark_resent(K, owner, sha, now_ms)
+            .await
+            .expect("mark answered");
+        let shown = out.as_ref().map(|old| old.as_ref().map(|r| r.status));
+        self.note(
+            format!("mark resent by {owner} at {now_ms}: {shown:?}"),
+            Obs::Done(out.is_none()),
+        );
+        shown
+    }
+
+    /// `inbox-ops replay` records `rid` on the item for a body hash.
+    pub async fn request_replay(&mut self, sha: &str, rid: &str, now_ms: i64) -> bool {
+        let out = self
+            .ledger
+            .request_replay(K, sha, rid, now_ms)
+            .await
+            .expect("request answered");
+        self.note(format!("request replay {rid} at {now_ms}"), Obs::Done(out));
         out
     }
 

@@ -164,6 +164,9 @@ fn settings(groups: usize, max_failures: u32) -> ConsumerSettings {
 }
 
 async fn failed_ids(cx: &Cx, batch: &[SqsMessage]) -> Vec<String> {
+    devstack::testkit::accept_messages(cx.ledger(), batch)
+        .await
+        .expect("accepted");
     let deadline = SystemClock.now_ms() + 30_000;
     cx.handle_batch(batch, "inv", Some(deadline))
         .await
@@ -202,7 +205,12 @@ async fn a_throttle_defers_its_key_and_holds_back_the_rest_of_the_batch() {
     assert_eq!((a1.attempts, a1.failures), (1, 0));
     assert_eq!(a1.last_error.as_deref(), Some("throttled: retry after 5 s"));
     assert_eq!(a1.lease_owner, None);
-    assert_eq!(ledger.get("s:a2").await.unwrap(), None, "never taken");
+    let a2 = ledger.get("s:a2").await.unwrap().expect("accepted");
+    assert_eq!(
+        (a2.status, a2.attempts),
+        (Status::Received, 0),
+        "never taken"
+    );
     assert_eq!(count(&lines, Metric::Throttled), 1);
     assert_eq!(count(&lines, Metric::Failed), 0);
     assert!(queue.dead().is_empty());
@@ -332,6 +340,9 @@ async fn without_a_dead_letter_queue_failures_are_left_to_max_receive_count() {
     )
     .with_redelivery(NoRedelivery);
     let m = [message("m1", "A", "a1", 1)];
+    devstack::testkit::accept_messages(cx.ledger(), &m)
+        .await
+        .expect("accepted");
     for _ in 0..2 {
         let answer = cx.handle_batch(&m, "inv", None).await;
         assert_eq!(answer.batch_item_failures.len(), 1);

@@ -67,6 +67,9 @@ async fn run<S: ObjectStore>(
         Metrics::memory("consumer").0,
     )
     .with_store(store);
+    devstack::testkit::accept_messages(&ledger, messages)
+        .await
+        .expect("accepted");
     let failed = cx
         .handle_batch(messages, "inv", Some(SystemClock.now_ms() + 30_000))
         .await

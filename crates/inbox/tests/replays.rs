@@ -81,6 +81,10 @@ async fn a_failed_replay_gives_the_key_back_completed_and_a_late_original_runs_n
                 .len()
         }
     };
+    ledger
+        .claim(&original.accepted_claim(now, 1))
+        .await
+        .expect("accepted");
     assert_eq!(run(message("m-1", &original)).await, 0);
     let completed_at = ledger
         .get("shop:o-1")
@@ -93,6 +97,17 @@ async fn a_failed_replay_gives_the_key_back_completed_and_a_late_original_runs_n
     // The replay fails: reported failed, the key COMPLETED again with its failure counted.
     let mut replay = original.clone();
     replay.replay_id = Some("rp-1".into());
+    let unrecorded = run(message("m-0", &replay)).await;
+    assert_eq!(unrecorded, 1, "refused (no dead-letter queue here: reported failed)");
+    assert_eq!(effect.runs.load(Ordering::SeqCst), 1, "nothing ran for it");
+    assert_eq!(
+        ledger.get("shop:o-1").await.unwrap().expect("item").last_error.as_deref(),
+        Some("refused: this replay id was not recorded on the key's item by inbox-ops replay")
+    );
+    assert!(ledger
+        .request_replay("shop:o-1", &original.payload_sha256, "rp-1", now)
+        .await
+        .expect("recorded"));
     effect.failing.store(true, Ordering::SeqCst);
     assert_eq!(run(message("m-2", &replay)).await, 1);
     let item = ledger.get("shop:o-1").await.unwrap().expect("item");

@@ -45,8 +45,8 @@ impl LedgerStore for Overlap {
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
         self.around(self.inner.claim(c)).await
     }
-    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
-        self.around(self.inner.release(key, owner)).await
+    async fn release(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
+        self.around(self.inner.release(key, owner, now_ms)).await
     }
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
         self.around(self.inner.take(t)).await

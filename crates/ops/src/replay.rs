@@ -320,9 +320,6 @@ pub async fn select_for(
                 }
                 hour += HOUR_MS;
             }
-            // A key whose vouched envelope was found after a passed-over one: not skipped.
-            out.skipped
-                .retain(|s| !seen.contains(&s.key) || s.reason == SkipReason::NoLedgerItem);
         }
     }
     if let Some(name) = destination {

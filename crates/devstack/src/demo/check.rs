@@ -47,7 +47,7 @@ pub async fn check_events() -> anyhow::Result<Vec<Checked>> {
     let mut out = Vec::new();
     for (s, event) in samples.iter().zip(on_disk) {
         if s.function == events::Function::Consumer {
-            events::accept_sample(&stack.ledger(), &event, testkit::now_ms()).await?;
+            events::accept_sample(&stack.ledger(), &event).await?;
         }
         let before: u64 = stack.sor.calls().values().sum();
         let answer = stack.watch.invoke(s.function.name(), &event).await?;

@@ -40,7 +40,7 @@ pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<(
     let now = crate::testkit::now_ms();
     for s in super::events::generate(now / 1000) {
         if s.function == super::events::Function::Consumer {
-            super::events::accept_sample(&stack.ledger(), &s.event, now).await?;
+            super::events::accept_sample(&stack.ledger(), &s.event).await?;
         }
     }
     eprintln!(

@@ -122,6 +122,36 @@ where
         .await)
 }
 
+/// Claims in `ledger` the key of each envelope among `bodies`, as the receiver that accepted
+/// it would have left it (docs/design.md §5: the consumer takes nothing else), and returns how
+/// many it claimed now (a key claimed before stays as it is); a body that is not an envelope is
+/// passed over. For tests and samples that put envelopes on a queue themselves.
+pub async fn accept<'a>(
+    ledger: &impl LedgerStore,
+    bodies: impl IntoIterator<Item = &'a str>,
+) -> anyhow::Result<usize> {
+    let now = now_ms();
+    let mut claimed = 0;
+    for body in bodies {
+        let Ok(envelope) = inbox::queue::Envelope::parse(body) else {
+            continue;
+        };
+        let outcome = ledger.claim(&envelope.accepted_claim(now, 264)).await?;
+        if outcome == inbox::ledger::ClaimOutcome::Claimed {
+            claimed += 1;
+        }
+    }
+    Ok(claimed)
+}
+
+/// [`accept`] of the messages' bodies.
+pub async fn accept_messages(
+    ledger: &impl LedgerStore,
+    messages: &[aws_lambda_events::sqs::SqsMessage],
+) -> anyhow::Result<usize> {
+    accept(ledger, messages.iter().filter_map(|m| m.body.as_deref())).await
+}
+
 /// [`TEST_SOURCES`], parsed.
 pub fn test_sources() -> SourceSpecs {
     SourceSpecs::parse(TEST_SOURCES).expect("TEST_SOURCES parses")

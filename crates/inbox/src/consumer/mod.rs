@@ -150,6 +150,11 @@ impl<
     > Consumer<L, P, C, Q, S, A, D>
 {
     /// The same consumer delaying and dead-lettering messages through `redelivery`.
+    /// The ledger this consumer takes keys in.
+    pub fn ledger(&self) -> &L {
+        &self.ledger
+    }
+
     pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S, A, D> {
         Consumer {
             sources: self.sources,

@@ -348,7 +348,7 @@ impl LedgerStore for DynamoLedger {
         }
     }
 
-    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+    async fn release(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
         let result = self
             .client
             .delete_item()
@@ -358,6 +358,7 @@ impl LedgerStore for DynamoLedger {
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":received", status(Status::Received))
             .expression_attribute_values(":me", s(owner))
+            .expression_attribute_values(":now_ms", n(now_ms))
             .send()
             .await;
         written(result)

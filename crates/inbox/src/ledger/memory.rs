@@ -189,9 +189,9 @@ impl LedgerStore for MemoryLedger {
         }))
     }
 
-    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+    async fn release(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
         Ok(self.with(|items| {
-            let ok = release_allowed(items.get(key), owner);
+            let ok = release_allowed(items.get(key), owner, now_ms);
             if ok {
                 items.remove(key);
             }

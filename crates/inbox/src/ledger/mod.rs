@@ -276,15 +276,20 @@ pub fn claim_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
     existing.is_none_or(|r| r.is_expired(now_ms))
 }
 
-/// Release (receiver, DeleteItem): only our own claim, only before it was queued, and only
+/// Release (receiver, DeleteItem): only our own claim, only before it was queued, only while
+/// our lease is live (a duplicate that finds it run out sends without a mark), and only
 /// where no duplicate delivery sent the event behind it ([`MARK_RESENT_CONDITION`]): that
 /// event is on the queue, and its message needs the item (a take of an absent item refuses).
-pub const RELEASE_CONDITION: &str =
-    "#status = :received AND lease_owner = :me AND attribute_not_exists(resent_by)";
+pub const RELEASE_CONDITION: &str = "#status = :received AND lease_owner = :me \
+     AND lease_until >= :now_ms AND attribute_not_exists(resent_by)";
 
-pub fn release_allowed(existing: Option<&Record>, owner: &str) -> bool {
-    existing
-        .is_some_and(|r| r.status == Status::Received && r.owned_by(owner) && r.resent_by.is_none())
+pub fn release_allowed(existing: Option<&Record>, owner: &str, now_ms: i64) -> bool {
+    existing.is_some_and(|r| {
+        r.status == Status::Received
+            && r.owned_by(owner)
+            && r.lease_until.is_some_and(|until| until >= now_ms)
+            && r.resent_by.is_none()
+    })
 }
 
 /// Mark resent (receiver, UpdateItem `SET resent_by = :me`, with `ALL_OLD` on a refusal): a
@@ -608,6 +613,7 @@ pub trait LedgerStore: Send + Sync + 'static {
         &self,
         key: &str,
         owner: &str,
+        now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send;
     fn complete(
@@ -720,8 +726,9 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         &self,
         key: &str,
         owner: &str,
+        now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).release(key, owner)
+        (**self).release(key, owner, now_ms)
     }
     fn take(&self, take: &Take) -> impl Future<Output = Result<TakeOutcome, StoreError>> + Send {
         (**self).take(take)

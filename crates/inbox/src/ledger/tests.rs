@@ -130,14 +130,22 @@ fn claim_takes_absent_or_expired_only() {
 
 #[test]
 fn release_only_our_own_received_claim() {
-    assert!(!release_allowed(None, "me"));
+    assert!(!release_allowed(None, "me", NOW));
     for status in ALL {
         assert_eq!(
-            release_allowed(Some(&leased(status, "me", NOW)), "me"),
+            release_allowed(Some(&leased(status, "me", NOW)), "me", NOW),
             status == Status::Received,
             "{status:?}"
         );
-        assert!(!release_allowed(Some(&leased(status, "you", NOW)), "me"));
+        assert!(!release_allowed(
+            Some(&leased(status, "you", NOW)),
+            "me",
+            NOW
+        ));
+        assert!(
+            !release_allowed(Some(&leased(status, "me", NOW - 1)), "me", NOW),
+            "{status:?}: our lease ran out"
+        );
     }
 }
 
@@ -488,12 +496,16 @@ fn a_resent_claim_is_never_released_and_is_marked_only_while_received() {
     }
     assert!(!mark_resent_allowed(None, "h", NOW));
     let claim = leased(Status::Received, "me", NOW + 10);
-    assert!(release_allowed(Some(&claim), "me"));
+    assert!(release_allowed(Some(&claim), "me", NOW));
+    assert!(
+        !release_allowed(Some(&claim), "me", NOW + 11),
+        "the claimant's lease ran out: a duplicate may have sent it unmarked"
+    );
     let resent = Record {
         resent_by: Some("dup".into()),
         ..claim
     };
-    assert!(!release_allowed(Some(&resent), "me"));
+    assert!(!release_allowed(Some(&resent), "me", NOW));
 }
 
 #[test]
@@ -597,7 +609,10 @@ async fn the_memory_ledger_keeps_a_resent_claim_from_its_claimants_release() {
         ledger.mark_resent("s:k", "dup", "h", NOW).await.unwrap(),
         None
     );
-    assert!(!ledger.release("s:k", "rx").await.unwrap(), "resent: kept");
+    assert!(
+        !ledger.release("s:k", "rx", NOW).await.unwrap(),
+        "resent: kept"
+    );
     let r = ledger.get("s:k").await.unwrap().unwrap();
     assert_eq!(r.resent_by.as_deref(), Some("dup"));
     ledger.take(&take_by("c1")).await.unwrap();

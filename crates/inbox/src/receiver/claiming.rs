@@ -143,7 +143,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// logged and counted `Released`; a failed release leaves the item RECEIVED under our
     /// lease, which the next delivery of the key recovers.
     pub(super) async fn release_claim(&self, source: &str, key: &str, inv: &Invocation) {
-        match self.ledger.release(key, &inv.request_id).await {
+        match self
+            .ledger
+            .release(key, &inv.request_id, self.clock.now_ms())
+            .await
+        {
             Ok(released) => info!(
                 source,
                 key,
@@ -228,7 +232,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 // The claim may have been applied with its answer lost: release it (only if it
                 // is ours) before the 500, or the sender's retries would meet our own live
                 // claim (and send behind it) until its lease ran out.
-                match self.ledger.release(key, &inv.request_id).await {
+                match self
+                    .ledger
+                    .release(key, &inv.request_id, self.clock.now_ms())
+                    .await
+                {
                     Ok(true) => {
                         self.metrics.count(&source.spec.name, Metric::Released);
                         info!(source = %source.spec.name, key, outcome = LogOutcome::Released.as_str(), "claim failed")

@@ -145,13 +145,13 @@ impl LedgerStore for SimLedger {
             .await
     }
 
-    async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {
+    async fn release(&self, key: &str, owner: &str, now_ms: i64) -> Result<bool, StoreError> {
         step().await;
         let f = self.fault("release", key);
         if f == Fault::Before {
             return Err(injected());
         }
-        let out = self.inner.release(key, owner).await?;
+        let out = self.inner.release(key, owner, now_ms).await?;
         self.answer("release", &format!("{key} by {owner}"), f, out)
     }
 

@@ -25,9 +25,14 @@ pub(crate) const MAX_RECEIVE: u32 = MAX_FAILURES + 1;
 pub(crate) const MAX_FAILURES: u32 = 5;
 /// SQS FIFO's deduplication window.
 pub(crate) const DEDUP_WINDOW_MS: i64 = 5 * 60_000;
-/// The ledger remembers a key this long (`retention_hours`, below)...
-pub(crate) const LEDGER_RETENTION_HOURS: u64 = 1;
-/// ...longer than the queue keeps a message (the template: 96 h, and 240 h to the end of the dead-letter queue, against 264 h)...
+/// The ledger remembers a key this long (`retention_hours`, below): longer than any message
+/// of its event can live (the template's chain: 264 h against the queue's 96 h, the
+/// dead-letter queue's 144 h and a day to redrive). The consumer takes only an event whose
+/// item exists (docs/design.md §5), so a message that outlived its item would be refused; the
+/// simulated dead-letter queue keeps its messages until the operator redrives them, within
+/// the run, so the item outlives the run's...
+pub(crate) const LEDGER_RETENTION_HOURS: u64 = 24;
+/// ...longer than the queue keeps a message...
 pub(crate) const QUEUE_RETENTION_MS: i64 = 50 * 60_000;
 /// ...and longer than a sender keeps retrying.
 pub(crate) const SENDER_WINDOW_MS: i64 = 15 * 60_000;

@@ -192,33 +192,22 @@ pub fn samples(out: &mut Vec<Sample>, specs: &SourceSpecs) {
     });
 }
 
-/// Writes, for each message of a consumer sample (an SQS event), the ledger item a receiver
-/// that accepted its event would have left: a claim of its key with its body hash, its lease
-/// run out. The consumer takes only accepted events (docs/design.md §5), and these samples
-/// stand for messages a receiver enqueued. A record that is not an envelope is left alone.
-/// Returns how many keys were claimed now (a key claimed before stays as it is).
+/// Claims the key of each message of a consumer sample (an SQS event) as the receiver that
+/// accepted its event would have ([`crate::testkit::accept`]): these samples stand for
+/// messages a receiver enqueued, and the consumer takes nothing else (docs/design.md §5).
 pub async fn accept_sample(
     ledger: &impl inbox::ledger::LedgerStore,
     event: &Value,
-    now_ms: i64,
 ) -> anyhow::Result<usize> {
     let records = event
         .get("Records")
         .and_then(Value::as_array)
         .map_or(&[][..], Vec::as_slice);
-    let mut claimed = 0;
-    for record in records {
-        let Some(Ok(envelope)) = record
-            .get("body")
-            .and_then(Value::as_str)
-            .map(Envelope::parse)
-        else {
-            continue;
-        };
-        let claim = envelope.accepted_claim(now_ms, 264);
-        if ledger.claim(&claim).await? == inbox::ledger::ClaimOutcome::Claimed {
-            claimed += 1;
-        }
-    }
-    Ok(claimed)
+    testkit::accept(
+        ledger,
+        records
+            .iter()
+            .filter_map(|r| r.get("body").and_then(Value::as_str)),
+    )
+    .await
 }
