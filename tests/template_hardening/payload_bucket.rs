@@ -235,7 +235,7 @@ fn the_receiver_puts_the_consumer_gets_and_operators_list_and_get_payloads() {
         json!({"StringLike": {"s3:prefix": "archive/*"}}),
         "only the archive is listed"
     );
-    // The receiver's ledger calls: claim and release, and the adapter's fallback read.
+    // The receiver's ledger calls: claim, release, a duplicate's mark, the fallback read.
     let dynamo: Vec<_> = receiver_role["Properties"]["Policies"]
         .as_array()
         .into_iter()
@@ -249,9 +249,10 @@ fn the_receiver_puts_the_consumer_gets_and_operators_list_and_get_payloads() {
         [
             "dynamodb:PutItem",
             "dynamodb:DeleteItem",
-            "dynamodb:GetItem"
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem"
         ],
-        "no UpdateItem: nothing on the receiver's path calls it"
+        "claim, release, the fallback read, and the mark of a claim resent"
     );
     for (_, actions, resource) in &statements {
         if !actions.iter().any(|a| a.starts_with("s3:")) {
