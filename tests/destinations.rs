@@ -15,7 +15,7 @@
 //! - what each target receives is the body the sender signed (a 24-digit integer, a name given
 //!   twice): the raw bytes to `https://` and SQS, the JSON text in place in the `PutEvents`
 //!   request's `Detail` (as a string beyond 64-bit integers) and in a Lambda `Invoke`'s
-//!   payload (on a loopback endpoint: the local server runs no function without Docker).
+//!   payload (on a loopback endpoint answering 202, as Lambda answers an asynchronous call).
 //!
 //! Envelopes carrying `event_type` are put on the queue as the receiver writes them once the
 //! source declares its event type (issue 23); the fan-out test goes through the receiver.
