@@ -12,19 +12,28 @@
 //!   show each destination's state (from the stack's `Destinations`, as the consumer reads
 //!   it), and `replay --destination` runs one destination again, not the others.
 //!
+//! - what each target receives is the body the sender signed (a 24-digit integer, a name given
+//!   twice): the raw bytes to `https://` and SQS, the JSON text in place in the `PutEvents`
+//!   request's `Detail` (as a string beyond 64-bit integers) and in a Lambda `Invoke`'s
+//!   payload (on a loopback endpoint answering 202, as Lambda answers an asynchronous call).
+//!
 //! Envelopes carrying `event_type` are put on the queue as the receiver writes them once the
 //! source declares its event type (issue 23); the fan-out test goes through the receiver.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use aws_sdk_eventbridge::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_eventbridge::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_smithy_runtime_api::box_error::BoxError;
 use devstack::bridge::Bridge;
 use devstack::targets;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
 use inbox::archive::NoArchive;
 use inbox::clock::SystemClock;
-use inbox::consumer::{Consumer, ConsumerSettings, DEFAULT_MAX_FAILURES};
-use inbox::destination::{Adapter, EventBus, QueueTarget, Targets};
+use inbox::consumer::{Consumer, ConsumerSettings, Outcome, DEFAULT_MAX_FAILURES};
+use inbox::destination::{Adapter, EventBus, FunctionTarget, QueueTarget, Targets};
 use inbox::forward::HttpForwarder;
 use inbox::key::sha256_hex;
 use inbox::ledger::dynamo::DynamoLedger;
@@ -518,4 +527,225 @@ async fn each_destinations_state_is_shown_and_a_replay_runs_one_of_them() {
     .expect("select")
     .candidates;
     assert!(failed.is_empty(), "the ledger's pair of s-2 completed");
+}
+
+/// A body a general JSON parser would change: an integer beyond 64 bits, a name given twice.
+const SIGNED: &str = r#"{"id":123456789012345678901234,"amount":1,"amount":1000}"#;
+
+/// A body within EventBridge's signed 64-bit integers, a name given twice.
+const SIGNED_I64: &str = r#"{"id":1234567890123456789,"amount":1,"amount":1000}"#;
+
+/// Every request body a client sends, as it goes on the wire (read before transmit).
+#[derive(Clone, Debug, Default)]
+struct SentBodies(Arc<Mutex<Vec<Vec<u8>>>>);
+
+impl SentBodies {
+    fn all(&self) -> Vec<Vec<u8>> {
+        self.0.lock().expect("sent bodies").clone()
+    }
+}
+
+impl Intercept for SentBodies {
+    fn name(&self) -> &'static str {
+        "SentBodies"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _rc: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(bytes) = context.request().body().bytes() {
+            self.0.lock().expect("sent bodies").push(bytes.to_vec());
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: three targets, two bodies, what each received"
+)]
+async fn every_target_receives_the_body_the_sender_signed() {
+    let aws = LocalAws::new("rawjson").await;
+    let hooks = SystemOfRecord::start();
+    let sent = SentBodies::default();
+    let events = aws_sdk_eventbridge::Client::from_conf(
+        aws_sdk_eventbridge::config::Builder::from(&aws.sdk)
+            .interceptor(sent.clone())
+            .build(),
+    );
+    let (bus_arn, seen_url) = targets::bus_to_queue(
+        &aws.sdk,
+        &testkit::unique("raw-bus"),
+        &testkit::unique("raw-seen"),
+    )
+    .await
+    .expect("the bus, its rule and its queue");
+    let (queue_url, queue_arn) = targets::queue(&aws.sqs, &testkit::unique("raw-q"), false)
+        .await
+        .expect("the queue");
+    let destinations = format!(
+        r#"{{"hooks": {{"target": "https://hooks.example/in", "sources": ["stripe"]}},
+            "bus": {{"target": "{bus_arn}", "sources": ["stripe"]}},
+            "q": {{"target": "{queue_arn}", "sources": ["stripe"]}}}}"#
+    );
+    let targets = Targets::new(
+        BTreeMap::from([
+            ("hooks".to_owned(), http(hooks.url())),
+            (
+                "bus".to_owned(),
+                Adapter::Bus(EventBus::new(events, bus_arn.clone(), None)),
+            ),
+            (
+                "q".to_owned(),
+                Adapter::Queue(QueueTarget::new(
+                    aws.sqs.clone(),
+                    "q".into(),
+                    queue_url.clone(),
+                    false,
+                    None,
+                )),
+            ),
+        ]),
+        None,
+    );
+    let (cx, _) = routed_consumer(&aws, &destinations, targets);
+    let cx = &cx;
+    let big = enqueue(&aws, "stripe", "evt_big", "invoice.paid", SIGNED).await;
+    let fits = enqueue(&aws, "stripe", "evt_i64", "invoice.paid", SIGNED_I64).await;
+    let b = bridge(&aws).await;
+    drain(&b, |e| async move {
+        Ok(cx.handle_batch(&e.records, "req", None).await)
+    })
+    .await;
+    let signed = |key: &str| if key == big { SIGNED } else { SIGNED_I64 };
+
+    // https: the raw bytes as the body.
+    let delivered = hooks.deliveries();
+    assert_eq!(delivered.len(), 2, "{delivered:?}");
+    for d in &delivered {
+        assert_eq!(d.body, signed(&d.key).as_bytes(), "{}", d.key);
+    }
+    // SQS: the raw text as the message body.
+    let mut bodies: Vec<String> = aws
+        .receive_all(&queue_url)
+        .await
+        .iter()
+        .filter_map(|m| m.body().map(str::to_owned))
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, [SIGNED_I64, SIGNED]);
+    // EventBridge: the Detail of each PutEvents request, as sent to the server.
+    let details: BTreeMap<String, String> = sent
+        .all()
+        .iter()
+        .filter_map(|body| {
+            let request: Value = serde_json::from_slice(body).ok()?;
+            let detail = request["Entries"][0]["Detail"].as_str()?.to_owned();
+            let key = serde_json::from_str::<Value>(&detail).ok()?["idempotency_key"]
+                .as_str()?
+                .to_owned();
+            Some((key, detail))
+        })
+        .collect();
+    assert_eq!(
+        details[&fits],
+        format!(
+            r#"{{"idempotency_key":"{fits}","source":"stripe","event_type":"invoice.paid","body":{SIGNED_I64}}}"#
+        ),
+        "within 64 bits: the JSON text itself, both members of one name"
+    );
+    assert_eq!(
+        details[&big],
+        format!(
+            r#"{{"idempotency_key":"{big}","source":"stripe","event_type":"invoice.paid","body_text":{}}}"#,
+            Value::from(SIGNED)
+        ),
+        "beyond 64 bits: the exact text as a string"
+    );
+    // The rule's queue: what the bus delivered. The local server reads Detail and writes it
+    // again (keeping the last of two members of one name); a string comes through exact.
+    let seen = aws.receive_all(&seen_url).await;
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for message in &seen {
+        let event: Value = serde_json::from_str(message.body().expect("body")).expect("an event");
+        let key = event["detail"]["idempotency_key"].as_str().expect("key");
+        if key == big {
+            assert_eq!(event["detail"]["body_text"], SIGNED);
+        } else {
+            assert_eq!(event["detail"]["body"]["id"], 1_234_567_890_123_456_789_u64);
+        }
+    }
+    for key in [&big, &fits] {
+        for d in ["hooks", "bus", "q"] {
+            let pair = aws
+                .ledger()
+                .get(&destination_key(key, d))
+                .await
+                .expect("get")
+                .expect("the pair");
+            assert_eq!(pair.status, Status::Completed, "{key} to {d}");
+        }
+    }
+}
+
+/// A Lambda function's endpoint on loopback: answers one `Invoke` 202, as an asynchronous
+/// invocation is answered, and hands back the request's path and payload.
+fn one_invocation() -> (String, std::thread::JoinHandle<(String, Vec<u8>)>) {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind loopback");
+    let port = server
+        .server_addr()
+        .to_ip()
+        .map(|a| a.port())
+        .expect("an IP listener");
+    let thread = std::thread::spawn(move || {
+        let mut request = server.recv().expect("the Invoke request");
+        let mut payload = Vec::new();
+        std::io::Read::read_to_end(request.as_reader(), &mut payload).expect("the payload");
+        let path = request.url().to_owned();
+        request
+            .respond(tiny_http::Response::empty(202))
+            .expect("answer 202");
+        (path, payload)
+    });
+    (format!("http://127.0.0.1:{port}"), thread)
+}
+
+#[tokio::test]
+async fn a_lambda_payload_holds_the_signed_bytes_in_place() {
+    use aws_sdk_lambda::config::{BehaviorVersion, Credentials, Region};
+    let (endpoint, invocation) = one_invocation();
+    let conf = aws_sdk_lambda::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url(endpoint)
+        .build();
+    let function = FunctionTarget::new(
+        aws_sdk_lambda::Client::from_conf(conf),
+        "arn:aws:lambda:us-east-1:123456789012:function:crm-sync".into(),
+        None,
+    );
+    let job = inbox::Job {
+        key: "stripe:evt_big".into(),
+        source: "stripe".into(),
+        body: SIGNED.as_bytes().to_vec().into(),
+        headers: BTreeMap::new(),
+        attempt: 1,
+        lease_until_ms: i64::MAX,
+        replay_id: None,
+        event_type: Some("customer.updated".into()),
+    };
+    assert_eq!(function.deliver(&job).await, Outcome::Done);
+    let (path, payload) = invocation.join().expect("the endpoint's thread");
+    assert!(path.contains("/invocations"), "{path}");
+    assert_eq!(
+        String::from_utf8(payload).expect("UTF-8"),
+        format!(
+            r#"{{"idempotency_key":"stripe:evt_big","source":"stripe","event_type":"customer.updated","body":{SIGNED}}}"#
+        )
+    );
 }

@@ -3,6 +3,8 @@
 //! - [`config`]: `WEBHOOK_SOURCES` and the environment, parsed and checked once at start-up.
 //! - [`key`]: the idempotency key, derived from the sender's own identifier.
 //! - [`json_fields`]: the values at key and group pointers, read from the body in one pass.
+//! - [`json_text`]: a JSON body as the text the sender signed (what destinations and the
+//!   console get), never re-serialised through a general parser's values.
 //! - [`signature`]: the senders' signature schemes.
 //! - [`ledger`]: the ledger state machine (claim, release, take, complete, fail,
 //!   defer) and its DynamoDB and in-memory adapters.
@@ -45,6 +47,7 @@ pub mod event_type;
 pub mod fifo;
 pub mod forward;
 pub mod json_fields;
+pub mod json_text;
 pub mod key;
 pub(crate) mod lease;
 pub mod ledger;

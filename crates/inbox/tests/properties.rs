@@ -1,12 +1,14 @@
-//! Properties of key derivation and of the queue envelope, and a static check that MACs are
-//! compared in constant time. (Signature parsing properties live in `signature_schemes/`.)
+//! Properties of key derivation, of the queue envelope and of a JSON body's text kept as sent,
+//! and a static check that MACs are compared in constant time. (Signature parsing properties live in `signature_schemes/`.)
 
 use std::collections::BTreeMap;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox::config::{GroupSpec, KeySpec, MAX_KEY_VALUE_BYTES};
+use inbox::destination::detail;
 use inbox::fifo::{sqs_id, SQS_ID_MAX};
 use inbox::json_fields::Fields;
+use inbox::json_text::JsonText;
 use inbox::key::{self, KeyError};
 use inbox::queue::{sqs_can_carry, Envelope};
 use proptest::prelude::*;
@@ -231,6 +233,34 @@ proptest! {
         {
             prop_assert_eq!(id, value);
         }
+    }
+
+    /// The body's own text, kept: any JSON text is its own `JsonText`, re-indented exactly as
+    /// serde_json's pretty printer would (only whitespace differs), and a destination's
+    /// payload holds it in place.
+    #[test]
+    fn json_text_is_kept_and_re_indented_as_serde_json_would(value in json(), spaces in "[ \t\r\n]{0,3}") {
+        let compact = value.to_string();
+        let body = format!("{spaces}{compact}{spaces}");
+        let text = JsonText::parse(body.as_bytes()).expect("JSON");
+        prop_assert_eq!(text.as_str(), compact.as_str());
+        prop_assert!(text.integers_fit_i64());
+        let pretty = text.pretty();
+        prop_assert_eq!(&pretty, &serde_json::to_string_pretty(&value).expect("pretty"));
+        prop_assert_eq!(JsonText::parse(pretty.as_bytes()).expect("JSON").pretty(), pretty);
+        let job = inbox::Job {
+            key: "s:k".into(),
+            source: "s".into(),
+            body: body.into_bytes().into(),
+            headers: BTreeMap::new(),
+            attempt: 1,
+            lease_until_ms: 0,
+            replay_id: None,
+            event_type: None,
+        };
+        let payload = detail::detail(&job, detail::Carries::AnyJson);
+        let ends_with_body = payload.ends_with(&format!(r#","body":{compact}}}"#));
+        prop_assert!(ends_with_body, "{}", payload);
     }
 }
 

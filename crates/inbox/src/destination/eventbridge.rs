@@ -1,7 +1,9 @@
 //! An EventBridge bus as a destination: one `PutEvents` entry per event, `Source`
 //! `webhook-inbox.<source>`, `DetailType` the event type (`webhook` where it has none),
-//! `Detail` the key beside the JSON body ([`super::detail`]). EventBridge deduplicates
-//! nothing: the ledger does, and `detail.idempotency_key` lets a rule's target do it too.
+//! `Detail` the key beside the body's JSON text as sent, or as a string where it holds an
+//! integer beyond the 64-bit range `PutEvents` takes ([`super::detail`]). EventBridge
+//! deduplicates nothing: the ledger does, and `detail.idempotency_key` lets a rule's target
+//! do it too.
 
 use aws_sdk_eventbridge::error::ProvideErrorMetadata;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
@@ -34,7 +36,14 @@ impl EventBus {
     }
 
     pub async fn deliver(&self, job: &Job) -> Outcome {
-        let detail = match detail::fitted(job, MAX_DETAIL_BYTES, self.store.as_ref()).await {
+        let detail = match detail::fitted(
+            job,
+            MAX_DETAIL_BYTES,
+            detail::Carries::Int64Json,
+            self.store.as_ref(),
+        )
+        .await
+        {
             Ok(d) => d,
             Err(e) => return Outcome::Failed(e),
         };

@@ -1,7 +1,8 @@
 //! A Lambda function as a destination: an asynchronous `Invoke` (`InvocationType` `Event`)
-//! whose payload is the key beside the body ([`super::detail`]), a pointer where it would
-//! exceed the asynchronous payload limit. Lambda's own retries of an asynchronous event may
-//! run it more than once: the function deduplicates on `idempotency_key`.
+//! whose payload is the key beside the body's JSON text as sent ([`super::detail`]), a
+//! pointer where it would exceed the asynchronous payload limit. Lambda's own retries of an
+//! asynchronous event may run it more than once: the function deduplicates on
+//! `idempotency_key`.
 
 use aws_sdk_lambda::error::ProvideErrorMetadata;
 use aws_sdk_lambda::primitives::Blob;
@@ -27,7 +28,13 @@ impl FunctionTarget {
     }
 
     pub async fn deliver(&self, job: &Job) -> Outcome {
-        let payload = match detail::fitted(job, MAX_ASYNC_PAYLOAD_BYTES, self.store.as_ref()).await
+        let payload = match detail::fitted(
+            job,
+            MAX_ASYNC_PAYLOAD_BYTES,
+            detail::Carries::AnyJson,
+            self.store.as_ref(),
+        )
+        .await
         {
             Ok(p) => p,
             Err(e) => return Outcome::Failed(e),

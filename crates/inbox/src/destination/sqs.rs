@@ -71,7 +71,7 @@ impl QueueTarget {
             return Ok((text, encoding));
         }
         let pointer = detail::pointer(job, self.store.as_ref()).await?;
-        Ok((pointer.to_string(), Some("body_ref")))
+        Ok((pointer, Some("body_ref")))
     }
 
     pub async fn deliver(&self, job: &Job) -> Outcome {

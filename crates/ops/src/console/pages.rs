@@ -295,6 +295,28 @@ mod tests {
     }
 
     #[test]
+    fn an_event_page_shows_the_body_as_the_sender_signed_it() {
+        let view = EventView {
+            key: "stripe:evt_1".into(),
+            item: serde_json::json!({"pk": "stripe:evt_1", "status": "COMPLETED"}),
+            headers: Ok(Vec::new()),
+            body: Ok(super::super::show::body(
+                br#"{"id":123456789012345678901234,"amount":1,"amount":1000}"#,
+            )),
+            archive_object: None,
+            destinations: Ok(Vec::new()),
+        };
+        let html = event("s", &view).into_string();
+        assert!(
+            html.contains(
+                "&quot;id&quot;: 123456789012345678901234,\n  &quot;amount&quot;: 1,\n  &quot;amount&quot;: 1000\n"
+            ),
+            "{html}"
+        );
+        assert!(!html.contains("e+23"), "{html}");
+    }
+
+    #[test]
     fn a_routed_event_shows_each_destination() {
         use crate::destination_state::example;
         use inbox::ledger::Status;

@@ -1,8 +1,12 @@
 //! What an event's page shows of its archived envelope: the headers with every value that could
-//! sign or authorise masked, and the body as text (pretty-printed where it is JSON). The page
-//! escapes what these return (maud escapes every value), so a body holding `<script>` is text.
+//! sign or authorise masked, and the body as text (re-indented where it is JSON: its tokens as
+//! sent, never parsed into values, so a 24-digit integer and a name given twice show as the
+//! sender signed them). The page escapes what these return (maud escapes every value), so a
+//! body holding `<script>` is text.
 
 use std::collections::BTreeMap;
+
+use inbox::json_text::JsonText;
 
 /// Bodies longer than this are shown cut, saying so.
 pub const SHOWN_BODY_BYTES: usize = 256 * 1024;
@@ -59,16 +63,14 @@ pub struct ShownBody {
     pub cut: bool,
 }
 
-/// JSON pretty-printed; other UTF-8 as it is; anything else with its control characters and
-/// bytes that are not UTF-8 written `\xNN` (as `lookup --body` shows a body on a terminal).
-/// At most [`SHOWN_BODY_BYTES`] of it.
+/// JSON re-indented, only the whitespace between its tokens changed ([`JsonText::pretty`]);
+/// other UTF-8 as it is; anything else with its control characters and bytes that are not
+/// UTF-8 written `\xNN` (as `lookup --body` shows a body on a terminal). At most
+/// [`SHOWN_BODY_BYTES`] of it.
 pub fn body(raw: &[u8]) -> ShownBody {
-    let (text, kind) = match serde_json::from_slice::<serde_json::Value>(raw) {
-        Ok(value) => (
-            serde_json::to_string_pretty(&value).unwrap_or_default(),
-            "json",
-        ),
-        Err(_) => match std::str::from_utf8(raw) {
+    let (text, kind) = match JsonText::parse(raw) {
+        Some(json) => (json.pretty(), "json"),
+        None => match std::str::from_utf8(raw) {
             Ok(text) => (text.to_owned(), "text"),
             Err(_) => (
                 String::from_utf8_lossy(&crate::lookup::escape_for_terminal(raw)).into_owned(),
@@ -143,6 +145,19 @@ mod tests {
         ] {
             assert_eq!(shown[clear], h[clear], "{clear}");
         }
+    }
+
+    #[test]
+    fn json_is_the_senders_text_re_indented() {
+        let j = body(br#"{"id":123456789012345678901234,"amount":1,"amount":1000}"#);
+        assert_eq!(j.kind, "json");
+        assert_eq!(
+            j.text,
+            "{\n  \"id\": 123456789012345678901234,\n  \"amount\": 1,\n  \"amount\": 1000\n}"
+        );
+        let escaped = body(br#"{"price":1.50,"name":"caf\u00e9"}"#);
+        assert!(escaped.text.contains("1.50"), "{}", escaped.text);
+        assert!(escaped.text.contains(r#""caf\u00e9""#), "{}", escaped.text);
     }
 
     #[test]
