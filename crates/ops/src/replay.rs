@@ -363,10 +363,10 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         for c in &candidates {
             println!(
                 "{}\t{}\t{}\t{}",
-                c.envelope.key,
+                crate::text::shown(&c.envelope.key),
                 time_text(c.envelope.received_at),
                 c.status.map_or("(no ledger item)", Status::as_str),
-                c.object
+                crate::text::shown(&c.object)
             );
         }
         eprintln!("dry run: {} event(s) would be replayed", candidates.len());
