@@ -462,3 +462,4 @@ mod first_deploy;
 mod function_url;
 mod payload_bucket;
 mod queue_policy;
+mod side_doors;

@@ -18,7 +18,10 @@ struct Secrets;
 
 impl SecretResolver for Secrets {
     async fn resolve(&self, reference: &SecretRef) -> Result<String, String> {
-        let values = HashMap::from([("S", "a-secret-of-enough-bytes"), ("V", "my-verify-token")]);
+        let values = HashMap::from([
+            ("S", "a-secret-of-enough-bytes"),
+            ("V", "my-verify-token-0123"),
+        ]);
         let (SecretRef::Env(name) | SecretRef::SecretsManager(name)) = reference;
         values
             .get(name.as_str())
@@ -151,18 +154,25 @@ async fn get_reaches_only_a_source_whose_handshake_is_a_get_and_a_wrong_token_is
     assert_eq!(resp.status(), 405);
     let base = "https://h/webhooks/fb?hub.mode=subscribe&hub.challenge=42";
     let resp = rx
-        .handle(get(&format!("{base}&hub.verify_token=my-verify-token")))
+        .handle(get(&format!(
+            "{base}&hub.verify_token=my-verify-token-0123"
+        )))
         .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.body().to_vec(), b"42");
-    for wrong in ["other", "my-verify-toke", ""] {
+    // The challenge echoed, never sniffed into another type (issue 34).
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .is_ok_and(|t| t.starts_with("text/plain")));
+    for wrong in ["other", "my-verify-token-012", "my-verify-token-01234", ""] {
         let resp = rx
             .handle(get(&format!("{base}&hub.verify_token={wrong}")))
             .await;
         assert_eq!(resp.status(), 401, "{wrong:?}");
     }
     let resp = rx
-        .handle(get("https://h/webhooks/fb?hub.mode=unsubscribe&hub.challenge=42&hub.verify_token=my-verify-token"))
+        .handle(get("https://h/webhooks/fb?hub.mode=unsubscribe&hub.challenge=42&hub.verify_token=my-verify-token-0123"))
         .await;
     assert_eq!(resp.status(), 401);
     let resp = rx

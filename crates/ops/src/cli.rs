@@ -337,7 +337,8 @@ impl Cli {
             Command::Console(args) => ("console", console::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
-            eprintln!("{name}: {e:#}");
+            // An error may quote a key or a message: shown escaped (crate::text).
+            eprintln!("{name}: {}", crate::text::shown_lines(&format!("{e:#}")));
             ExitCode::FAILURE
         })
     }

@@ -72,13 +72,13 @@ impl DestinationState {
         match &self.record {
             Some(r) => format!(
                 "to {}: {}  attempts {}  failures {}  last_error: {}",
-                self.name,
+                crate::text::shown(&self.name),
                 r.status.as_str(),
                 r.attempts,
                 r.failures,
-                r.last_error.as_deref().unwrap_or("-")
+                crate::text::shown(r.last_error.as_deref().unwrap_or("-"))
             ),
-            None => format!("to {}: not taken yet", self.name),
+            None => format!("to {}: not taken yet", crate::text::shown(&self.name)),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
 //! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser),
 //! how they find the stack's resources ([`stack`]),
-//! their command line ([`cli`]), the AWS clients
+//! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
+//! escaped), the AWS clients
 //! ([`aws`]) and the template.yaml reader ([`template`], shared with the dev stack). Depends on
 //! the library and the AWS SDK only, never on the dev stack.
 pub mod audit;
@@ -20,4 +21,5 @@ pub mod smoke;
 pub mod stack;
 pub mod status;
 pub mod template;
+pub mod text;
 pub mod why;

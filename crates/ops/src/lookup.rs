@@ -201,12 +201,13 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
             if let Some(states) = destination_items(&dynamo, table, &routes, key, &item).await? {
                 item["destinations"] = states;
             }
-            println!("{item:#}");
+            println!("{}", crate::text::json_shown(&item));
             Ok(ExitCode::SUCCESS)
         }
         None => {
             eprintln!(
-                "no item for `{key}` in {table}: never claimed, or deleted by TTL after expires_at"
+                "no item for `{}` in {table}: never claimed, or deleted by TTL after expires_at",
+                crate::text::shown(key)
             );
             Ok(ExitCode::FAILURE)
         }

@@ -98,8 +98,8 @@ impl std::fmt::Display for Skipped {
         write!(
             f,
             "skipped {} ({}): {}",
-            self.key.escape_debug(),
-            self.object.escape_debug(),
+            crate::text::shown(&self.key),
+            crate::text::shown(&self.object),
             self.reason
         )
     }
@@ -178,7 +178,7 @@ pub async fn archived_envelope(
     ledger: &impl LedgerStore,
     key: &str,
 ) -> anyhow::Result<Candidate> {
-    let shown = key.escape_debug();
+    let shown = crate::text::shown(key);
     let record = ledger
         .get(key)
         .await?
@@ -364,7 +364,7 @@ pub async fn send(
         let recorded = ledger
             .request_replay(&envelope.key, &envelope.payload_sha256, replay_id, now_ms())
             .await
-            .with_context(|| format!("recording the replay of {}", envelope.key.escape_debug()))?;
+            .with_context(|| format!("recording the replay of {}", crate::text::shown(&envelope.key)))?;
         if !recorded {
             out.skipped.push(Skipped {
                 object: candidate.object.clone(),
@@ -376,7 +376,7 @@ pub async fn send(
         queue
             .send(replay_message(candidate, replay_id))
             .await
-            .with_context(|| format!("sending the replay of {}", envelope.key.escape_debug()))?;
+            .with_context(|| format!("sending the replay of {}", crate::text::shown(&envelope.key)))?;
         out.count += 1;
         sent(candidate);
     }
@@ -481,10 +481,10 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         for c in &candidates {
             println!(
                 "{}\t{}\t{}\t{}",
-                c.envelope.key.escape_debug(),
+                crate::text::shown(&c.envelope.key),
                 time_text(c.envelope.received_at),
                 c.status.map_or("(no ledger item)", Status::as_str),
-                c.object.escape_debug()
+                crate::text::shown(&c.object)
             );
         }
         eprintln!("dry run: {} event(s) would be replayed", candidates.len());

@@ -2,7 +2,8 @@
 //! its ledger item (status, attempts, last_error) and, for a routed event, each destination's
 //! item (docs/routing.md), with what to do about it. The messages are
 //! only looked at: they are visible again on the dead-letter queue when it is done. Nothing here
-//! prints a body or a header of a webhook.
+//! prints a body or a header of a webhook; what it prints of a message or an item (a key, an
+//! error) is shown escaped ([`crate::text`]).
 
 use std::collections::HashSet;
 use std::process::ExitCode;
@@ -18,6 +19,7 @@ use serde_json::{json, Value};
 use crate::aws;
 use crate::cli::WhyArgs;
 use crate::destination_state::{self, DestinationState};
+use crate::text::{json_shown, shown};
 
 /// Seconds a `why` keeps the messages it looked at invisible, at most (they are made visible
 /// again as soon as it is done).
@@ -267,17 +269,21 @@ impl Why {
         }
         let mut out = String::new();
         for d in &self.letters {
+            // The key, the errors and the ids come from a message: shown escaped.
             let head = match (&d.envelope, &d.ledger) {
-                (Err(e), _) => format!("(no key: {e})"),
+                (Err(e), _) => format!("(no key: {})", shown(e)),
                 (Ok((key, _)), LedgerView::Item(r)) => format!(
-                    "{key}  {}  attempts {}  last_error: {}",
+                    "{}  {}  attempts {}  last_error: {}",
+                    shown(key),
                     r.status.as_str(),
                     r.attempts,
-                    r.last_error.as_deref().unwrap_or("-")
+                    shown(r.last_error.as_deref().unwrap_or("-"))
                 ),
-                (Ok((key, _)), LedgerView::Absent) => format!("{key}  no ledger item"),
-                (Ok((key, _)), LedgerView::Error(e)) => format!("{key}  ledger error: {e}"),
-                (Ok((key, _)), LedgerView::NoKey) => key.clone(),
+                (Ok((key, _)), LedgerView::Absent) => format!("{}  no ledger item", shown(key)),
+                (Ok((key, _)), LedgerView::Error(e)) => {
+                    format!("{}  ledger error: {}", shown(key), shown(e))
+                }
+                (Ok((key, _)), LedgerView::NoKey) => shown(key).into_owned(),
             };
             out.push_str(&head);
             out.push('\n');
@@ -287,16 +293,16 @@ impl Why {
                         out.push_str(&format!("  {}\n", state.to_text()));
                     }
                 }
-                Err(e) => out.push_str(&format!("  destinations unreadable: {e}\n")),
+                Err(e) => out.push_str(&format!("  destinations unreadable: {}\n", shown(e))),
             }
             out.push_str(&format!(
                 "  message {}  group {}  received {} time(s)  first sent {}\n",
-                d.message_id,
-                d.group_id.as_deref().unwrap_or("-"),
+                shown(&d.message_id),
+                shown(d.group_id.as_deref().unwrap_or("-")),
                 d.receive_count.map_or("?".to_owned(), |n| n.to_string()),
                 d.sent_at_ms.map_or("?".to_owned(), utc),
             ));
-            out.push_str(&format!("  -> {}\n", d.hint(now_ms)));
+            out.push_str(&format!("  -> {}\n", shown(&d.hint(now_ms))));
         }
         out.push_str(&format!(
             "{} message(s) shown; the queue reported about {} before this look\n",
@@ -339,7 +345,7 @@ pub async fn run(args: &WhyArgs) -> anyhow::Result<ExitCode> {
     let ledger = DynamoLedger::new(aws::dynamo(&config), table);
     let answer = why(&aws::sqs(&config), &ledger, &routes, &dlq, args.peek).await?;
     if args.json {
-        println!("{:#}", answer.to_json(now_ms()));
+        println!("{}", json_shown(&answer.to_json(now_ms())));
     } else {
         print!("{}", answer.to_text(now_ms()));
     }
@@ -359,6 +365,69 @@ mod tests {
             utc(-1),
             "1969-12-31T23:59:59Z",
             "the second before, not after"
+        );
+    }
+
+    /// A forged dead letter: its key, group, `last_error` and destination's error hold
+    /// terminal escapes, a newline and a bidi override.
+    fn forged() -> Why {
+        let key = "github:\x1b[2J\x1b]0;pwned\x07\nok: nothing to see\u{202e}";
+        let mut state = destination_state::example(
+            "crm",
+            Some(Status::Failed),
+            1,
+            Some("HTTP 500: \x1b[31mred"),
+        );
+        state.name = "crm\x1b[1m".into();
+        let record = Record {
+            last_error: Some("boom \x1b[2J".into()),
+            ..state.record.clone().expect("a record")
+        };
+        Why {
+            letters: vec![
+                DeadLetter {
+                    message_id: "m-1".into(),
+                    group_id: Some(key.into()),
+                    dedup_id: None,
+                    receive_count: Some(1),
+                    sent_at_ms: Some(0),
+                    envelope: Ok((key.into(), "github".into())),
+                    ledger: LedgerView::Item(Box::new(record)),
+                    destinations: Ok(vec![state]),
+                },
+                DeadLetter {
+                    message_id: "m-2".into(),
+                    group_id: None,
+                    dedup_id: None,
+                    receive_count: None,
+                    sent_at_ms: None,
+                    envelope: Err("not an envelope: \x1b[2J".into()),
+                    ledger: LedgerView::NoKey,
+                    destinations: Err("\x1b[2J".into()),
+                },
+            ],
+            approximate_depth: Some(2),
+        }
+    }
+
+    #[test]
+    fn why_shows_a_forged_key_escaped_never_its_escapes() {
+        let text = forged().to_text(0);
+        assert!(!text.contains('\x1b'), "{text}");
+        assert!(!text.contains('\u{202e}'), "{text}");
+        assert!(!text.contains('\x07'), "{text}");
+        assert!(
+            text.contains(
+                "github:\\u{1b}[2J\\u{1b}]0;pwned\\u{7}\\u{a}ok: nothing to see\\u{202e}"
+            ),
+            "{text}"
+        );
+        // The key's newline made no line of its own.
+        assert!(!text.lines().any(|l| l.starts_with("ok:")), "{text}");
+        let json = json_shown(&forged().to_json(0));
+        assert!(
+            !json.contains('\x1b') && !json.contains('\u{202e}'),
+            "{json}"
         );
     }
 }

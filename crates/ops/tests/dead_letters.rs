@@ -238,3 +238,48 @@ async fn a_dead_letter_is_explained_redriven_and_then_completes() {
     assert_eq!(record.attempts, max_receives + 1);
     assert_eq!(sor.calls_for(key), u64::from(max_receives) + 1);
 }
+
+/// A forged dead letter whose key holds terminal escapes, a newline and a bidi override
+/// (issue 34): `why` and `why --json`, through the binary, print it escaped; no ESC byte, and
+/// no line of the key's own, reaches the operator's terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn why_prints_a_forged_key_escaped() {
+    let aws = LocalAws::new("ops-forged").await;
+    let (dlq, table) = (aws.resources.dlq_url.as_str(), aws.resources.table.as_str());
+    // JSON escapes: the key read back holds ESC, BEL, a newline and U+202E themselves.
+    let forged = r#"{"v":1,"key":"github:\u001b[2J\u001b]0;pwned\u0007\nok: nothing to see\u202e","source":"github","received_at":1,"payload_sha256":"h","headers":{},"body":"{}"}"#;
+    aws.sqs
+        .send_message()
+        .queue_url(dlq)
+        .message_body(forged)
+        .message_group_id("forged")
+        .message_deduplication_id("forged")
+        .send()
+        .await
+        .expect("a forged dead letter");
+    let (code, text, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table]).await;
+    assert_eq!(code, 0, "{err}");
+    for output in [&text, &err] {
+        assert!(!output.contains('\x1b'), "{output:?}");
+        assert!(
+            !output.contains('\u{7}') && !output.contains('\u{202e}'),
+            "{output:?}"
+        );
+    }
+    assert!(
+        text.contains(r"github:\u{1b}[2J\u{1b}]0;pwned\u{7}\u{a}ok: nothing to see\u{202e}"),
+        "{text}"
+    );
+    assert!(!text.lines().any(|l| l.starts_with("ok:")), "{text}");
+    let (code, json, err) = inbox_ops(&["why", "--dlq", dlq, "--table", table, "--json"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !json.contains('\x1b') && !json.contains('\u{202e}'),
+        "{json:?}"
+    );
+    let answer: Value = serde_json::from_str(&json).expect("why --json is JSON");
+    assert_eq!(
+        answer["messages"][0]["key"], "github:\x1b[2J\x1b]0;pwned\x07\nok: nothing to see\u{202e}",
+        "the same key, escaped as JSON"
+    );
+}

@@ -86,7 +86,7 @@ def slack(ctx: Context) -> list:
     return _stale_pair(ctx, "slack", "app_mention event_callback", signer(event), secret, wrong,
                        event_expect("Ev123ABC456", "app_mention"), signed_by) + [
         make_case("slack", "handshake", "url_verification", signed_by, secret, wrong, signer(verification)(ctx.now),
-                  {"status": 200, "body": challenge, "content_type": "text/plain"})]
+                  {"status": 200, "body": challenge, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}})]
 
 
 def twilio(ctx: Context) -> list:

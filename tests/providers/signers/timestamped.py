@@ -49,7 +49,7 @@ def zoom(ctx: Context) -> list:
         make_case("zoom", "event", "meeting.started event", _alg(doc), secret, wrong, event_req,
                   event_expect(key, "meeting.started")),
         make_case("zoom", "handshake", "endpoint.url_validation", _alg(doc, ", doc example plainToken"), secret,
-                  wrong, validation, {"status": 200, "json": answer}),
+                  wrong, validation, {"status": 200, "json": answer, "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
 
 
@@ -96,7 +96,7 @@ def twitch(ctx: Context) -> list:
         make_case("twitch", "handshake", "webhook_callback_verification", _alg(doc, ", doc example challenge"),
                   secret, wrong, signed("webhook_callback_verification", derived_uuid("twitch/verification"),
                                         verification, ctx.now),
-                  {"status": 200, "body": challenge, "content_type": "text/plain"}),
+                  {"status": 200, "body": challenge, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
 
 

@@ -100,7 +100,7 @@ def okta(ctx: Context) -> list:
         _case("okta", "user.session.start event hook", doc, secret, wrong, req, event_id, "user.session.start",
               "Authorization header"),
         make_case("okta", "handshake", "one-time verification", f"algorithm from {doc}", secret, wrong, verification,
-                  {"status": 200, "json": {"verification": challenge}}),
+                  {"status": 200, "json": {"verification": challenge}, "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
 
 

@@ -154,8 +154,8 @@ impl SourceSpecs {
     }
 }
 
-/// A source ready to verify requests.
-#[derive(Debug)]
+/// A source ready to verify requests. Its `Debug` never shows a secret: the verifier says how
+/// many keys it holds, the verify token only whether there is one.
 pub struct Source {
     pub spec: SourceSpec,
     /// The verifier of the configured secrets; `None` only for a source whose secret its
@@ -165,6 +165,20 @@ pub struct Source {
     pub verify_token: Option<String>,
     /// [`SourceSpec::envelope_headers`], worked out once at start-up, not per request.
     pub envelope_headers: Vec<String>,
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source")
+            .field("spec", &self.spec)
+            .field("verifier", &self.verifier)
+            .field(
+                "verify_token",
+                &self.verify_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("envelope_headers", &self.envelope_headers)
+            .finish()
+    }
 }
 
 impl Source {
@@ -197,12 +211,15 @@ impl Source {
         }
         let verify_token = match &spec.verify_token {
             None => None,
-            Some(reference) => Some(
-                resolver
+            Some(reference) => {
+                let token = resolver
                     .resolve(reference)
                     .await
-                    .map_err(|message| field_error(&spec.name, "verify_token", message))?,
-            ),
+                    .map_err(|message| field_error(&spec.name, "verify_token", message))?;
+                check_verify_token(&token)
+                    .map_err(|message| field_error(&spec.name, "verify_token", message))?;
+                Some(token)
+            }
         };
         let verifier = if secrets.is_empty() && spec.handshake == Some(Handshake::Asana) {
             None
@@ -229,6 +246,22 @@ impl Source {
             self.spec.tolerance_seconds,
         )
     }
+}
+
+/// The fewest characters a handshake's shared token (Meta's `verify_token`) may have: whoever
+/// guesses it has the receiver echo a text of their choosing from the inbox's own URL.
+pub const MIN_VERIFY_TOKEN_CHARS: usize = 16;
+
+/// A verify token, read: at least [`MIN_VERIFY_TOKEN_CHARS`] characters; the message says how
+/// many it has, never what they are.
+pub fn check_verify_token(token: &str) -> Result<(), String> {
+    let chars = token.chars().count();
+    if chars < MIN_VERIFY_TOKEN_CHARS {
+        return Err(format!(
+            "the token read is {chars} character(s); at least {MIN_VERIFY_TOKEN_CHARS} are needed (a random one: `openssl rand -hex 16`)"
+        ));
+    }
+    Ok(())
 }
 
 /// Every source, with its secrets read.

@@ -393,3 +393,131 @@ fn a_forward_timeout_of_zero_stops_start_up() {
         Ok(env::MAX_FORWARD_TIMEOUT_MS)
     );
 }
+
+/// A resolver over fixed values, for the tests below.
+struct Values(std::collections::HashMap<&'static str, &'static str>);
+
+impl SecretResolver for Values {
+    async fn resolve(&self, reference: &SecretRef) -> Result<String, String> {
+        let (SecretRef::Env(name) | SecretRef::SecretsManager(name)) = reference;
+        self.0
+            .get(name.as_str())
+            .map(|v| (*v).to_owned())
+            .ok_or_else(|| format!("`{reference}` is not set"))
+    }
+}
+
+fn resolve_with(
+    config: &str,
+    values: &[(&'static str, &'static str)],
+) -> Result<Sources, ConfigError> {
+    let specs = SourceSpecs::parse(config)?;
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(specs.resolve(&Values(values.iter().copied().collect())))
+}
+
+const META_AND_GITHUB: &str = r#"{
+    "fb": {"preset": "meta", "signature": {"secrets": ["env:APP_SECRET"]}, "verify_token": "env:VERIFY"},
+    "gh": {"preset": "github", "signature": {"secrets": ["env:GH_SECRET", "env:GH_NEXT"]}}}"#;
+
+/// No `Debug` output of a configuration, a verifier, a signer or a ledger holding a kept
+/// handshake secret shows the secret (issue 34): a panic message or a debug log carries it.
+#[test]
+fn no_secret_or_token_in_any_debug_output() {
+    let secrets = [
+        ("APP_SECRET", "meta-app-secret-0123456789"),
+        ("VERIFY", "the-verify-token-0123456789"),
+        ("GH_SECRET", "github-secret-0123456789"),
+        ("GH_NEXT", "github-next-secret-0123456789"),
+    ];
+    let sources = resolve_with(META_AND_GITHUB, &secrets).expect("the sources resolve");
+    let fb = sources.get("fb").expect("fb");
+    let gh = sources.get("gh").expect("gh");
+    assert_eq!(
+        fb.verify_token.as_deref(),
+        Some("the-verify-token-0123456789")
+    );
+    let whsec_key = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        b"a forward signing key of 32 b...",
+    );
+    let signer =
+        crate::forward::ForwardSigner::new(&[format!("whsec_{whsec_key}")]).expect("a signer");
+    let forwarder = crate::forward::HttpForwarder::new(
+        "https://records.example/hooks",
+        std::time::Duration::from_secs(1),
+    )
+    .expect("a forwarder")
+    .signed(signer.clone());
+    let ledger = crate::ledger::memory::MemoryLedger::new();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(crate::ledger::LedgerStore::keep_hook_secret(
+            &ledger,
+            "asana",
+            "asana-kept-hook-secret-0123",
+            0,
+        ))
+        .expect("kept");
+    let outputs = [
+        format!("{sources:?}"),
+        format!("{fb:?}"),
+        format!("{gh:?}"),
+        format!("{fb:#?}"),
+        format!("{:?}", fb.verifier),
+        format!("{:?}", gh.verifier),
+        format!("{signer:?}"),
+        format!("{forwarder:?}"),
+        format!("{ledger:?}"),
+    ];
+    let mut values: Vec<&str> = secrets.iter().map(|(_, v)| *v).collect();
+    values.extend([whsec_key.as_str(), "asana-kept-hook-secret-0123"]);
+    for output in &outputs {
+        for value in &values {
+            assert!(!output.contains(value), "{value} in {output}");
+        }
+    }
+    assert!(
+        outputs[1].contains("verify_token: Some(\"<redacted>\")"),
+        "{}",
+        outputs[1]
+    );
+    assert!(
+        outputs[8].contains("asana"),
+        "the source that kept one is said: {}",
+        outputs[8]
+    );
+}
+
+/// A verify token shorter than [`MIN_VERIFY_TOKEN_CHARS`] stops start-up, naming the source
+/// and the field, never the token.
+#[test]
+fn a_short_verify_token_stops_start_up() {
+    let with = |token: &'static str| {
+        resolve_with(
+            META_AND_GITHUB,
+            &[
+                ("APP_SECRET", "meta-app-secret-0123456789"),
+                ("VERIFY", token),
+                ("GH_SECRET", "github-secret-0123456789"),
+                ("GH_NEXT", "github-next-secret-0123456789"),
+            ],
+        )
+    };
+    for short in ["", "meatyhamhock", "fifteen-chars-x"] {
+        let e = with(short).expect_err("refused").to_string();
+        assert!(
+            e.contains("`fb`") && e.contains("verify_token") && e.contains("at least 16"),
+            "{e}"
+        );
+        assert!(short.is_empty() || !e.contains(short), "{e}");
+    }
+    assert_eq!(MIN_VERIFY_TOKEN_CHARS, 16);
+    with("sixteen-chars-xy").expect("16 characters are enough");
+    // Characters, not bytes: 16 of them, whatever their encoding.
+    with("éééééééééééééééé").expect("16 characters");
+    assert!(with("ééééééééééééééé").is_err(), "15 characters, 30 bytes");
+}

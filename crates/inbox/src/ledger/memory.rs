@@ -13,11 +13,26 @@ use super::{
     StoreError, Take, TakeOutcome,
 };
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct MemoryLedger {
     items: Mutex<HashMap<String, Record>>,
     guards: Mutex<HashMap<String, BodyGuard>>,
     hook_secrets: Mutex<HashMap<String, String>>,
+}
+
+/// The items and guards; of the kept handshake secrets only the sources that have one.
+impl std::fmt::Debug for MemoryLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept: Vec<String> = match self.hook_secrets.lock() {
+            Ok(secrets) => secrets.keys().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().keys().cloned().collect(),
+        };
+        f.debug_struct("MemoryLedger")
+            .field("items", &self.items)
+            .field("guards", &self.guards)
+            .field("hook_secrets_kept_for", &kept)
+            .finish()
+    }
 }
 
 impl MemoryLedger {

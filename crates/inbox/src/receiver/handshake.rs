@@ -46,14 +46,7 @@ pub(super) fn answer_get(
             }
             Ok(text(&challenge(param("hub.challenge"))?))
         }
-        Handshake::Dropbox => {
-            let mut resp = text(&challenge(param("challenge"))?);
-            resp.headers_mut().insert(
-                "x-content-type-options",
-                HeaderValue::from_static("nosniff"),
-            );
-            Ok(resp)
-        }
+        Handshake::Dropbox => Ok(text(&challenge(param("challenge"))?)),
         Handshake::X => {
             // Only a token that cannot be a JSON body is signed: the answer is the same HMAC
             // as an event's signature, so a crc_token of `{...}` would forge one.
@@ -214,6 +207,16 @@ fn challenge(value: Option<String>) -> Result<String, Rejection> {
     }
 }
 
+/// A handshake's answer with a body: it echoes what the caller sent from the inbox's own URL,
+/// so never sniffed into another type (HTML, script) than it says.
+fn echo(mut resp: Response<Body>) -> Response<Body> {
+    resp.headers_mut().insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
 fn text(body: &str) -> Response<Body> {
     let mut resp = Response::new(Body::Text(body.to_owned()));
     *resp.status_mut() = StatusCode::OK;
@@ -221,11 +224,11 @@ fn text(body: &str) -> Response<Body> {
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    resp
+    echo(resp)
 }
 
 fn json(value: &serde_json::Value) -> Response<Body> {
-    json_response(StatusCode::OK, value.to_string())
+    echo(json_response(StatusCode::OK, value.to_string()))
 }
 
 /// `GET` is allowed on this source (its handshake is a `GET` check).

@@ -92,14 +92,15 @@ fn describe(selection: &Selection, status: StatusFilter) -> String {
         StatusFilter::Failed => " (FAILED only)",
     };
     match selection {
-        Selection::Key(key) => format!("the event {key}{status}"),
+        Selection::Key(key) => format!("the event {}{status}", crate::text::shown(key)),
         Selection::Range {
             source,
             from_ms,
             to_ms,
             ..
         } => format!(
-            "{source}'s events received from {} to {}{status}",
+            "{}'s events received from {} to {}{status}",
+            crate::text::shown(source),
             time(*from_ms),
             time(*to_ms)
         ),
@@ -125,7 +126,7 @@ fn skipped_list(skipped: &[Skipped]) -> Markup {
             p.warn #skipped { (skipped.len()) " archived envelope(s) passed over:" }
             ul {
                 @for s in skipped.iter().take(LISTED) {
-                    li { code { (s.key.escape_debug()) } " in " code { (s.object.escape_debug()) } ": " (s.reason) }
+                    li { code { (crate::text::shown(&s.key)) } " in " code { (crate::text::shown(&s.object)) } ": " (s.reason) }
                 }
             }
         }

@@ -45,7 +45,7 @@ impl IntoResponse for ConsoleError {
                 head { meta charset="utf-8"; title { "inbox console: " (status.as_u16()) } }
                 body {
                     h1 { (status.as_u16()) " " (status.canonical_reason().unwrap_or_default()) }
-                    p #reason { (self.to_string()) }
+                    p #reason { (crate::text::shown(&self.to_string())) }
                     p { a href="/" { "Overview" } }
                 }
             }

@@ -1,5 +1,7 @@
 //! The read-only pages, rendered from what the routes gathered: the overview, the event list
-//! and one event. Nothing here calls AWS.
+//! and one event. Nothing here calls AWS. maud escapes HTML; what a message or the ledger says
+//! (a key, a header, a source, an event type, an error) is also shown through
+//! [`crate::text::shown`], so a control or bidi character is seen as `\u{…}`, not obeyed.
 
 use maud::{html, Markup};
 use serde_json::Value;
@@ -10,6 +12,7 @@ use super::listing::{Filter, Page, Row};
 use super::show::ShownBody;
 use crate::destination_state::DestinationState;
 use crate::status::Status;
+use crate::text::shown;
 
 /// The ledger statuses the list filters by.
 pub const STATUSES: &[&str] = &["RECEIVED", "QUEUED", "PROCESSING", "COMPLETED", "FAILED"];
@@ -155,7 +158,7 @@ pub fn events(
         }
         @if let Some(source) = &filter.source {
             h2 { "Replay" }
-            p { "Replay " (source) "'s archived events of this time range"
+            p { "Replay " (shown(source)) "'s archived events of this time range"
                 @if let Some(s) = &filter.status { " whose status is " (s) }
                 ": " a href=(format!("/replay?{}", form_urlencoded(&[("source", Some(source)), ("from", given.from.as_deref()), ("to", given.to.as_deref()), ("status", filter.status.as_deref())]))) { "count them first…" } }
         }
@@ -178,13 +181,13 @@ pub struct ListQuery {
 fn event_row(row: &Row) -> Markup {
     html! {
         tr {
-            td.key { a href=(format!("/event?key={}", encode(&row.key))) { (row.key) } }
-            td { (row.source) }
-            td { @if let Some(t) = &row.event_type { (t) } @else { span.muted { "—" } } }
+            td.key { a href=(format!("/event?key={}", encode(&row.key))) { (shown(&row.key)) } }
+            td { (shown(&row.source)) }
+            td { @if let Some(t) = &row.event_type { (shown(t)) } @else { span.muted { "—" } } }
             td class=(format!("status-{}", row.status)) { (row.status) }
             td.num { (row.attempts) }
             td { (time(row.received_at)) }
-            td { @if let Some(e) = &row.last_error { span.error { (e) } } }
+            td { @if let Some(e) = &row.last_error { span.error { (shown(e)) } } }
         }
     }
 }
@@ -216,7 +219,7 @@ fn attribute(name: &str, value: &Value) -> String {
 pub fn event(stack: &str, v: &EventView) -> Markup {
     let status = v.item["status"].as_str().unwrap_or_default();
     let body = html! {
-        p { "Key " code.key { (v.key) } " · status " strong class=(format!("status-{status}")) { (status) }
+        p { "Key " code.key { (shown(&v.key)) } " · status " strong class=(format!("status-{status}")) { (status) }
             " · " a href=(format!("/replay?key={}", encode(&v.key))) { "Replay this event…" } }
         @match &v.destinations {
             Ok(states) if states.is_empty() => {}
@@ -227,27 +230,27 @@ pub fn event(stack: &str, v: &EventView) -> Markup {
                     @for d in states {
                         @match &d.record {
                             Some(r) => {
-                                tr { td { (d.name) } td { strong class=(format!("status-{}", r.status.as_str())) { (r.status.as_str()) } }
-                                     td { (r.attempts) } td { (r.failures) } td { (r.last_error.as_deref().unwrap_or("")) }
+                                tr { td { (shown(&d.name)) } td { strong class=(format!("status-{}", r.status.as_str())) { (r.status.as_str()) } }
+                                     td { (r.attempts) } td { (r.failures) } td { (shown(r.last_error.as_deref().unwrap_or(""))) }
                                      td { (r.completed_at.map(time).unwrap_or_default()) } }
                             }
-                            None => { tr { td { (d.name) } td.muted colspan="5" { "not taken yet" } } }
+                            None => { tr { td { (shown(&d.name)) } td.muted colspan="5" { "not taken yet" } } }
                         }
                     }
                 }
             }
-            Err(e) => { h2 { "Destinations" } p.muted { (e) } }
+            Err(e) => { h2 { "Destinations" } p.muted { (shown(e)) } }
         }
         h2 { "Ledger item" }
         table {
             @if let Value::Object(map) = &v.item {
-                @for (name, value) in map { tr { th { (name) } td { (attribute(name, value)) } } }
+                @for (name, value) in map { tr { th { (shown(name)) } td { (shown(&attribute(name, value))) } } }
             }
         }
         h2 { "Headers (as archived; signatures masked)" }
         @match &v.headers {
-            Ok(headers) => { table { @for (name, value) in headers { tr { th { (name) } td { code { (value) } } } } } }
-            Err(e) => { p.muted { (e) } }
+            Ok(headers) => { table { @for (name, value) in headers { tr { th { (shown(name)) } td { code { (shown(value)) } } } } } }
+            Err(e) => { p.muted { (shown(e)) } }
         }
         h2 { "Body" }
         @match &v.body {
@@ -257,10 +260,15 @@ pub fn event(stack: &str, v: &EventView) -> Markup {
                     @if let Some(o) = &v.archive_object { " · archived in " code { (o) } } }
                 pre #body { (b.text) }
             }
-            Err(e) => { p.muted { "No archived body: " (e) } }
+            Err(e) => { p.muted { "No archived body: " (shown(e)) } }
         }
     };
-    page(stack, &format!("Event {}", v.key), Nav::Events, body)
+    page(
+        stack,
+        &format!("Event {}", shown(&v.key)),
+        Nav::Events,
+        body,
+    )
 }
 
 #[cfg(test)]
@@ -347,6 +355,42 @@ mod tests {
         assert!(!event("s", &forwarded)
             .into_string()
             .contains("Destinations"));
+    }
+
+    #[test]
+    fn a_forged_key_header_or_error_is_shown_escaped_on_every_page() {
+        let forged = "github:\x1b[2J\u{202e}kcatta";
+        let view = EventView {
+            key: forged.into(),
+            item: serde_json::json!({"pk": forged, "status": "FAILED", "last_error": "no\x1b[31m"}),
+            headers: Ok(vec![("x-github-event".into(), "push\x1b]0;t\x07".into())]),
+            body: Err("none: \x1b[2J".into()),
+            archive_object: None,
+            destinations: Ok(vec![crate::destination_state::example(
+                "crm",
+                Some(inbox::ledger::Status::Failed),
+                1,
+                Some("HTTP 500 \u{2066}x"),
+            )]),
+        };
+        let row = Row {
+            key: forged.into(),
+            source: "github".into(),
+            event_type: Some("push\x1b[2J".into()),
+            status: "FAILED".into(),
+            attempts: 1,
+            received_at: 0,
+            last_error: Some("boom\u{9b}2J".into()),
+        };
+        for html in [
+            event("s", &view).into_string(),
+            event_row(&row).into_string(),
+        ] {
+            for hidden in ['\x1b', '\x07', '\u{9b}', '\u{202e}', '\u{2066}'] {
+                assert!(!html.contains(hidden), "{hidden:?} in {html}");
+            }
+            assert!(html.contains("github:\\u{1b}[2J\\u{202e}kcatta"), "{html}");
+        }
     }
 
     #[test]

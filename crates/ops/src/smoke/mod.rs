@@ -266,7 +266,11 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
         spec.key.describe()
     );
     let first = send(&client, &url, &event).await?;
-    println!("  first:     {} {}", first.status, first.body);
+    println!(
+        "  first:     {} {}",
+        first.status,
+        crate::text::shown(&first.body)
+    );
     let second = send(&client, &url, &event).await?;
     println!(
         "  duplicate: {}{} {}",
@@ -276,7 +280,7 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
         } else {
             ""
         },
-        second.body
+        crate::text::shown(&second.body)
     );
     match check(spec.delivery, &first, &second) {
         Ok(()) => {
@@ -284,7 +288,7 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
             Ok(ExitCode::SUCCESS)
         }
         Err(problem) => {
-            println!("FAILED: {problem}");
+            println!("FAILED: {}", crate::text::shown(&problem));
             Ok(ExitCode::FAILURE)
         }
     }
