@@ -135,7 +135,10 @@ mod tests {
         let cache = ResultCache::new(1000);
         cache.put("k", "h1", "r", 10);
         assert_eq!(cache.get("k", "h2", 0), Some(Cached::Mismatch));
-        assert_eq!(cache.get("k", "h1", 10_999), Some(Cached::Hit(Arc::from("r"))));
+        assert_eq!(
+            cache.get("k", "h1", 10_999),
+            Some(Cached::Hit(Arc::from("r")))
+        );
         assert_eq!(cache.get("k", "h1", 11_000), None);
     }
 }

@@ -146,7 +146,12 @@ fn new_owner(deadline: &Deadline) -> String {
     let nonce = NONCE.get_or_init(|| {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(std::time::UNIX_EPOCH.elapsed().unwrap_or_default().as_nanos());
+        h.write_u128(
+            std::time::UNIX_EPOCH
+                .elapsed()
+                .unwrap_or_default()
+                .as_nanos(),
+        );
         h.write_u32(std::process::id());
         h.finish()
     });
@@ -300,7 +305,10 @@ impl<S: Store> Idempotency<S> {
                 Found::Reclaim => {
                     info!(key = %pk, status = %existing.status, attempts = existing.attempts,
                         "idempotency: re-claiming an abandoned or failed record");
-                    self.store.reclaim(&claim, &existing).await.map_err(Error::Store)?
+                    self.store
+                        .reclaim(&claim, &existing)
+                        .await
+                        .map_err(Error::Store)?
                 }
                 found => return Err(self.refused(pk, found, now_ms)),
             };
@@ -310,12 +318,20 @@ impl<S: Store> Idempotency<S> {
             ClaimOutcome::Exists(existing) => {
                 let retry_after = Duration::from_secs(1);
                 warn!(key = %pk, status = %existing.status, "idempotency: the key keeps changing hands");
-                Err(ClaimRefused::Error(Error::InFlight { key: pk.to_owned(), retry_after }))
+                Err(ClaimRefused::Error(Error::InFlight {
+                    key: pk.to_owned(),
+                    retry_after,
+                }))
             }
         }
     }
 
-    fn refused<R: DeserializeOwned, E>(&self, pk: &str, found: Found, now_ms: i64) -> ClaimRefused<R, E> {
+    fn refused<R: DeserializeOwned, E>(
+        &self,
+        pk: &str,
+        found: Found,
+        now_ms: i64,
+    ) -> ClaimRefused<R, E> {
         match found {
             Found::PayloadMismatch => {
                 warn!(key = %pk, "idempotency: payload differs from the first call's");
@@ -325,7 +341,11 @@ impl<S: Store> Idempotency<S> {
                 let ms = u64::try_from(lease_until.saturating_sub(now_ms)).unwrap_or(0);
                 let retry_after = Duration::from_secs(ms.div_ceil(1000).max(1));
                 info!(key = %pk, lease_until, "idempotency: in flight, not run");
-                Error::InFlight { key: pk.to_owned(), retry_after }.into()
+                Error::InFlight {
+                    key: pk.to_owned(),
+                    retry_after,
+                }
+                .into()
             }
             Found::Completed(result) => {
                 info!(key = %pk, "idempotency: completed before, result replayed");
@@ -335,20 +355,29 @@ impl<S: Store> Idempotency<S> {
                     Err(e) => e.into(),
                 }
             }
-            Found::Absent | Found::Reclaim => {
-                Error::InFlight { key: pk.to_owned(), retry_after: Duration::from_secs(1) }.into()
+            Found::Absent | Found::Reclaim => Error::InFlight {
+                key: pk.to_owned(),
+                retry_after: Duration::from_secs(1),
             }
+            .into(),
         }
     }
 
-    async fn finish<R: Serialize, E>(&self, claim: &Claim, value: R) -> Result<Outcome<R>, Error<E>> {
+    async fn finish<R: Serialize, E>(
+        &self,
+        claim: &Claim,
+        value: R,
+    ) -> Result<Outcome<R>, Error<E>> {
         let pk = &claim.key;
         let json = match serde_json::to_string(&value) {
             Ok(json) => json,
             Err(source) => {
                 self.give_up(claim, &format!("result not serialisable: {source}"))
                     .await;
-                return Err(Error::Result { key: pk.clone(), source });
+                return Err(Error::Result {
+                    key: pk.clone(),
+                    source,
+                });
             }
         };
         let now_ms = (self.clock)();
@@ -362,7 +391,10 @@ impl<S: Store> Idempotency<S> {
             // its record is left alone. The result is still this call's to return.
             warn!(key = %pk, owner = %claim.owner, "idempotency: lease lost before completion; result not stored");
         }
-        Ok(Outcome { value, replayed: false })
+        Ok(Outcome {
+            value,
+            replayed: false,
+        })
     }
 
     async fn failed<E: std::fmt::Display>(&self, claim: &Claim, err: E) -> Error<E> {
@@ -382,9 +414,15 @@ impl<S: Store> Idempotency<S> {
             }
         };
         match done {
-            Ok(true) => info!(key = %pk, on_failure = ?self.on_failure, error = %reason, "idempotency: call failed, claim given up"),
-            Ok(false) => warn!(key = %pk, error = %reason, "idempotency: call failed after its lease was lost; record left alone"),
-            Err(e) => warn!(key = %pk, error = %reason, store_error = %e, "idempotency: call failed; giving up the claim failed too (its lease frees it)"),
+            Ok(true) => {
+                info!(key = %pk, on_failure = ?self.on_failure, error = %reason, "idempotency: call failed, claim given up")
+            }
+            Ok(false) => {
+                warn!(key = %pk, error = %reason, "idempotency: call failed after its lease was lost; record left alone")
+            }
+            Err(e) => {
+                warn!(key = %pk, error = %reason, store_error = %e, "idempotency: call failed; giving up the claim failed too (its lease frees it)")
+            }
         }
     }
 }
@@ -403,8 +441,14 @@ impl<R, E> From<Error<E>> for ClaimRefused<R, E> {
 
 fn decode<R: DeserializeOwned, E>(pk: &str, json: &str) -> Result<Outcome<R>, Error<E>> {
     serde_json::from_str(json)
-        .map(|value| Outcome { value, replayed: true })
-        .map_err(|source| Error::Result { key: pk.to_owned(), source })
+        .map(|value| Outcome {
+            value,
+            replayed: true,
+        })
+        .map_err(|source| Error::Result {
+            key: pk.to_owned(),
+            source,
+        })
 }
 
 /// [`Idempotency::run`] with the defaults over `store`: one line around any async function.
@@ -422,5 +466,7 @@ where
     Fut: Future<Output = Result<R, E>>,
     E: std::fmt::Display,
 {
-    Idempotency::new(store.clone()).run(key, payload, deadline, f).await
+    Idempotency::new(store.clone())
+        .run(key, payload, deadline, f)
+        .await
 }

@@ -117,14 +117,23 @@ mod tests {
             Key::new("x".repeat(MAX_KEY_BYTES + 1)),
             Err(KeyError::TooLong(MAX_KEY_BYTES + 1))
         );
-        assert_eq!(Key::new("evt_1").map(|k| k.prefixed("orders")), Ok("orders:evt_1".into()));
+        assert_eq!(
+            Key::new("evt_1").map(|k| k.prefixed("orders")),
+            Ok("orders:evt_1".into())
+        );
     }
 
     #[test]
     fn a_json_pointer_names_the_key() {
         let body = br#"{"id":"evt_1","order":{"id":42}}"#;
-        assert_eq!(Key::from_json_pointer(body, "/id").map(|k| k.0), Ok("evt_1".into()));
-        assert_eq!(Key::from_json_pointer(body, "/order/id").map(|k| k.0), Ok("42".into()));
+        assert_eq!(
+            Key::from_json_pointer(body, "/id").map(|k| k.0),
+            Ok("evt_1".into())
+        );
+        assert_eq!(
+            Key::from_json_pointer(body, "/order/id").map(|k| k.0),
+            Ok("42".into())
+        );
         assert_eq!(
             Key::from_json_pointer(body, "/nope"),
             Err(KeyError::Missing("/nope".into()))

@@ -95,8 +95,8 @@ pub mod sqs;
 
 pub use crate::cache::ResultCache;
 pub use crate::core::{
-    idempotent, system_now_ms, Deadline, Error, Idempotency, OnFailure, Outcome,
-    DEFAULT_RETENTION, FALLBACK_LEASE_MS,
+    idempotent, system_now_ms, Deadline, Error, Idempotency, OnFailure, Outcome, DEFAULT_RETENTION,
+    FALLBACK_LEASE_MS,
 };
 pub use crate::key::{payload_sha256, Key, KeyError, MAX_KEY_BYTES};
 pub use crate::machine::{Record, Status};

@@ -85,7 +85,10 @@ impl Store for MemoryStore {
         now_ms: i64,
     ) -> Result<bool, StoreError> {
         let mut records = self.lock();
-        let Some(r) = records.get_mut(key).filter(|r| holder_allowed(Some(r), owner)) else {
+        let Some(r) = records
+            .get_mut(key)
+            .filter(|r| holder_allowed(Some(r), owner))
+        else {
             return Ok(false);
         };
         r.status = Status::Completed;
@@ -113,7 +116,10 @@ impl Store for MemoryStore {
         _now_ms: i64,
     ) -> Result<bool, StoreError> {
         let mut records = self.lock();
-        let Some(r) = records.get_mut(key).filter(|r| holder_allowed(Some(r), owner)) else {
+        let Some(r) = records
+            .get_mut(key)
+            .filter(|r| holder_allowed(Some(r), owner))
+        else {
             return Ok(false);
         };
         r.status = Status::Failed;

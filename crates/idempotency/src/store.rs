@@ -25,7 +25,8 @@ pub enum StoreError {
 pub trait Store: Send + Sync {
     /// [`crate::machine::CLAIM_CONDITION`]: writes the claim's record where the key is absent
     /// or expired; otherwise the record found, from the same call where the store can.
-    fn claim(&self, claim: &Claim) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
+    fn claim(&self, claim: &Claim)
+        -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
 
     /// [`crate::machine::RECLAIM_CONDITION`]: writes the claim's record over `previous` (an
     /// abandoned or failed record a claim found) if it is still the one found.
@@ -45,8 +46,11 @@ pub trait Store: Send + Sync {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// [`crate::machine::RELEASE_CONDITION`]: deletes the caller's own claim.
-    fn release(&self, key: &str, owner: &str)
-        -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn release(
+        &self,
+        key: &str,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
     /// [`crate::machine::FAIL_CONDITION`]: FAILED with `error` as `last_error`.
     fn fail(
