@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -127,7 +128,23 @@ pub struct Idempotency<S> {
     on_failure: OnFailure,
     cache: Option<ResultCache>,
     prefix: String,
-    clock: fn() -> i64,
+    clock: Clock,
+}
+
+/// The clock (epoch milliseconds), replaceable for tests.
+#[derive(Clone)]
+struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
+impl Clock {
+    fn now_ms(&self) -> i64 {
+        (self.0)()
+    }
 }
 
 /// Epoch milliseconds now, from the system clock.
@@ -171,7 +188,7 @@ impl<S: Store> Idempotency<S> {
             on_failure: OnFailure::Release,
             cache: None,
             prefix: String::new(),
-            clock: system_now_ms,
+            clock: Clock(Arc::new(system_now_ms)),
         }
     }
 
@@ -206,9 +223,9 @@ impl<S: Store> Idempotency<S> {
         self
     }
 
-    /// The clock (epoch milliseconds); for tests.
-    pub fn clock(mut self, now_ms: fn() -> i64) -> Self {
-        self.clock = now_ms;
+    /// The clock (epoch milliseconds), [`system_now_ms`] by default; for tests.
+    pub fn clock(mut self, now_ms: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
+        self.clock = Clock(Arc::new(now_ms));
         self
     }
 
@@ -263,7 +280,7 @@ impl<S: Store> Idempotency<S> {
         let Some(cache) = &self.cache else {
             return Ok(None);
         };
-        match cache.get(pk, sha, (self.clock)()) {
+        match cache.get(pk, sha, self.clock.now_ms()) {
             None => Ok(None),
             Some(Cached::Mismatch) => {
                 warn!(key = %pk, "idempotency: payload differs from the first call's (cache)");
@@ -283,7 +300,7 @@ impl<S: Store> Idempotency<S> {
         sha: &str,
         deadline: &Deadline,
     ) -> Result<Claim, ClaimRefused<R, E>> {
-        let now_ms = (self.clock)();
+        let now_ms = self.clock.now_ms();
         let claim = Claim {
             key: pk.to_owned(),
             owner: new_owner(deadline),
@@ -380,7 +397,7 @@ impl<S: Store> Idempotency<S> {
                 });
             }
         };
-        let now_ms = (self.clock)();
+        let now_ms = self.clock.now_ms();
         if self.store.complete(pk, &claim.owner, &json, now_ms).await? {
             debug!(key = %pk, "idempotency: completed, result stored");
             if let Some(cache) = &self.cache {
@@ -409,7 +426,7 @@ impl<S: Store> Idempotency<S> {
         let done = match self.on_failure {
             OnFailure::Release => self.store.release(pk, &claim.owner).await,
             OnFailure::Record => {
-                let now_ms = (self.clock)();
+                let now_ms = self.clock.now_ms();
                 self.store.fail(pk, &claim.owner, reason, now_ms).await
             }
         };
