@@ -257,7 +257,7 @@ impl<S: Store> Idempotency<S> {
     {
         let pk = key.prefixed(&self.prefix);
         let sha = payload_sha256(payload);
-        if let Some(replayed) = self.from_cache(&pk, &sha)? {
+        if let Some(replayed) = self.cached(&pk, &sha)? {
             return Ok(replayed);
         }
         let claim = match self.claim_key(&pk, &sha, deadline).await {
@@ -272,7 +272,7 @@ impl<S: Store> Idempotency<S> {
         }
     }
 
-    fn from_cache<R: DeserializeOwned, E>(
+    fn cached<R: DeserializeOwned, E>(
         &self,
         pk: &str,
         sha: &str,

@@ -64,7 +64,6 @@ fn expected(
     payload: u8,
     fails: bool,
     value: u32,
-    lease_until: i64,
     record: bool,
 ) -> (String, Option<Model>) {
     let live = model.filter(|m| m.expires_at_s >= now.div_euclid(1000));
@@ -87,7 +86,6 @@ fn expected(
         },
     };
     debug_assert!(runs);
-    let _ = lease_until;
     let expires_at_s = now.div_euclid(1000) + RETENTION_S;
     if fails {
         let after = record.then_some(Model {
@@ -106,115 +104,125 @@ fn expected(
     }
 }
 
-async fn check(ops: Vec<Op>, record: bool) -> Result<(), TestCaseError> {
-    let store = MemoryStore::new();
-    let clock = ManualClock::at(T);
-    let c = clock.clone();
-    let idem = lambda_idempotency::Idempotency::new(store.clone())
-        .retention(Duration::from_secs(RETENTION_S as u64))
-        .fallback_lease(Duration::from_millis(FALLBACK_MS as u64))
-        .on_failure(if record {
-            OnFailure::Record
-        } else {
-            OnFailure::Release
-        })
-        .clock(move || c.now());
-    let mut model: Option<Model> = None;
-    let mut runs_since_expiry = 0u32;
-    for (i, op) in ops.into_iter().enumerate() {
-        let now = clock.now();
-        match op {
-            Op::Advance { ms } => clock.set(now + ms),
-            Op::Abandon { payload, lease_ms } => {
-                let mut claim = hand_claim("k", &format!("dead-{i}"), now, lease_ms, &[payload]);
-                claim.expires_at = now.div_euclid(1000) + RETENTION_S;
-                let claimed = store
-                    .claim(&claim)
-                    .await
-                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                let free = model
-                    .as_ref()
-                    .is_none_or(|m| m.expires_at_s < now.div_euclid(1000));
-                prop_assert_eq!(
-                    claimed == lambda_idempotency::machine::ClaimOutcome::Claimed,
-                    free
-                );
-                if free {
-                    let expires_at_s = now.div_euclid(1000) + RETENTION_S;
-                    let state = State::Processing {
-                        lease_until: now + lease_ms,
-                    };
-                    model = Some(Model {
-                        payload,
-                        state,
-                        expires_at_s,
-                    });
-                }
-            }
-            Op::Call {
-                payload,
-                fails,
-                lease_ms,
-            } => {
-                let deadline = match lease_ms {
-                    0 => Deadline::none(),
-                    ms => Deadline::at_epoch_ms(now + ms),
-                };
-                let value = u32::try_from(i).unwrap_or(0);
-                let ran = std::cell::Cell::new(false);
-                let result = idem
-                    .run(&key("k"), &[payload], &deadline, || async {
-                        ran.set(true);
-                        if fails {
-                            Err("boom")
-                        } else {
-                            Ok(value)
-                        }
-                    })
-                    .await;
-                let lease_until = if lease_ms == 0 {
-                    now + FALLBACK_MS
-                } else {
-                    now + lease_ms
-                };
-                let (want, after) = expected(
-                    model.clone(),
-                    now,
-                    payload,
-                    fails,
-                    value,
-                    lease_until,
-                    record,
-                );
-                prop_assert_eq!(scenarios::outcome(&result), want, "step {}", i);
-                let replay_or_refusal = matches!(
-                    result,
-                    Err(Error::InFlight { .. } | Error::PayloadMismatch { .. })
-                ) || result.as_ref().is_ok_and(|o| o.replayed);
-                prop_assert_eq!(ran.get(), !replay_or_refusal, "step {}: ran", i);
-                if ran.get() && !fails {
-                    runs_since_expiry += 1;
-                }
-                model = after;
-            }
+/// The store under test, its clock and the model beside it.
+struct Harness {
+    store: MemoryStore,
+    clock: ManualClock,
+    idem: lambda_idempotency::Idempotency<MemoryStore>,
+    model: Option<Model>,
+    record: bool,
+    /// Successful runs since the key was last absent: never more than one.
+    runs: u32,
+}
+
+fn fail(e: impl std::fmt::Display) -> TestCaseError {
+    TestCaseError::fail(e.to_string())
+}
+
+impl Harness {
+    fn new(record: bool) -> Harness {
+        let store = MemoryStore::new();
+        let clock = ManualClock::at(T);
+        let c = clock.clone();
+        let idem = lambda_idempotency::Idempotency::new(store.clone())
+            .retention(Duration::from_secs(RETENTION_S as u64))
+            .fallback_lease(Duration::from_millis(FALLBACK_MS as u64))
+            .on_failure(if record {
+                OnFailure::Record
+            } else {
+                OnFailure::Release
+            })
+            .clock(move || c.now());
+        Harness {
+            store,
+            clock,
+            idem,
+            model: None,
+            record,
+            runs: 0,
         }
-        // The store agrees with the model.
-        let stored = store
-            .get("k")
-            .await
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let now = clock.now();
+    }
+
+    /// An invocation claims the key and dies holding it.
+    async fn abandon(&mut self, i: usize, payload: u8, lease_ms: i64) -> Result<(), TestCaseError> {
+        let now = self.clock.now();
+        let mut claim = hand_claim("k", &format!("dead-{i}"), now, lease_ms, &[payload]);
+        claim.expires_at = now.div_euclid(1000) + RETENTION_S;
+        let claimed = self.store.claim(&claim).await.map_err(fail)?;
+        let free = self
+            .model
+            .as_ref()
+            .is_none_or(|m| m.expires_at_s < now.div_euclid(1000));
+        prop_assert_eq!(
+            claimed == lambda_idempotency::machine::ClaimOutcome::Claimed,
+            free
+        );
+        if free {
+            let expires_at_s = now.div_euclid(1000) + RETENTION_S;
+            let state = State::Processing {
+                lease_until: now + lease_ms,
+            };
+            self.model = Some(Model {
+                payload,
+                state,
+                expires_at_s,
+            });
+        }
+        Ok(())
+    }
+
+    async fn call(
+        &mut self,
+        i: usize,
+        payload: u8,
+        fails: bool,
+        lease_ms: i64,
+    ) -> Result<(), TestCaseError> {
+        let now = self.clock.now();
+        let deadline = match lease_ms {
+            0 => Deadline::none(),
+            ms => Deadline::at_epoch_ms(now + ms),
+        };
+        let value = u32::try_from(i).unwrap_or(0);
+        let ran = std::cell::Cell::new(false);
+        let result = self
+            .idem
+            .run(&key("k"), &[payload], &deadline, || async {
+                ran.set(true);
+                if fails {
+                    Err("boom")
+                } else {
+                    Ok(value)
+                }
+            })
+            .await;
+        let (want, after) = expected(self.model.clone(), now, payload, fails, value, self.record);
+        prop_assert_eq!(scenarios::outcome(&result), want, "step {}", i);
+        let replay_or_refusal = matches!(
+            result,
+            Err(Error::InFlight { .. } | Error::PayloadMismatch { .. })
+        ) || result.as_ref().is_ok_and(|o| o.replayed);
+        prop_assert_eq!(ran.get(), !replay_or_refusal, "step {}: ran", i);
+        if ran.get() && !fails {
+            self.runs += 1;
+        }
+        self.model = after;
+        Ok(())
+    }
+
+    /// The store agrees with the model.
+    async fn agree(&mut self) -> Result<(), TestCaseError> {
+        let stored = self.store.get("k").await.map_err(fail)?;
+        let now = self.clock.now();
         let live = stored.filter(|r| !r.is_expired(now));
-        let live_model = model
+        let live_model = self
+            .model
             .clone()
             .filter(|m| m.expires_at_s >= now.div_euclid(1000));
         if live_model.is_none() {
-            runs_since_expiry = 0;
+            self.runs = 0;
         }
-        prop_assert!(
-            runs_since_expiry <= 1,
-            "two successful runs of one live key"
-        );
+        prop_assert!(self.runs <= 1, "two successful runs of one live key");
         match (&live, &live_model) {
             (None, None) => {}
             (Some(r), Some(m)) => {
@@ -232,6 +240,23 @@ async fn check(ops: Vec<Op>, record: bool) -> Result<(), TestCaseError> {
             }
             (r, m) => prop_assert!(false, "store {:?} but model {:?}", r, m),
         }
+        Ok(())
+    }
+}
+
+async fn check(ops: Vec<Op>, record: bool) -> Result<(), TestCaseError> {
+    let mut h = Harness::new(record);
+    for (i, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Advance { ms } => h.clock.set(h.clock.now() + ms),
+            Op::Abandon { payload, lease_ms } => h.abandon(i, payload, lease_ms).await?,
+            Op::Call {
+                payload,
+                fails,
+                lease_ms,
+            } => h.call(i, payload, fails, lease_ms).await?,
+        }
+        h.agree().await?;
     }
     Ok(())
 }
