@@ -51,7 +51,9 @@ async fn table(client: &aws_sdk_dynamodb::Client, label: &str) -> String {
         .unwrap_or_else(|e| panic!("creating {name}: {e:?}"));
     for _ in 0..6000 {
         let described = client.describe_table().table_name(&name).send().await;
-        let status = described.ok().and_then(|d| d.table()?.table_status().cloned());
+        let status = described
+            .ok()
+            .and_then(|d| d.table()?.table_status().cloned());
         if status == Some(TableStatus::Active) {
             return name;
         }
@@ -81,7 +83,11 @@ fn assert_same(backend: &str, memory: &[String], other: &[String]) {
     for (i, (m, o)) in memory.iter().zip(other).enumerate() {
         assert_eq!(m, o, "step {i}: memory and {backend} differ");
     }
-    assert_eq!(memory.len(), other.len(), "memory and {backend}: step counts");
+    assert_eq!(
+        memory.len(),
+        other.len(),
+        "memory and {backend}: step counts"
+    );
 }
 
 macro_rules! on_every_store {
@@ -130,7 +136,10 @@ async fn one_dynamodb_call_per_claim_and_per_duplicate() {
         .await
         .expect("first");
     assert!(!first.replayed);
-    assert_eq!(counted.all_calls(), tally(&[("PutItem", 1), ("UpdateItem", 1)]));
+    assert_eq!(
+        counted.all_calls(),
+        tally(&[("PutItem", 1), ("UpdateItem", 1)])
+    );
     counted.reset_calls();
     let again = idem
         .run(&k, b"p", &Deadline::none(), || async { Ok::<_, String>(2) })
@@ -144,7 +153,9 @@ async fn one_dynamodb_call_per_claim_and_per_duplicate() {
     idem.run(&busy, b"p", &Deadline::none(), || async {
         counted.reset_calls();
         let r = idem
-            .run(&busy, b"p", &Deadline::none(), || async { Ok::<_, String>(0) })
+            .run(&busy, b"p", &Deadline::none(), || async {
+                Ok::<_, String>(0)
+            })
             .await;
         assert!(matches!(r, Err(Error::InFlight { .. })));
         *nested_calls.lock().expect("calls") = counted.all_calls();
@@ -152,7 +163,10 @@ async fn one_dynamodb_call_per_claim_and_per_duplicate() {
     })
     .await
     .expect("first of calls-2");
-    assert_eq!(*nested_calls.lock().expect("calls"), tally(&[("PutItem", 1)]));
+    assert_eq!(
+        *nested_calls.lock().expect("calls"),
+        tally(&[("PutItem", 1)])
+    );
 }
 
 /// Any async function, on moto: `idempotent(&store, key, payload, deadline, f)`.
@@ -174,9 +188,11 @@ async fn any_function_runs_once_on_dynamodb() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
-
 /// One request through a service (ready, then called).
-async fn send<Svc>(svc: &mut Svc, req: lambda_http::Request) -> lambda_http::Response<lambda_http::Body>
+async fn send<Svc>(
+    svc: &mut Svc,
+    req: lambda_http::Request,
+) -> lambda_http::Response<lambda_http::Body>
 where
     Svc: lambda_http::Service<
         lambda_http::Request,
@@ -236,10 +252,16 @@ async fn http_layer_on_dynamodb() {
     let missing = send(&mut svc, post(None, "a")).await;
     assert_eq!(missing.status(), 400);
     let first = send(&mut svc, post(Some("\"ord-1\""), "a")).await;
-    assert_eq!((first.status().as_u16(), text(&first)), (201, "order 1 for a".to_owned()));
+    assert_eq!(
+        (first.status().as_u16(), text(&first)),
+        (201, "order 1 for a".to_owned())
+    );
     assert!(first.headers().get("idempotent-replayed").is_none());
     let again = send(&mut svc, post(Some("\"ord-1\""), "a")).await;
-    assert_eq!((again.status().as_u16(), text(&again)), (201, "order 1 for a".to_owned()));
+    assert_eq!(
+        (again.status().as_u16(), text(&again)),
+        (201, "order 1 for a".to_owned())
+    );
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     assert_eq!(again.headers()["content-type"], "text/plain");
     let other = send(&mut svc, post(Some("\"ord-1\""), "b")).await;
@@ -249,10 +271,16 @@ async fn http_layer_on_dynamodb() {
     // In flight: a claim held by another invocation, its lease 30 s ahead.
     let now = lambda_idempotency::system_now_ms();
     let held = scenarios::hand_claim("ord-2", "another", now, 30_000, b"POST /orders\na");
-    let _ = lambda_idempotency::Store::claim(&store, &held).await.expect("claim");
+    let _ = lambda_idempotency::Store::claim(&store, &held)
+        .await
+        .expect("claim");
     let busy = send(&mut svc, post(Some("ord-2"), "a")).await;
     assert_eq!(busy.status(), 409);
-    let retry: u64 = busy.headers()["retry-after"].to_str().expect("ascii").parse().expect("secs");
+    let retry: u64 = busy.headers()["retry-after"]
+        .to_str()
+        .expect("ascii")
+        .parse()
+        .expect("secs");
     assert!((29..=31).contains(&retry), "Retry-After {retry}");
 }
 
@@ -301,7 +329,9 @@ async fn sqs_fifo_batch_on_dynamodb() {
                 &Deadline::none(),
                 |m: &SqsMessage| Key::new(m.message_id.clone().unwrap_or_default()),
                 |m: SqsMessage| async move {
-                    ran.lock().expect("ran").push(m.message_id.clone().unwrap_or_default());
+                    ran.lock()
+                        .expect("ran")
+                        .push(m.message_id.clone().unwrap_or_default());
                     match m.body.as_deref() {
                         Some("fail") => Err("refused".to_owned()),
                         _ => Ok(()),
@@ -341,10 +371,15 @@ async fn natural_key_on_dynamodb() {
     for _ in 0..2 {
         let key = record.natural_key().expect("a key");
         let out = idem
-            .run(&key, record.sns.message.as_bytes(), &Deadline::none(), || async {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, String>(7)
-            })
+            .run(
+                &key,
+                record.sns.message.as_bytes(),
+                &Deadline::none(),
+                || async {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, String>(7)
+                },
+            )
             .await
             .expect("ran");
         assert_eq!(out.value, 7);
