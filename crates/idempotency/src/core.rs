@@ -327,7 +327,14 @@ impl<S: Store> Idempotency<S> {
                         .await
                         .map_err(Error::Store)?
                 }
-                found => return Err(self.refused(pk, found, now_ms)),
+                found => {
+                    // A result replayed from the store is kept for this instance's next
+                    // duplicate too.
+                    if let (Found::Completed(Some(result)), Some(cache)) = (&found, &self.cache) {
+                        cache.put(pk, sha, result, existing.expires_at);
+                    }
+                    return Err(self.refused(pk, found, now_ms));
+                }
             };
         }
         match outcome {

@@ -263,5 +263,17 @@ async fn powertools_3327_one_store_call_per_claim_and_per_duplicate() {
         .expect("warm");
     assert!(again.replayed);
     assert!(store.take().is_empty(), "a warm duplicate calls no store");
+    // A result first replayed from the store is cached too.
+    let other_instance = Idempotency::new(store.clone()).cache_bytes(1 << 20);
+    other_instance
+        .run(&key("k"), b"p", &Deadline::none(), f)
+        .await
+        .expect("replay");
+    assert_eq!(store.take(), ["claim"]);
+    other_instance
+        .run(&key("k"), b"p", &Deadline::none(), f)
+        .await
+        .expect("replay");
+    assert!(store.take().is_empty(), "then answered from the cache");
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
