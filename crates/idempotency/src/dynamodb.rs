@@ -315,3 +315,53 @@ pub fn from_item(item: &Item) -> Result<Record, StoreError> {
         completed_at: number(item, "completed_at")?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        Record {
+            key: "k".into(),
+            status: Status::Completed,
+            expires_at: 1_700_003_600,
+            lease_until: None,
+            lease_owner: None,
+            payload_sha256: "ab".into(),
+            result: Some("{\"ok\":true}".into()),
+            attempts: 2,
+            last_error: Some("once".into()),
+            received_at: 1_700_000_000_000,
+            completed_at: Some(1_700_000_001_000),
+        }
+    }
+
+    #[test]
+    fn a_record_survives_the_round_trip_through_an_item() {
+        let r = record();
+        assert_eq!(from_item(&to_item(&r)), Ok(r.clone()));
+        let mut held = r;
+        held.status = Status::Processing;
+        held.lease_until = Some(1_700_000_030_000);
+        held.lease_owner = Some("me".into());
+        held.result = None;
+        held.completed_at = None;
+        assert_eq!(from_item(&to_item(&held)), Ok(held));
+    }
+
+    #[test]
+    fn an_unreadable_item_is_corrupt_not_a_panic() {
+        let mut item = to_item(&record());
+        item.insert("status".into(), s("DONE"));
+        assert!(matches!(from_item(&item), Err(StoreError::Corrupt(_))));
+        let mut item = to_item(&record());
+        item.insert("expires_at".into(), n("soon"));
+        assert!(matches!(from_item(&item), Err(StoreError::Corrupt(_))));
+        let mut item = to_item(&record());
+        item.insert("lease_owner".into(), n(1));
+        assert!(matches!(from_item(&item), Err(StoreError::Corrupt(_))));
+        let mut item = to_item(&record());
+        item.remove("payload_sha256");
+        assert!(matches!(from_item(&item), Err(StoreError::Corrupt(_))));
+    }
+}
