@@ -506,6 +506,10 @@ async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothi
 /// accepted) are passed over by both selections, and said with why; the replay sends the
 /// real body.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom: the event, the planted object, both selections, the replay"
+)]
 async fn planted_archive_objects_are_passed_over_and_said() {
     let aws = LocalAws::new("planted").await;
     let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
@@ -525,48 +529,107 @@ async fn planted_archive_objects_are_passed_over_and_said() {
     let now = testkit::now_ms();
     let forged = br#"{"id":"d-p1","amount":1000}"#;
     let lines = [
-        Envelope::new("github:d-p1", "github", now, &sha256_hex(forged), Default::default(), forged),
-        Envelope::new("github:d-planted", "github", now, &sha256_hex(forged), Default::default(), forged),
+        Envelope::new(
+            "github:d-p1",
+            "github",
+            now,
+            &sha256_hex(forged),
+            Default::default(),
+            forged,
+        ),
+        Envelope::new(
+            "github:d-planted",
+            "github",
+            now,
+            &sha256_hex(forged),
+            Default::default(),
+            forged,
+        ),
     ]
     .map(|e| e.to_json())
     .join("\n");
-    let planted = format!("{}0-planted", inbox::archive::archive_hour_prefix(archived_at));
-    store.put(&planted, lines.into_bytes()).await.expect("planted");
-
-    let by_key = replay::select(&store, &ledger, &Selection::Key("github:d-p1".into()), StatusFilter::Any)
+    let planted = format!(
+        "{}0-planted",
+        inbox::archive::archive_hour_prefix(archived_at)
+    );
+    store
+        .put(&planted, lines.into_bytes())
         .await
-        .unwrap();
+        .expect("planted");
+
+    let by_key = replay::select(
+        &store,
+        &ledger,
+        &Selection::Key("github:d-p1".into()),
+        StatusFilter::Any,
+    )
+    .await
+    .unwrap();
     assert_eq!(by_key.candidates.len(), 1);
-    assert_eq!(by_key.candidates[0].envelope.body_bytes().unwrap(), real, "the body the ledger holds");
+    assert_eq!(
+        by_key.candidates[0].envelope.body_bytes().unwrap(),
+        real,
+        "the body the ledger holds"
+    );
     assert_ne!(by_key.candidates[0].object, planted);
 
     let range = github_range(now - 3_600_000, now + 60_000, 3_600_000);
     let by_range = replay::select(&store, &ledger, &range, StatusFilter::Any)
         .await
         .unwrap();
-    let picked: Vec<_> = by_range.candidates.iter().map(|c| (c.envelope.key.as_str(), c.envelope.body_bytes().unwrap())).collect();
+    let picked: Vec<_> = by_range
+        .candidates
+        .iter()
+        .map(|c| (c.envelope.key.as_str(), c.envelope.body_bytes().unwrap()))
+        .collect();
     assert_eq!(picked, [("github:d-p1", real.clone())]);
-    let mut skipped: Vec<_> = by_range.skipped.iter().map(|s| (s.key.as_str(), s.reason, s.object.as_str())).collect();
+    let mut skipped: Vec<_> = by_range
+        .skipped
+        .iter()
+        .map(|s| (s.key.as_str(), s.reason, s.object.as_str()))
+        .collect();
     skipped.sort_unstable_by_key(|s| s.0);
     assert_eq!(
         skipped,
         [
-            ("github:d-p1", replay::SkipReason::PayloadDiffers, planted.as_str()),
-            ("github:d-planted", replay::SkipReason::NoLedgerItem, planted.as_str()),
+            (
+                "github:d-p1",
+                replay::SkipReason::PayloadDiffers,
+                planted.as_str()
+            ),
+            (
+                "github:d-planted",
+                replay::SkipReason::NoLedgerItem,
+                planted.as_str()
+            ),
         ]
     );
     assert_eq!(
         by_range.skipped[0].to_string(),
-        format!("skipped {} ({planted}): {}", by_range.skipped[0].key, by_range.skipped[0].reason)
+        format!(
+            "skipped {} ({planted}): {}",
+            by_range.skipped[0].key, by_range.skipped[0].reason
+        )
     );
 
     // The replay records its id, then sends the real body: forwarded once more, as signed.
-    let sent = replay::send(&aws.queue(), &ledger, &by_range.candidates, "rp-planted", 50, |_| {})
-        .await
-        .unwrap();
+    let sent = replay::send(
+        &aws.queue(),
+        &ledger,
+        &by_range.candidates,
+        "rp-planted",
+        50,
+        |_| {},
+    )
+    .await
+    .unwrap();
     assert_eq!((sent.count, sent.skipped.len()), (1, 0));
     drain(&b, &cx).await;
-    let replays: Vec<_> = sor.deliveries().into_iter().filter(|d| d.replay_id.is_some()).collect();
+    let replays: Vec<_> = sor
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.replay_id.is_some())
+        .collect();
     assert_eq!(replays.len(), 1);
     assert!(replays[0].body == real);
     let item = ledger.get("github:d-p1").await.unwrap().expect("item");

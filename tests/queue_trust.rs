@@ -162,6 +162,10 @@ async fn forged_envelopes_on_the_queue_reach_nothing() {
 /// replay for a destination the consumer does not have. Each is refused with its own reason,
 /// dead-lettered, and writes no ledger item; the real event is untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: a real event, then each probe sequence against it"
+)]
 async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
     let aws = LocalAws::new("trust-acc").await;
     let sor = SystemOfRecord::start();
@@ -189,7 +193,14 @@ async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
 
     let now = testkit::now_ms();
     let consistent = |key: &str, body: &[u8]| {
-        Envelope::new(key, "github", now, &sha256_hex(body), Default::default(), body)
+        Envelope::new(
+            key,
+            "github",
+            now,
+            &sha256_hex(body),
+            Default::default(),
+            body,
+        )
     };
     let other = br#"{"real":1,"amount":1000}"#;
     let mut unrecorded = consistent("github:r-1", &body);
@@ -238,11 +249,19 @@ async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
         assert!(tally(&logged, "github", Metric::Refused) >= 1, "{reason}");
     }
     let logged = lines.lock().expect("metrics").clone();
-    assert_eq!(tally(&logged, "github", Metric::Refused), cases.len() as u64);
+    assert_eq!(
+        tally(&logged, "github", Metric::Refused),
+        cases.len() as u64
+    );
     for key in ["github:f-9", "github:r-1 to:crm"] {
         assert_eq!(aws.ledger().get(key).await.expect("get"), None, "{key}");
     }
-    let real = aws.ledger().get("github:r-1").await.expect("get").expect("item");
+    let real = aws
+        .ledger()
+        .get("github:r-1")
+        .await
+        .expect("get")
+        .expect("item");
     assert_eq!((real.status, real.attempts), (Status::Completed, 1));
     assert!(real.replays.is_empty());
     let dead = aws.receive_all(&aws.resources.dlq_url).await;

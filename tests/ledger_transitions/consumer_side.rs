@@ -4,7 +4,6 @@
 use inbox::ledger::{
     ClaimOutcome, LedgerStore, Record, Status, Take, TakeItem, TakeOutcome, TakeRefusal,
 };
-use inbox::receiver::accepted_response;
 
 use crate::run::{claim_at, first_expired_ms, take_at, Obs, Run};
 use crate::{HOUR_S, K, LEASE_MS, T};

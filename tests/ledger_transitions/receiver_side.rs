@@ -169,7 +169,10 @@ pub async fn a_resent_claim_is_never_released_nor_one_whose_lease_ran_out<L: Led
         Some(Some(Status::Received)),
         "another body is never sent"
     );
-    assert!(!r.release_at("rx", T + LEASE_MS + 1).await, "its lease ran out");
+    assert!(
+        !r.release_at("rx", T + LEASE_MS + 1).await,
+        "its lease ran out"
+    );
     assert_eq!(r.mark_resent("dup", SHA, T + 2).await, None, "marked");
     assert!(!r.release_at("rx", T + 3).await, "resent: kept");
     let kept = r.get().await.expect("kept");

@@ -72,7 +72,8 @@ pub async fn a_replay_of_an_absent_or_unrecorded_key_is_refused<L: LedgerStore>(
     assert_eq!(r.get().await, None);
     let done = r.completed().await;
     assert_eq!(
-        r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1").await,
+        r.take_replay(&take_at("r1", T + 3000, 60_000), "rp-1")
+            .await,
         TakeOutcome::Refused(TakeRefusal::ReplayNotRecorded)
     );
     assert_eq!(r.get().await, Some(done));
@@ -88,7 +89,10 @@ pub async fn a_replay_is_recorded_only_on_its_events_body<L: LedgerStore>(
     r.completed().await;
     assert!(!r.request_replay("sha-planted", "rp-1", T + 3000).await);
     assert!(r.request_replay(SHA, "rp-1", T + 3000).await);
-    assert!(r.request_replay(SHA, "rp-1", T + 3001).await, "again: a set");
+    assert!(
+        r.request_replay(SHA, "rp-1", T + 3001).await,
+        "again: a set"
+    );
     let item = r.get().await.expect("item");
     assert_eq!(item.replay_requests.iter().collect::<Vec<_>>(), ["rp-1"]);
     r.trace

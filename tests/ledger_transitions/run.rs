@@ -102,7 +102,12 @@ impl<'a, L: LedgerStore> Run<'a, L> {
 
     /// A duplicate's mark before its send behind a live claim: `Ok(None)` marked, else the
     /// item as it was (shown as its status, `None` absent).
-    pub async fn mark_resent(&mut self, owner: &str, sha: &str, now_ms: i64) -> Option<Option<Status>> {
+    pub async fn mark_resent(
+        &mut self,
+        owner: &str,
+        sha: &str,
+        now_ms: i64,
+    ) -> Option<Option<Status>> {
         let out = self
             .ledger
             .mark_resent(K, owner, sha, now_ms)

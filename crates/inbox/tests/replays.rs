@@ -41,6 +41,10 @@ fn message(id: &str, envelope: &Envelope) -> SqsMessage {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom: unrecorded, failed, retried"
+)]
 async fn a_failed_replay_gives_the_key_back_completed_and_a_late_original_runs_nothing() {
     let specs = SourceSpecs::parse(
         r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "json", "pointers": ["/id"]}}}"#,
@@ -98,10 +102,19 @@ async fn a_failed_replay_gives_the_key_back_completed_and_a_late_original_runs_n
     let mut replay = original.clone();
     replay.replay_id = Some("rp-1".into());
     let unrecorded = run(message("m-0", &replay)).await;
-    assert_eq!(unrecorded, 1, "refused (no dead-letter queue here: reported failed)");
+    assert_eq!(
+        unrecorded, 1,
+        "refused (no dead-letter queue here: reported failed)"
+    );
     assert_eq!(effect.runs.load(Ordering::SeqCst), 1, "nothing ran for it");
     assert_eq!(
-        ledger.get("shop:o-1").await.unwrap().expect("item").last_error.as_deref(),
+        ledger
+            .get("shop:o-1")
+            .await
+            .unwrap()
+            .expect("item")
+            .last_error
+            .as_deref(),
         Some("refused: this replay id was not recorded on the key's item by inbox-ops replay")
     );
     assert!(ledger

@@ -364,7 +364,12 @@ pub async fn send(
         let recorded = ledger
             .request_replay(&envelope.key, &envelope.payload_sha256, replay_id, now_ms())
             .await
-            .with_context(|| format!("recording the replay of {}", crate::text::shown(&envelope.key)))?;
+            .with_context(|| {
+                format!(
+                    "recording the replay of {}",
+                    crate::text::shown(&envelope.key)
+                )
+            })?;
         if !recorded {
             out.skipped.push(Skipped {
                 object: candidate.object.clone(),
@@ -376,7 +381,12 @@ pub async fn send(
         queue
             .send(replay_message(candidate, replay_id))
             .await
-            .with_context(|| format!("sending the replay of {}", crate::text::shown(&envelope.key)))?;
+            .with_context(|| {
+                format!(
+                    "sending the replay of {}",
+                    crate::text::shown(&envelope.key)
+                )
+            })?;
         out.count += 1;
         sent(candidate);
     }
@@ -430,8 +440,9 @@ pub fn parse_rate(text: &str) -> Result<u32, String> {
 }
 
 /// Runs `replay`: lists (`--dry-run`) or sends, with a progress bar on stderr.
-pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let selection = match (&args.key, &args.source, args.from, args.to) {
+/// `--key`, or `--source` with `--from` and `--to`.
+fn selection_of(args: &ReplayArgs) -> anyhow::Result<Selection> {
+    Ok(match (&args.key, &args.source, args.from, args.to) {
         (Some(key), None, None, None) => Selection::Key(key.clone()),
         (None, Some(source), Some(from_ms), Some(to_ms)) => Selection::Range {
             source: source.clone(),
@@ -440,7 +451,25 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             archive_lag_ms: i64::from(args.archive_lag) * 3_600_000,
         },
         _ => bail!("give --key KEY, or --source SOURCE --from TIME --to TIME"),
-    };
+    })
+}
+
+/// The dry run's lines: key, receipt time, ledger status, archived object.
+fn print_dry_run(candidates: &[Candidate]) {
+    for c in candidates {
+        println!(
+            "{}\t{}\t{}\t{}",
+            crate::text::shown(&c.envelope.key),
+            time_text(c.envelope.received_at),
+            c.status.map_or("(no ledger item)", Status::as_str),
+            crate::text::shown(&c.object)
+        );
+    }
+    eprintln!("dry run: {} event(s) would be replayed", candidates.len());
+}
+
+pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let selection = selection_of(args)?;
     let replay_id = match &args.replay_id {
         Some(id) => id.clone(),
         None => new_replay_id(inbox::clock::Clock::now_ms(&inbox::clock::SystemClock)),
@@ -478,16 +507,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{s}");
     }
     if args.dry_run {
-        for c in &candidates {
-            println!(
-                "{}\t{}\t{}\t{}",
-                crate::text::shown(&c.envelope.key),
-                time_text(c.envelope.received_at),
-                c.status.map_or("(no ledger item)", Status::as_str),
-                crate::text::shown(&c.object)
-            );
-        }
-        eprintln!("dry run: {} event(s) would be replayed", candidates.len());
+        print_dry_run(&candidates);
         return Ok(ExitCode::SUCCESS);
     }
     let queue = stack

@@ -366,19 +366,8 @@ impl<
                 }
             },
         };
-        if let Err(refusal) = admit::check(&envelope, &body) {
+        if let Err(refusal) = self.admit(&envelope, &body) {
             return self.refuse(msg, &envelope, &refusal).await;
-        }
-        if let Some(name) = envelope.destination.as_deref() {
-            let takes_it = self
-                .routes
-                .destinations_for(source, envelope.event_type.as_deref())
-                .contains(&name);
-            if !takes_it {
-                return self
-                    .refuse(msg, &envelope, &Refusal::DestinationUnknown)
-                    .await;
-            }
         }
         let job = Job {
             key: key.to_owned(),
@@ -411,6 +400,23 @@ impl<
         let take = self.take_of(&envelope, spec.retention_hours, owner, inv, archived);
         self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
             .await
+    }
+
+    /// What the consumer checks of an envelope before any ledger write (docs/design.md §5):
+    /// its parts agree ([`admit::check`]), and a replay for one destination names one of this
+    /// consumer's that takes this event.
+    fn admit(&self, envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
+        admit::check(envelope, body)?;
+        if let Some(name) = envelope.destination.as_deref() {
+            let takes_it = self
+                .routes
+                .destinations_for(&envelope.source, envelope.event_type.as_deref())
+                .contains(&name);
+            if !takes_it {
+                return Err(Refusal::DestinationUnknown);
+            }
+        }
+        Ok(())
     }
 
     /// The take of an admitted envelope by `owner`, now, under the invocation's lease, with

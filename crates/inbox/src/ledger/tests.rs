@@ -426,8 +426,16 @@ fn a_replay_takes_any_status_once_per_recorded_id_and_never_under_a_live_lease()
             );
         }
     }
+}
+
+#[test]
+fn a_refused_replay_take_is_refused_done_or_busy() {
+    let done = Record {
+        replay_requests: ["rp".to_owned(), "other".to_owned()].into(),
+        replays: ["rp".to_owned()].into(),
+        ..leased(Status::Completed, "x", NOW + 7)
+    };
     let event = take_by("me");
-    let done = with_replay(leased(Status::Completed, "x", NOW + 7));
     assert_eq!(
         refused_replay_take(Some(done.clone()), &event, "rp"),
         TakeOutcome::Completed
