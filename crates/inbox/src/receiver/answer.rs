@@ -92,6 +92,18 @@ pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> 
     resp
 }
 
+/// A stored answer (an accepted event's, given again to its duplicates): its JSON, or no
+/// body at all where it is empty (Discord's Webhook Events want 204 and nothing).
+pub(super) fn stored_response(status: u16, body: String) -> Response<Body> {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    if body.is_empty() {
+        let mut resp = Response::new(Body::Empty);
+        *resp.status_mut() = status;
+        return resp;
+    }
+    json_response(status, body)
+}
+
 /// An `http::Response` as API Gateway (payload v2) wants it.
 pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
     let (parts, body) = response.into_parts();
