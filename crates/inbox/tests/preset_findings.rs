@@ -95,7 +95,7 @@ async fn answer(rx: &Rx, req: lambda_http::Request) -> (u16, String) {
     let status = resp.status().as_u16();
     (
         status,
-        String::from_utf8_lossy(&resp.into_body().to_vec()).into_owned(),
+        String::from_utf8_lossy(&resp.into_body()).into_owned(),
     )
 }
 
