@@ -90,7 +90,10 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-async fn answer(rx: &Rx, req: lambda_http::Request) -> (u16, String) {
+async fn answer<C: inbox::clock::Clock>(
+    rx: &Receiver<MemoryLedger, Kept, C>,
+    req: lambda_http::Request,
+) -> (u16, String) {
     let resp = rx.handle(req).await;
     let status = resp.status().as_u16();
     (
@@ -310,4 +313,63 @@ async fn a_body_keyed_on_an_unsigned_header_is_not_a_new_event_under_a_new_deliv
         // (The duplicate behind the RECEIVED claim sent the first event again: same key.)
         assert_eq!(kept.keys(), ["s:delivery-1"], "{preset}: a message sent");
     }
+}
+
+#[tokio::test]
+async fn asanas_first_handshake_is_kept_only_in_a_window_an_operator_opened() {
+    use inbox::clock::{Clock as _, ManualClock};
+    use inbox::ledger::LedgerStore as _;
+    let clock = ManualClock::at_ms(1_700_000_000_000);
+    let sources = SourceSpecs::parse(r#"{"s": {"preset": "asana", "signature": {"secrets": []}}}"#)
+        .expect("config")
+        .resolve(&Secrets)
+        .await
+        .expect("secrets");
+    let rx = Receiver::new(
+        sources,
+        MemoryLedger::new(),
+        Kept::default(),
+        clock.clone(),
+        ReceiverSettings::default(),
+        Metrics::memory("receiver").0,
+    );
+    let secret = "kept-secret-0123456789abcdef";
+    let shake = || post("https://h/webhooks/s", &[("x-hook-secret", secret)], b"");
+    // Whoever posts first, with no window open: refused, nothing kept.
+    assert_eq!(answer(&rx, shake()).await.0, 401);
+    assert_eq!(rx.ledger().hook_secret("s").await.ok(), Some(None));
+    // A window that has closed keeps nothing either.
+    let now = clock.now_secs();
+    assert_eq!(
+        rx.ledger().open_handshake("s", now - 1).await.ok(),
+        Some(true)
+    );
+    assert_eq!(answer(&rx, shake()).await.0, 401);
+    // Inside the window: kept, echoed.
+    assert_eq!(
+        rx.ledger().open_handshake("s", now + 600).await.ok(),
+        Some(true)
+    );
+    assert_eq!(answer(&rx, shake()).await.0, 200);
+    assert_eq!(
+        rx.ledger().hook_secret("s").await.ok().flatten().as_deref(),
+        Some(secret)
+    );
+    // The events it signs verify; once an operator deletes it, a warm instance stops
+    // trusting its copy within five minutes.
+    let body = br#"{"events":[{"action":"changed"}]}"#;
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(body);
+    let signature = hex::encode(mac.finalize().into_bytes());
+    let event = || {
+        post(
+            "https://h/webhooks/s",
+            &[("x-hook-signature", &signature)],
+            body,
+        )
+    };
+    assert_eq!(answer(&rx, event()).await.0, 200);
+    rx.ledger().forget_hook_secret("s");
+    clock.advance_ms(300_000);
+    assert_eq!(answer(&rx, event()).await.0, 401);
 }

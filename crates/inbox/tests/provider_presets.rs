@@ -408,6 +408,12 @@ async fn prove(preset: &str, cases: &[&Case]) {
     let first = cases[0];
     let established = preset == "asana";
     let (rx, kept) = receiver(first, (!established).then_some(first.secret.as_str())).await;
+    if established {
+        // The operator opens the window the first handshake keeps its secret in.
+        let until = SystemClock.now_secs() + 600;
+        let opened = inbox::ledger::LedgerStore::open_handshake(rx.ledger(), preset, until).await;
+        assert_eq!(opened.ok(), Some(true), "{preset}: the window");
+    }
     // Handshakes first: Asana's establishes the secret its events are signed with.
     for case in cases.iter().filter(|c| c.kind == "handshake") {
         check_handshake(&rx, &kept, case).await;

@@ -12,8 +12,8 @@ use super::{
     hook_secret_key, refused_replay_take, refused_take, BodyGuard, Claim, ClaimOutcome,
     GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome, CLAIM_CONDITION,
     DEFER_CONDITION, FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION, GUARD_BODY_CONDITION,
-    KEEP_HOOK_SECRET_CONDITION, NOTE_REFUSAL_CONDITION, RELEASE_CONDITION,
-    REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
+    KEEP_HOOK_SECRET_CONDITION, NOTE_REFUSAL_CONDITION, OPEN_HANDSHAKE_CONDITION,
+    RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION, REPLAY_TAKE_CONDITION, TAKE_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -279,6 +279,22 @@ impl LedgerStore for DynamoLedger {
             .item("secret", s(secret))
             .item("kept_at", n(now_ms))
             .condition_expression(KEEP_HOOK_SECRET_CONDITION)
+            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
+            .send()
+            .await;
+        written(result)
+    }
+
+    async fn open_handshake(&self, source: &str, until_s: i64) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(hook_secret_key(source)))
+            .item("source", s(source))
+            .item("open_until", n(until_s))
+            .item("expires_at", n(until_s))
+            .condition_expression(OPEN_HANDSHAKE_CONDITION)
             .send()
             .await;
         written(result)

@@ -106,8 +106,9 @@ pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     metrics: Metrics,
     store: S,
     cache: ReplayCache,
-    /// Verifiers of the secrets handshakes established (Asana's), read once per warm instance.
-    established: std::sync::Mutex<std::collections::HashMap<String, Verifier>>,
+    /// Verifiers of the secrets handshakes established (Asana's), with when each was read
+    /// (read again after [`established::ESTABLISHED_SECRET_MAX_AGE_MS`]).
+    established: std::sync::Mutex<std::collections::HashMap<String, (Verifier, i64)>>,
 }
 
 /// What the checks before the key found: an event to claim (its body as kept: a token it
