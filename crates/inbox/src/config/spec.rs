@@ -97,7 +97,7 @@ pub enum BodyCheck {
     JsonObject,
     /// A form whose names are Twilio's (`[A-Z][A-Za-z0-9]*`, each once), whose `MessageSid`
     /// (`SmsSid`, `SmsMessageSid`) is two capitals and 32 hex digits and whose `SmsStatus`
-    /// (`MessageStatus`) is lower-case letters and `_`: `{url}{form_sorted}` has no
+    /// (`MessageStatus`, Voice's `CallStatus`) is lower-case letters, `_` and `-`: `{url}{form_sorted}` has no
     /// separators, and these shapes leave one way to split it.
     TwilioForm,
 }

@@ -318,7 +318,7 @@ impl LedgerStore for DynamoLedger {
     }
 
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
-        let item: Item = [
+        let mut item: Item = [
             ("pk", s(&c.key)),
             ("source", s(&c.source)),
             ("status", status(Status::Received)),
@@ -339,6 +339,11 @@ impl LedgerStore for DynamoLedger {
                 .map(|t| ("event_type".to_owned(), s(t))),
         )
         .collect();
+        // An answer with no body (a 204) stores none: a duplicate finds no body and gives the
+        // source's answer again, which is that same 204.
+        if c.response_body.is_empty() {
+            item.remove("response_body");
+        }
         let result = self
             .client
             .put_item()
