@@ -318,9 +318,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
     }
 
-    /// Method, source, body size and signature, in that order: a forged request costs no
-    /// AWS call (Asana's handshake and its established secret aside: one item). The source
-    /// and the raw body, or a handshake's answer.
+    /// Method, source, body size, signature and the body's shape, in that order: a forged
+    /// request costs no AWS call (Asana's handshake and its established secret aside: one
+    /// item). The source and the body as kept (a token it carried taken out), or the answer of
+    /// a handshake or of a request the preset answers without a claim.
     async fn verified<'s, 'r>(
         &'s self,
         req: &'r Request,
