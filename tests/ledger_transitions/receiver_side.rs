@@ -222,15 +222,33 @@ pub async fn guard_body_refuses_another_key_within_the_window<L: LedgerStore>(
     r.trace
 }
 
-/// A handshake's secret (Asana's) is kept once per source: a second keep, whatever its secret,
-/// is refused and the first stays (`KEEP_HOOK_SECRET_CONDITION`); another source's is apart.
+/// A handshake's secret (Asana's) is kept only inside a window an operator opened
+/// (`OPEN_HANDSHAKE_CONDITION`), and once per source: a second keep, whatever its secret, is
+/// refused and the first stays (`KEEP_HOOK_SECRET_CONDITION`), a window is not opened over
+/// it; another source's is apart.
 pub async fn a_hook_secret_is_kept_once_per_source<L: LedgerStore>(l: &L) -> Vec<(String, Obs)> {
     let mut r = Run::new(l);
+    let secs = |ms: i64| ms.div_euclid(1000);
+    for (source, until, expect) in [
+        ("asana", secs(T) + 600, true),
+        ("other", secs(T) + 1, true),
+        ("late", secs(T) - 1, true),
+    ] {
+        let opened = l
+            .open_handshake(source, until)
+            .await
+            .expect("open answered");
+        assert_eq!(opened, expect, "open {source}");
+        r.note(format!("open {source} until {until}"), Obs::Done(opened));
+    }
     for (source, secret, now, expect) in [
+        ("none", "zero", T, false),
+        ("late", "zero", T, false),
         ("asana", "first", T, true),
         ("asana", "second", T + 1_000, false),
         ("asana", "first", T + 2_000, false),
-        ("other", "third", T + 3_000, true),
+        ("other", "third", T + 3_000, false),
+        ("other", "third", T + 500, true),
     ] {
         let kept = l
             .keep_hook_secret(source, secret, now)
@@ -243,11 +261,18 @@ pub async fn a_hook_secret_is_kept_once_per_source<L: LedgerStore>(l: &L) -> Vec
         ("asana", Some("first")),
         ("other", Some("third")),
         ("none", None),
+        ("late", None),
     ] {
         let secret = l.hook_secret(source).await.expect("read answered");
         assert_eq!(secret.as_deref(), expect, "{source}");
         r.note(format!("secret of {source}"), Obs::Secret(secret));
     }
+    let reopened = l
+        .open_handshake("asana", secs(T) + 900)
+        .await
+        .expect("open answered");
+    assert!(!reopened, "a window opened over a kept secret");
+    r.note("open asana again".to_owned(), Obs::Done(reopened));
     assert_eq!(r.get().await, None, "no event item written");
     r.trace
 }

@@ -17,7 +17,7 @@ import sys
 from signers import PRESETS
 from signers.common import Context, SignerError
 
-KINDS = {"event", "stale", "handshake"}
+KINDS = {"event", "stale", "handshake", "reused"}
 CASE_FIELDS = {"preset", "kind", "name", "signed_by", "secret", "wrong_secret", "source", "request", "expect"}
 REQUEST_FIELDS = {"method", "path", "query", "headers", "body_base64"}
 HANDSHAKE_EXPECT = {"status", "body", "json", "headers", "content_type"}
@@ -81,9 +81,13 @@ def check_expect(case: dict, where: str) -> None:
     if case["kind"] == "stale":
         if expect != {"status": 401}:
             raise SignerError(f"{where}: a stale case expects status 401 and nothing else")
+    elif case["kind"] == "reused":
+        if set(expect) != {"key"} or not isinstance(expect["key"], str) or not expect["key"]:
+            raise SignerError(f"{where}: a reused case expects the key of the event it reuses")
     elif case["kind"] == "event":
-        if set(expect) != {"key", "event_type"} or not isinstance(expect["key"], str) or not expect["key"]:
-            raise SignerError(f"{where}: an event expects a key and an event_type")
+        if not {"key", "event_type"} <= set(expect) <= {"key", "event_type", "status", "json", "body"} \
+                or not isinstance(expect["key"], str) or not expect["key"]:
+            raise SignerError(f"{where}: an event expects a key and an event_type (and optionally its answer)")
         if not (expect["event_type"] is None or isinstance(expect["event_type"], str)):
             raise SignerError(f"{where}: event_type must be a string or null")
     elif not set(expect) <= HANDSHAKE_EXPECT or not isinstance(expect.get("status"), int):

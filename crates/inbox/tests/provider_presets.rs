@@ -8,6 +8,9 @@
 //! - the same request with one byte of the body changed (where the signature covers the
 //!   body) and the source configured with another key are 401, and write nothing;
 //! - a stale request (signed 7200 s ago) is 401;
+//! - an event answered as its preset answers, and a duplicate answered the same;
+//! - a signed part of an event reused under another body (Mailgun's signature block) is that
+//!   event's duplicate, never a new one;
 //! - each handshake is answered as the provider checks it, claiming and sending nothing.
 
 use std::collections::{BTreeMap, HashMap};
@@ -222,6 +225,10 @@ async fn send(rx: &Rx, req: &Req, body: Vec<u8>) -> Answer {
     }
 }
 
+fn sha256_hex(bytes: &[u8]) -> String {
+    inbox::key::sha256_hex(bytes)
+}
+
 fn label(case: &Case) -> String {
     format!(
         "{} / {} ({}) [{}]",
@@ -229,16 +236,30 @@ fn label(case: &Case) -> String {
     )
 }
 
-/// An event: accepted under its key, with its type, on the queue once.
+/// An event: accepted under its key, with its type, on the queue once, answered as the preset
+/// answers (200 `{"key":…}` unless the case says otherwise); the same request again gets the
+/// same answer, marked replayed, and sends nothing.
 async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
     let what = label(case);
     let answer = send(rx, &case.request, body_of(&case.request)).await;
+    let status = case
+        .expect
+        .get("status")
+        .and_then(Value::as_u64)
+        .unwrap_or(200);
     assert_eq!(
-        answer.status,
-        200,
+        u64::from(answer.status),
+        status,
         "{what}: {}",
         String::from_utf8_lossy(&answer.body)
     );
+    if let Some(body) = case.expect.get("body").and_then(Value::as_str) {
+        assert_eq!(String::from_utf8_lossy(&answer.body), body, "{what}");
+    }
+    if let Some(wanted) = case.expect.get("json") {
+        let got: Value = serde_json::from_slice(&answer.body).expect("a JSON answer");
+        assert_eq!(&got, wanted, "{what}");
+    }
     let key = format!(
         "{}:{}",
         case.preset,
@@ -252,6 +273,57 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
         envelope.event_type.as_deref(),
         case.expect["event_type"].as_str(),
         "{what}: event type"
+    );
+    // A secret the body carries (Figma's passcode) is taken out before the envelope.
+    let carried = envelope.body_bytes().expect("the envelope's body");
+    assert!(
+        !String::from_utf8_lossy(&carried).contains(case.secret.as_str()),
+        "{what}: the secret travels in the envelope"
+    );
+    assert_eq!(
+        envelope.payload_sha256,
+        sha256_hex(&carried),
+        "{what}: the body's hash"
+    );
+    let sent = kept.len();
+    let again = send(rx, &case.request, body_of(&case.request)).await;
+    assert_eq!(
+        (again.status, &again.body),
+        (answer.status, &answer.body),
+        "{what}: a duplicate's answer"
+    );
+    assert!(
+        again.headers.contains_key("idempotent-replayed"),
+        "{what}: a duplicate not marked replayed"
+    );
+    // Behind a RECEIVED claim the stored event is sent again (one SQS message per id).
+    assert!(
+        kept.len() <= sent + 1,
+        "{what}: a duplicate sent more than once"
+    );
+}
+
+/// A signed part of an earlier event reused under another body: that event's key again,
+/// answered as its duplicate; nothing new claimed, nothing sent.
+async fn check_reused(rx: &Rx, kept: &Kept, case: &Case) {
+    let what = label(case);
+    let key = format!(
+        "{}:{}",
+        case.preset,
+        case.expect["key"].as_str().expect("expect.key")
+    );
+    let before: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
+    assert!(before.contains(&key), "{what}: {key} not accepted first");
+    let sent = kept.len();
+    let answer = send(rx, &case.request, body_of(&case.request)).await;
+    let after: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
+    assert_eq!(after, before, "{what}: a ledger write");
+    assert_eq!(kept.len(), sent, "{what}: a message sent");
+    let replayed = answer.headers.contains_key("idempotent-replayed");
+    assert!(
+        replayed || (400..500).contains(&answer.status),
+        "{what}: answered {} as a new event",
+        answer.status
     );
 }
 
@@ -336,6 +408,12 @@ async fn prove(preset: &str, cases: &[&Case]) {
     let first = cases[0];
     let established = preset == "asana";
     let (rx, kept) = receiver(first, (!established).then_some(first.secret.as_str())).await;
+    if established {
+        // The operator opens the window the first handshake keeps its secret in.
+        let until = SystemClock.now_secs() + 600;
+        let opened = inbox::ledger::LedgerStore::open_handshake(rx.ledger(), preset, until).await;
+        assert_eq!(opened.ok(), Some(true), "{preset}: the window");
+    }
     // Handshakes first: Asana's establishes the secret its events are signed with.
     for case in cases.iter().filter(|c| c.kind == "handshake") {
         check_handshake(&rx, &kept, case).await;
@@ -367,6 +445,9 @@ async fn prove(preset: &str, cases: &[&Case]) {
             "under another key",
         )
         .await;
+    }
+    for case in cases.iter().filter(|c| c.kind == "reused") {
+        check_reused(&rx, &kept, case).await;
     }
 }
 

@@ -89,6 +89,9 @@ impl LedgerStore for Overlap {
     async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
         self.inner.hook_secret(source).await
     }
+    async fn open_handshake(&self, source: &str, until_s: i64) -> Result<bool, StoreError> {
+        self.inner.open_handshake(source, until_s).await
+    }
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         self.around(self.inner.guard_body(g, now_ms)).await
     }

@@ -201,6 +201,14 @@ async fn asana_keeps_the_first_secret_and_refuses_another() {
         "{}",
     );
     assert_eq!(rx.handle(event).await.status(), 401);
+    // No window open: the first handshake is anyone's, so it is refused.
+    assert_eq!(
+        rx.handle(shake("early-secret-0123456789")).await.status(),
+        401
+    );
+    let now = inbox::clock::Clock::now_secs(&SystemClock);
+    let opened = inbox::ledger::LedgerStore::open_handshake(rx.ledger(), "a", now + 600).await;
+    assert_eq!(opened.ok(), Some(true));
     let first = rx.handle(shake("first-secret-0123456789")).await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["x-hook-secret"], "first-secret-0123456789");

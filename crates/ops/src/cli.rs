@@ -1,5 +1,6 @@
 //! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `preflight`,
-//! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`. The
+//! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`,
+//! `handshake open`. The
 //! queue, table and bucket flags fall back to the environment variable names the functions get
 //! in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`.
 //! A flag or variable given but empty counts as missing.
@@ -15,7 +16,9 @@ use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
 pub use crate::smoke::SmokeArgs;
 use crate::stack::DEFAULT_STACK;
 use crate::why::DEFAULT_PEEK_SECONDS;
-use crate::{audit, console, esm, lookup, preflight, redrive, replay, smoke, status, why};
+use crate::{
+    audit, console, esm, handshake, lookup, preflight, redrive, replay, smoke, status, why,
+};
 
 /// The operator's commands against a deployed inbox.
 #[derive(Clone, Debug, PartialEq, Eq, Parser)]
@@ -83,6 +86,35 @@ pub enum Command {
     /// bodies and reasons, the figures of the last 24 hours, and replay, redrive, pause and
     /// resume, each confirmed on the page. Prints the URL (with this run's token) and opens it.
     Console(ConsoleArgs),
+    /// A provider's handshake that establishes the source's secret (Asana's): `open SOURCE
+    /// --minutes N` lets the first handshake within N minutes keep its secret; outside such a
+    /// window a handshake is refused (401), so no stranger can claim the source.
+    #[command(subcommand)]
+    Handshake(HandshakeCommand),
+}
+
+/// `handshake`'s actions.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum HandshakeCommand {
+    /// Opens the window for SOURCE's first handshake; exits 1 if a secret is kept already.
+    Open(HandshakeOpenArgs),
+}
+
+/// `handshake open`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct HandshakeOpenArgs {
+    /// The source (its name in WebhookSources, the URL's last segment).
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// How long the window stays open, 1 to 60.
+    #[arg(long, value_name = "MINUTES", default_value_t = 10)]
+    pub minutes: u64,
+    /// The stack whose outputs name the table.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The ledger table's name [default: the stack's LedgerTableName].
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
 }
 
 /// Which event source mapping: at most one of these; none is `--stack webhook-inbox`.
@@ -335,6 +367,9 @@ impl Cli {
                 smoke::run(args, std::env::var("WEBHOOK_SOURCES").ok()).await,
             ),
             Command::Console(args) => ("console", console::run(args).await),
+            Command::Handshake(HandshakeCommand::Open(args)) => {
+                ("handshake", handshake::open(args).await)
+            }
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).

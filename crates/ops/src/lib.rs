@@ -1,6 +1,7 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
 //! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
-//! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser),
+//! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
+//! [`handshake`] to open a handshake's window),
 //! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
 //! escaped), the AWS clients
@@ -13,6 +14,7 @@ pub mod console;
 pub mod destination_pause;
 pub mod destination_state;
 pub mod esm;
+pub mod handshake;
 pub mod lookup;
 pub mod preflight;
 pub mod redrive;

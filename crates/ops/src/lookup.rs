@@ -66,13 +66,32 @@ pub async fn lookup(
                 aws_sdk_dynamodb::error::DisplayErrorContext(e)
             )
         })?;
-    Ok(out.item().map(|item| {
-        Value::Object(
-            item.iter()
-                .map(|(k, v)| (k.clone(), attribute_json(v)))
-                .collect(),
-        )
-    }))
+    Ok(out.item().map(item_json))
+}
+
+/// What a handshake's kept secret shows as: that it is kept, never its value.
+pub const SECRET_NOT_SHOWN: &str = "(kept; never shown)";
+
+/// A ledger item as JSON, every attribute but a handshake's kept secret (Asana's, in
+/// `#hook-secret:<source>`), which shows as [`SECRET_NOT_SHOWN`]: `lookup` and the console's
+/// event page show items through here (`why` reads a `Record`, which has no secret).
+pub fn item_json(item: &std::collections::HashMap<String, AttributeValue>) -> Value {
+    let hook_secret = item
+        .get("pk")
+        .and_then(|pk| pk.as_s().ok())
+        .is_some_and(|pk| pk.starts_with(&inbox::ledger::hook_secret_key("")));
+    Value::Object(
+        item.iter()
+            .map(|(k, v)| {
+                let shown = if hook_secret && k == "secret" {
+                    Value::String(SECRET_NOT_SHOWN.to_owned())
+                } else {
+                    attribute_json(v)
+                };
+                (k.clone(), shown)
+            })
+            .collect(),
+    )
 }
 
 /// The items of the (event, destination) pairs of an event item (`lookup`'s answer), by
@@ -217,6 +236,36 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_handshake_secret_is_never_shown() {
+        use std::collections::HashMap;
+        let item: HashMap<String, AttributeValue> = [
+            (
+                "pk".to_owned(),
+                AttributeValue::S("#hook-secret:asana".into()),
+            ),
+            (
+                "secret".to_owned(),
+                AttributeValue::S("the-kept-secret".into()),
+            ),
+            ("kept_at".to_owned(), AttributeValue::N("1".into())),
+        ]
+        .into_iter()
+        .collect();
+        let shown = item_json(&item);
+        assert!(!shown.to_string().contains("the-kept-secret"), "{shown}");
+        assert_eq!(shown["secret"], SECRET_NOT_SHOWN);
+        assert_eq!(shown["kept_at"], 1);
+        // An event's attributes are shown as they are, whatever their names.
+        let event: HashMap<String, AttributeValue> = [
+            ("pk".to_owned(), AttributeValue::S("s:1".into())),
+            ("secret".to_owned(), AttributeValue::S("x".into())),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(item_json(&event)["secret"], "x");
+    }
 
     #[test]
     fn attributes_become_plain_json() {

@@ -115,7 +115,7 @@ export function post(preset, headers, body) {
   };
 }
 
-const KINDS = new Set(["event", "stale", "handshake"]);
+const KINDS = new Set(["event", "stale", "handshake", "reused"]);
 
 /** Checks one case against the contract's shape; fails loudly on the first defect. */
 export function checkCase(c) {
@@ -146,5 +146,6 @@ export function checkCase(c) {
     fail(`${where}: a handshake case needs expect.status`);
   }
   if (c.kind === "stale" && (typeof e !== "object" || e === null)) fail(`${where}: expect`);
+  if (c.kind === "reused" && !text(e?.key)) fail(`${where}: a reused case needs expect.key`);
   return c;
 }

@@ -45,6 +45,32 @@ function slashCommand(id) {
   });
 }
 
+function buttonClick(id) {
+  return JSON.stringify({
+    application_id: APPLICATION_ID,
+    channel_id: "645027906669510667",
+    data: { component_type: 2, custom_id: "click_one" },
+    guild_id: "613425648685547541",
+    id,
+    message: { id: "1247693530841296000", channel_id: "645027906669510667", content: "Pick one" },
+    member: { user, roles: [], joined_at: "2017-03-13T19:19:14.040000+00:00", permissions: "2147483647" },
+    token: "A_UNIQUE_COMPONENT_TOKEN",
+    type: InteractionType.MESSAGE_COMPONENT,
+    version: 1,
+  });
+}
+
+function autocomplete() {
+  return JSON.stringify({
+    application_id: APPLICATION_ID,
+    data: { id: "771825006014889984", name: "blep", options: [{ name: "animal", type: 3, value: "d", focused: true }], type: 1 },
+    id: "1247693530841296999",
+    token: "A_UNIQUE_AUTOCOMPLETE_TOKEN",
+    type: InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE,
+    version: 1,
+  });
+}
+
 function webhookEventsPing() {
   return JSON.stringify({ version: 1, application_id: APPLICATION_ID, type: 0 });
 }
@@ -78,6 +104,7 @@ export async function cases({ now }) {
   const by = `node:crypto Ed25519 over timestamp+body (algorithm from the docs), verified by discord-interactions ${packageVersion("discord-interactions")} verifyKey`;
   const base = { preset, signed_by: by, secret: SIGNER.publicHex, wrong_secret: OTHER.publicHex, source: {} };
   const commandId = "1247693530841296896";
+  const componentId = "1247693530841296897";
   const authorized = applicationAuthorized(now);
   return [
     {
@@ -85,7 +112,35 @@ export async function cases({ now }) {
       kind: "event",
       name: "interaction: APPLICATION_COMMAND (type 2), keyed on the body's id",
       request: await signed("interaction", slashCommand(commandId), now),
-      expect: { key: commandId, event_type: String(InteractionType.APPLICATION_COMMAND) },
+      expect: {
+        key: commandId,
+        event_type: String(InteractionType.APPLICATION_COMMAND),
+        status: 200,
+        json: { type: InteractionResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE },
+      },
+    },
+    {
+      ...base,
+      kind: "event",
+      name: "interaction: MESSAGE_COMPONENT (type 3), answered with a deferred update",
+      request: await signed("component", buttonClick(componentId), now),
+      expect: {
+        key: componentId,
+        event_type: String(InteractionType.MESSAGE_COMPONENT),
+        status: 200,
+        json: { type: InteractionResponseType.DEFERRED_UPDATE_MESSAGE },
+      },
+    },
+    {
+      ...base,
+      kind: "handshake",
+      name: "interaction: APPLICATION_COMMAND_AUTOCOMPLETE (type 4), not supported: no choices, nothing kept",
+      request: await signed("autocomplete", autocomplete(), now),
+      expect: {
+        status: 200,
+        json: { type: InteractionResponseType.APPLICATION_COMMAND_AUTOCOMPLETE_RESULT, data: { choices: [] } },
+        content_type: "application/json",
+      },
     },
     {
       ...base,
@@ -93,7 +148,12 @@ export async function cases({ now }) {
       kind: "event",
       name: "webhook event APPLICATION_AUTHORIZED (outer type 1); no id in the payload, keyed on the body's SHA-256",
       request: await signed("webhook event", authorized, now, "discord-events"),
-      expect: { key: sha256Hex(Buffer.from(authorized, "utf8")), event_type: "APPLICATION_AUTHORIZED" },
+      expect: {
+        key: sha256Hex(Buffer.from(authorized, "utf8")),
+        event_type: "APPLICATION_AUTHORIZED",
+        status: 204,
+        body: "",
+      },
     },
     {
       ...base,

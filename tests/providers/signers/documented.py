@@ -204,5 +204,13 @@ def sign(ctx: Context, preset: str) -> list:
     signed_by = f"algorithm from {row.doc} (HMAC-{row.scheme.digest.upper()} of the raw body, " \
                 f"{row.scheme.encoding}{', prefix ' + row.scheme.prefix if row.scheme.prefix else ''}), " \
                 "recomputed by the cryptography package"
-    return [make_case(preset, "event", f"{event.name} event", signed_by, row.secret, row.wrong_secret, req,
-                      event_expect(event.key, event.event_type))]
+    cases = [make_case(preset, "event", f"{event.name} event", signed_by, row.secret, row.wrong_secret, req,
+                       event_expect(event.key, event.event_type))]
+    if preset == "woocommerce":
+        # WooCommerce's creation ping: the form webhook_id=<id>, unsigned, and WooCommerce shows an
+        # error for any status but 200 (class-wc-webhook.php, deliver_ping).
+        ping = request(ctx, preset, {"Content-Type": "application/x-www-form-urlencoded"}, b"webhook_id=14")
+        cases.append(make_case(preset, "handshake", "creation ping (webhook_id=14, unsigned)",
+                               "the form WooCommerce's deliver_ping posts (class-wc-webhook.php)", row.secret,
+                               row.wrong_secret, ping, {"status": 200, "body": ""}))
+    return cases

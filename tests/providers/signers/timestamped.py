@@ -1,7 +1,9 @@
 """HMAC providers whose signature covers a timestamp, by their documented algorithm: Zoom,
 Twitch, Calendly and Mailgun; Zoom and Twitch also their handshakes. Only Twitch documents a
-tolerance (10 minutes), so only Twitch has a stale case (signed STALE_SECONDS before now): a
-tolerance the provider does not set could refuse a genuine late retry. Every request is
+tolerance (10 minutes), so Twitch has a stale case (signed STALE_SECONDS before now): a
+tolerance the provider does not set could refuse a genuine late retry. Mailgun has one too: its
+signature covers only a timestamp and a token, so the preset keys on the token and sets the
+longest tolerance (3600 s), and a reused signature block is a duplicate, never a new event. Every request is
 re-checked by hmac_family.check (Mailgun's, whose signature is in the body, by _check_mailgun)."""
 
 import base64
@@ -133,16 +135,26 @@ def mailgun(ctx: Context) -> list:
                   "message": {"headers": {"message-id": "20240501140000.1.F3E2@example.com"}},
                   "delivery-status": {"code": 250, "message": "OK"}}
 
-    def signed(at: int) -> dict:
+    def signed(at: int, data: dict = event_data) -> dict:
         # Mailgun's signature is inside the JSON body: HMAC-SHA256(signing key, timestamp + token), hex.
         signature = mac(secret, f"{at}{token}").hex()
-        body = {"signature": {"timestamp": str(at), "token": token, "signature": signature}, "event-data": event_data}
+        body = {"signature": {"timestamp": str(at), "token": token, "signature": signature}, "event-data": data}
         req = request(ctx, "mailgun", dict(JSON), body_json(body))
         _check_mailgun(req, secret)
         return req
 
-    expect = event_expect("CPgfbmQMTCKtHW6uIWtuVe", "delivered")
-    return [make_case("mailgun", "event", "delivered event", _alg(doc), secret, wrong, signed(ctx.now), expect)]
+    # The signature covers the timestamp and the token only: the key is the signed token, and a
+    # captured signature block under another event (a new event-data id) is that key again.
+    forged = {**event_data, "id": "forged-event-id", "event": "failed"}
+    expect = event_expect(token, "delivered")
+    return [
+        make_case("mailgun", "event", "delivered event, keyed on the signed token", _alg(doc), secret, wrong,
+                  signed(ctx.now), expect),
+        make_case("mailgun", "stale", "delivered event signed 2 h ago (tolerance 3600 s)", _alg(doc), secret, wrong,
+                  signed(ctx.now - STALE_SECONDS), STALE_EXPECT),
+        make_case("mailgun", "reused", "the signature block reused with another event-data id", _alg(doc), secret,
+                  wrong, signed(ctx.now, forged), {"key": token}),
+    ]
 
 
 def _check_mailgun(req: dict, secret: str) -> None:

@@ -40,14 +40,16 @@ pub const TEST_SECRET: &str = "demo-secret-for-local-use-only";
 /// A Standard Webhooks secret (`whsec_` + base64 of the bytes of TEST_SECRET).
 pub const TEST_WHSEC: &str = "whsec_ZGVtby1zZWNyZXQtZm9yLWxvY2FsLXVzZS1vbmx5";
 
-/// Sources used by the tests and the demo: one per shipped scheme.
+/// Sources used by the tests and the demo: one per shipped scheme. `github` and `shop` drop
+/// their presets' replay guard (`null`): the tests count each first delivery's AWS calls and
+/// send one body under several keys; the guard is proven in crates/inbox/tests.
 pub const TEST_SOURCES: &str = r#"{
-  "github": {"preset": "github", "signature": {"secrets": ["env:INBOX_TEST_SECRET"]}},
+  "github": {"preset": "github", "signature": {"secrets": ["env:INBOX_TEST_SECRET"]}, "replay_guard_seconds": null},
   "stripe": {"preset": "stripe", "signature": {"secrets": ["env:INBOX_TEST_SECRET"], "tolerance_seconds": 300}},
   "acme":   {"signature": {"scheme": "standard-webhooks", "secrets": ["env:INBOX_TEST_WHSEC"]},
              "key": {"from": "header", "name": "webhook-id"},
              "group": {"from": "json", "pointers": ["/customer_id"]}},
-  "shop":   {"preset": "shopify", "signature": {"secrets": ["env:INBOX_TEST_SECRET"]}},
+  "shop":   {"preset": "shopify", "signature": {"secrets": ["env:INBOX_TEST_SECRET"]}, "replay_guard_seconds": null},
   "strict": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_SECRET"]},
              "key": {"from": "header", "name": "X-GitHub-Delivery"}, "on_payload_mismatch": "reject"},
   "orders": {"signature": {"scheme": "hmac-sha256", "secrets": ["env:INBOX_TEST_SECRET"], "header": "X-Signature", "encoding": "hex"},

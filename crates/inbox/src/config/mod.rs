@@ -25,7 +25,8 @@ mod tests;
 
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
 pub use spec::{
-    Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
+    AcceptedAnswer, BodyCheck, Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec,
+    OnPayloadMismatch, SourceSpec,
 };
 
 /// The longest event type carried (docs/design.md §5): a longer one is no type at all.

@@ -11,7 +11,8 @@ use super::presets;
 use super::secrets::SecretRef;
 use super::signature::{parse_scheme, RawSignature};
 use super::spec::{
-    Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
+    AcceptedAnswer, BodyCheck, Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec,
+    OnPayloadMismatch, SourceSpec,
 };
 use super::{
     field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS,
@@ -46,6 +47,10 @@ struct RawSource {
     public_url: Option<String>,
     #[serde(default)]
     verify_token: Option<String>,
+    #[serde(default)]
+    answer: Option<String>,
+    #[serde(default)]
+    body_check: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -124,7 +129,43 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
             .map(|e| parse_event_type(name, e))
             .transpose()?,
         handshake,
+        answer: parse_choice(
+            name,
+            "answer",
+            raw.answer.as_deref(),
+            &AcceptedAnswer::ALL,
+            |a| a.name(),
+        )?
+        .unwrap_or_default(),
+        body_check: parse_choice(
+            name,
+            "body_check",
+            raw.body_check.as_deref(),
+            &BodyCheck::ALL,
+            |c| c.name(),
+        )?,
     })
+}
+
+/// A field that names one of a few choices (`answer`, `body_check`); unset is `None`.
+fn parse_choice<T: Copy>(
+    source: &str,
+    field: &'static str,
+    text: Option<&str>,
+    all: &[T],
+    name: impl Fn(T) -> &'static str,
+) -> Result<Option<T>, ConfigError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    all.iter()
+        .copied()
+        .find(|c| name(*c) == text)
+        .map(Some)
+        .ok_or_else(|| {
+            let known: Vec<&str> = all.iter().map(|c| name(*c)).collect();
+            unknown(source, field, text, &known.join(", "))
+        })
 }
 
 /// `handshake`: one of the providers' URL checks (docs/providers.md). Zoom's and X's answer

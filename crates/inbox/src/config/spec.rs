@@ -58,6 +58,61 @@ impl EventTypeSpec {
     }
 }
 
+/// What an accepted event is answered with (`answer`, a preset setting: docs/providers.md).
+/// The claim stores it and every duplicate gets it again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AcceptedAnswer {
+    /// 200 and `{"key": <key>, "status": "accepted"}`.
+    #[default]
+    Key,
+    /// 204 and no body (Discord's Webhook Events).
+    NoContent,
+    /// 200 and a deferred interaction response: `{"type": 6}` for a message component
+    /// (interaction type 3), `{"type": 5}` for any other (Discord's Interactions).
+    DiscordInteraction,
+}
+
+impl AcceptedAnswer {
+    pub const ALL: [AcceptedAnswer; 3] = [
+        AcceptedAnswer::Key,
+        AcceptedAnswer::NoContent,
+        AcceptedAnswer::DiscordInteraction,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AcceptedAnswer::Key => "key",
+            AcceptedAnswer::NoContent => "no_content",
+            AcceptedAnswer::DiscordInteraction => "discord_interaction",
+        }
+    }
+}
+
+/// A check of the verified content before the key (`body_check`, a preset setting:
+/// docs/providers.md): where the signature alone would let a request be re-read as another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyCheck {
+    /// The body is a JSON object (X: the CRC answer is the signature of a body holding the
+    /// token alone).
+    JsonObject,
+    /// A form whose names are Twilio's (`[A-Z][A-Za-z0-9]*`, each once), whose `MessageSid`
+    /// (`SmsSid`, `SmsMessageSid`) is two capitals and 32 hex digits and whose `SmsStatus`
+    /// (`MessageStatus`, Voice's `CallStatus`) is lower-case letters, `_` and `-`: `{url}{form_sorted}` has no
+    /// separators, and these shapes leave one way to split it.
+    TwilioForm,
+}
+
+impl BodyCheck {
+    pub const ALL: [BodyCheck; 2] = [BodyCheck::JsonObject, BodyCheck::TwilioForm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BodyCheck::JsonObject => "json_object",
+            BodyCheck::TwilioForm => "twilio_form",
+        }
+    }
+}
+
 /// A provider's URL check, answered by the receiver without claiming a key or sending
 /// anything (docs/providers.md, "Handshakes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,10 +137,13 @@ pub enum Handshake {
     Discord,
     /// GET with `x-okta-verification-challenge`, authorised: `{"verification": ...}`.
     Okta,
+    /// WooCommerce's creation ping: an unsigned form `webhook_id=<digits>`, no signature
+    /// header: 200 and no body, nothing claimed or sent.
+    WooCommerce,
 }
 
 impl Handshake {
-    pub const ALL: [Handshake; 10] = [
+    pub const ALL: [Handshake; 11] = [
         Handshake::Slack,
         Handshake::Zoom,
         Handshake::Meta,
@@ -96,6 +154,7 @@ impl Handshake {
         Handshake::X,
         Handshake::Discord,
         Handshake::Okta,
+        Handshake::WooCommerce,
     ];
 
     pub fn name(self) -> &'static str {
@@ -110,6 +169,7 @@ impl Handshake {
             Handshake::X => "x",
             Handshake::Discord => "discord",
             Handshake::Okta => "okta",
+            Handshake::WooCommerce => "woocommerce",
         }
     }
 
@@ -181,6 +241,10 @@ pub struct SourceSpec {
     pub event_type_metrics: Vec<String>,
     /// `handshake`: the provider's URL check the receiver answers.
     pub handshake: Option<Handshake>,
+    /// `answer`: what an accepted event is answered with.
+    pub answer: AcceptedAnswer,
+    /// `body_check`: the verified content's shape, checked before the key.
+    pub body_check: Option<BodyCheck>,
     /// `public_url`: the URL the sender calls, which Twilio, Square and HubSpot sign.
     pub public_url: Option<String>,
     /// `verify_token`: Meta's verify token, by reference.

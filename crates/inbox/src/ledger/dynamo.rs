@@ -13,7 +13,8 @@ use super::{
     ClaimOutcome, GuardOutcome, LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
     CLAIM_CONDITION, DEFER_CONDITION, FINISH_CONDITION, GIVE_BACK_REPLAY_CONDITION,
     GUARD_BODY_CONDITION, KEEP_HOOK_SECRET_CONDITION, MARK_RESENT_CONDITION,
-    NOTE_REFUSAL_CONDITION, RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION, REQUEST_REPLAY_CONDITION,
+    NOTE_REFUSAL_CONDITION, OPEN_HANDSHAKE_CONDITION, RELEASE_CONDITION, REPLAY_COMPLETE_CONDITION,
+    REQUEST_REPLAY_CONDITION,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -279,6 +280,22 @@ impl LedgerStore for DynamoLedger {
             .item("secret", s(secret))
             .item("kept_at", n(now_ms))
             .condition_expression(KEEP_HOOK_SECRET_CONDITION)
+            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
+            .send()
+            .await;
+        written(result)
+    }
+
+    async fn open_handshake(&self, source: &str, until_s: i64) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(hook_secret_key(source)))
+            .item("source", s(source))
+            .item("open_until", n(until_s))
+            .item("expires_at", n(until_s))
+            .condition_expression(OPEN_HANDSHAKE_CONDITION)
             .send()
             .await;
         written(result)
@@ -302,7 +319,7 @@ impl LedgerStore for DynamoLedger {
     }
 
     async fn claim(&self, c: &Claim) -> Result<ClaimOutcome, StoreError> {
-        let item: Item = [
+        let mut item: Item = [
             ("pk", s(&c.key)),
             ("source", s(&c.source)),
             ("status", status(Status::Received)),
@@ -323,6 +340,11 @@ impl LedgerStore for DynamoLedger {
                 .map(|t| ("event_type".to_owned(), s(t))),
         )
         .collect();
+        // An answer with no body (a 204) stores none: a duplicate finds no body and gives the
+        // source's answer again, which is that same 204.
+        if c.response_body.is_empty() {
+            item.remove("response_body");
+        }
         let result = self
             .client
             .put_item()

@@ -7,10 +7,10 @@ use std::sync::Mutex;
 
 use super::{
     claim_allowed, defer_allowed, finish_allowed, give_back_replay_allowed, guard_body_allowed,
-    keep_hook_secret_allowed, mark_resent_allowed, note_refusal_allowed, refused_replay_take,
-    refused_take, release_allowed, replay_complete_allowed, request_replay_allowed,
-    take_allowed_for, BodyGuard, Claim, ClaimOutcome, GuardOutcome, LedgerStore, Record, Status,
-    StoreError, Take, TakeOutcome,
+    keep_hook_secret_allowed, mark_resent_allowed, note_refusal_allowed, open_handshake_allowed,
+    refused_replay_take, refused_take, release_allowed, replay_complete_allowed,
+    request_replay_allowed, take_allowed_for, BodyGuard, Claim, ClaimOutcome, GuardOutcome,
+    LedgerStore, Record, Status, StoreError, Take, TakeOutcome,
 };
 
 #[derive(Default)]
@@ -18,6 +18,8 @@ pub struct MemoryLedger {
     items: Mutex<HashMap<String, Record>>,
     guards: Mutex<HashMap<String, BodyGuard>>,
     hook_secrets: Mutex<HashMap<String, String>>,
+    /// The handshake windows operators opened, by source: until when (epoch seconds).
+    handshake_windows: Mutex<HashMap<String, i64>>,
 }
 
 /// The items and guards; of the kept handshake secrets only the sources that have one.
@@ -46,6 +48,19 @@ impl MemoryLedger {
             Err(poisoned) => poisoned.into_inner(),
         };
         f(&mut items)
+    }
+
+    /// What an operator's `delete-item` of `#hook-secret:<source>` does (docs/providers.md,
+    /// "asana"): the kept secret and any window gone.
+    pub fn forget_hook_secret(&self, source: &str) {
+        match self.hook_secrets.lock() {
+            Ok(mut m) => m.remove(source),
+            Err(poisoned) => poisoned.into_inner().remove(source),
+        };
+        match self.handshake_windows.lock() {
+            Ok(mut m) => m.remove(source),
+            Err(poisoned) => poisoned.into_inner().remove(source),
+        };
     }
 
     /// Every item, for assertions.
@@ -131,17 +146,41 @@ impl LedgerStore for MemoryLedger {
         }))
     }
 
+    async fn open_handshake(&self, source: &str, until_s: i64) -> Result<bool, StoreError> {
+        let kept = match self.hook_secrets.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut windows = match self.handshake_windows.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let open = open_handshake_allowed(kept.get(source).map(String::as_str));
+        if open {
+            windows.insert(source.to_owned(), until_s);
+        }
+        Ok(open)
+    }
+
     async fn keep_hook_secret(
         &self,
         source: &str,
         secret: &str,
-        _now_ms: i64,
+        now_ms: i64,
     ) -> Result<bool, StoreError> {
         let mut kept = match self.hook_secrets.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if keep_hook_secret_allowed(kept.get(source).map(String::as_str)) {
+        let mut windows = match self.handshake_windows.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let open_until = windows.get(source).copied();
+        let now_s = now_ms.div_euclid(1000);
+        if keep_hook_secret_allowed(kept.get(source).map(String::as_str), open_until, now_s) {
+            // The item is replaced whole: the window goes with it.
+            windows.remove(source);
             kept.insert(source.to_owned(), secret.to_owned());
             Ok(true)
         } else {

@@ -51,7 +51,12 @@ use std::collections::BTreeSet;
 use std::future::Future;
 
 pub mod dynamo;
+mod hook_secret;
 pub mod memory;
+pub use hook_secret::{
+    hook_secret_key, keep_hook_secret_allowed, open_handshake_allowed, KEEP_HOOK_SECRET_CONDITION,
+    OPEN_HANDSHAKE_CONDITION,
+};
 
 /// Where an item is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -421,23 +426,6 @@ pub fn guard_key(source: &str, body_sha256: &str) -> String {
     format!("#guard:{source}:{body_sha256}")
 }
 
-/// The item that keeps a source's handshake secret (Asana's `X-Hook-Secret`): its `pk` starts
-/// with `#` like a guard's, so no event key collides with it, and it has no `expires_at`, so
-/// the table's TTL never removes it (docs/providers.md, "asana").
-pub fn hook_secret_key(source: &str) -> String {
-    format!("#hook-secret:{source}")
-}
-
-/// keep a hook secret: PutItem `{pk: "#hook-secret:<source>", source, secret, kept_at}`.
-/// Once: the first handshake's secret stays until an operator deletes the item, so a later
-/// stranger's handshake cannot replace it.
-pub const KEEP_HOOK_SECRET_CONDITION: &str = "attribute_not_exists(pk)";
-
-/// The in-memory twin of [`KEEP_HOOK_SECRET_CONDITION`].
-pub fn keep_hook_secret_allowed(existing: Option<&str>) -> bool {
-    existing.is_none()
-}
-
 /// A body guard item: which event key first brought a body, until when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BodyGuard {
@@ -653,8 +641,15 @@ pub trait LedgerStore: Send + Sync + 'static {
         guard: &BodyGuard,
         now_ms: i64,
     ) -> impl Future<Output = Result<GuardOutcome, StoreError>> + Send;
+    /// Opens the window in which `source`'s first handshake may keep its secret, until
+    /// `until_s` (epoch seconds; [`OPEN_HANDSHAKE_CONDITION`]): `false` if a secret is kept.
+    fn open_handshake(
+        &self,
+        source: &str,
+        until_s: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// Keeps the secret a source's handshake established ([`KEEP_HOOK_SECRET_CONDITION`]):
-    /// `true` if kept, `false` if one was kept already.
+    /// `true` if kept, `false` if one was kept already or no window is open.
     fn keep_hook_secret(
         &self,
         source: &str,
@@ -766,6 +761,13 @@ impl<T: LedgerStore> LedgerStore for std::sync::Arc<T> {
         now_ms: i64,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).note_refusal(key, reason, now_ms)
+    }
+    fn open_handshake(
+        &self,
+        source: &str,
+        until_s: i64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).open_handshake(source, until_s)
     }
     fn keep_hook_secret(
         &self,

@@ -92,6 +92,19 @@ pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> 
     resp
 }
 
+/// A stored answer (an accepted event's, given again to its duplicates): its JSON, or no
+/// body at all where it is empty or the status is 204 (Discord's Webhook Events want 204 and
+/// nothing; an item the consumer's take created holds the default body).
+pub(super) fn stored_response(status: u16, body: String) -> Response<Body> {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    if body.is_empty() || status == StatusCode::NO_CONTENT {
+        let mut resp = Response::new(Body::Empty);
+        *resp.status_mut() = status;
+        return resp;
+    }
+    json_response(status, body)
+}
+
 /// An `http::Response` as API Gateway (payload v2) wants it.
 pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
     let (parts, body) = response.into_parts();
@@ -111,4 +124,29 @@ pub fn to_apigw_v2(response: Response<Body>) -> ApiGatewayV2httpResponse {
         _ => None,
     };
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_204_or_empty_answer_has_no_body_and_a_json_one_its_type() {
+        for (status, body) in [
+            (204, r#"{"key":"s:1","status":"accepted"}"#),
+            (204, ""),
+            (200, ""),
+        ] {
+            let resp = stored_response(status, body.to_owned());
+            assert_eq!(resp.status().as_u16(), status);
+            assert!(matches!(resp.body(), Body::Empty), "{status} {body}");
+            assert!(resp.headers().get(http::header::CONTENT_TYPE).is_none());
+        }
+        let resp = stored_response(200, r#"{"type":5}"#.to_owned());
+        assert_eq!(
+            resp.headers()[http::header::CONTENT_TYPE],
+            "application/json"
+        );
+        assert!(matches!(resp.body(), Body::Text(t) if t == r#"{"type":5}"#));
+    }
 }

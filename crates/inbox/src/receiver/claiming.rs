@@ -3,7 +3,7 @@
 //! a changed body refused or taken as configured), the body guard, the release of a claim
 //! after a failed send, and the warm instance's replay cache.
 
-use http::{HeaderValue, StatusCode};
+use http::HeaderValue;
 use lambda_http::{Body, Response};
 use tracing::{info, warn};
 
@@ -19,10 +19,11 @@ use crate::queue::Queue;
 use crate::replay_cache::Seen;
 use crate::store::ObjectStore;
 
-use super::answer::json_response;
+use super::answer::stored_response;
 use super::payload::{Carry, Event};
+use super::preset_rules;
 use super::request::Invocation;
-use super::{accepted_response, Receiver, Rejection, REPLAYED_HEADER, SENT_BEHIND_A_CLAIM};
+use super::{Receiver, Rejection, REPLAYED_HEADER, SENT_BEHIND_A_CLAIM};
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// The key is ours: send, and answer 200 once the event is on the queue. The item stays
@@ -39,7 +40,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             self.release_claim(name, key, inv).await;
             return Err(Rejection::Internal(e));
         }
-        let (status, accepted) = accepted_response(key);
+        let (status, accepted) = preset_rules::accepted_answer(event.source, key, event.body);
         self.remember(
             key,
             event.body_sha256.clone(),
@@ -50,7 +51,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         self.metrics.count(name, Metric::Accepted);
         self.count_event_type(event);
         info!(source = name, key, outcome = LogOutcome::Accepted.as_str());
-        Ok(json_response(StatusCode::OK, accepted))
+        Ok(stored_response(status, accepted))
     }
 
     /// Someone holds the key: the mismatch rule, then the first answer. While the item is
@@ -69,7 +70,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         inv: &Invocation,
     ) -> Result<Response<Body>, Rejection> {
         let (source, key) = (event.source, event.key.as_str());
-        let (status, accepted) = accepted_response(key);
+        let (status, accepted) = preset_rules::accepted_answer(source, key, event.body);
         let seen = Seen {
             payload_sha256: existing.payload_sha256.clone(),
             response_status: existing.response_status.unwrap_or(status),
@@ -285,10 +286,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let name = source.spec.name.as_str();
         self.metrics.count(name, Metric::Replayed);
         info!(source = name, key = %key, status, outcome = LogOutcome::Replayed.as_str());
-        let mut resp = json_response(
-            StatusCode::from_u16(seen.response_status).unwrap_or(StatusCode::OK),
-            seen.response_body.clone(),
-        );
+        let mut resp = stored_response(seen.response_status, seen.response_body.clone());
         resp.headers_mut()
             .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
         resp

@@ -1,6 +1,7 @@
 //! The secret a handshake establishes (Asana's `X-Hook-Secret`): kept once in the ledger
-//! table (docs/providers.md, "asana"), and the verifier made from it, read once per warm
-//! instance.
+//! table, and only inside a window an operator opened (`inbox-ops handshake open`;
+//! docs/providers.md, "asana"), and the verifier made from it, read again by a warm instance
+//! after [`ESTABLISHED_SECRET_MAX_AGE_MS`] (so a secret an operator deleted stops verifying).
 
 use tracing::info;
 
@@ -14,9 +15,13 @@ use crate::store::ObjectStore;
 use super::answer::Rejection;
 use super::{handshake, Checked, Receiver};
 
+/// How long a warm instance trusts the established secret it read: five minutes.
+pub(super) const ESTABLISHED_SECRET_MAX_AGE_MS: i64 = 300_000;
+
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
-    /// Asana's handshake: the secret kept once (the first handshake's stays), echoed. A
-    /// second handshake is answered only with the kept secret; another is a 401.
+    /// Asana's handshake: the secret kept once, inside the window an operator opened (the
+    /// first handshake's stays), echoed. A later handshake is answered only with the kept
+    /// secret; another, or one with no window open, is a 401.
     pub(super) async fn keep_hook_secret<'s, 'r>(
         &self,
         source: &Source,
@@ -45,16 +50,20 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         handshake::asana_answer(secret).map(Checked::Answered)
     }
 
-    /// The verifier of the secret a handshake established, read once per warm instance; no
-    /// secret kept yet is a 401.
+    /// The verifier of the secret a handshake established, read again once the warm
+    /// instance's copy is [`ESTABLISHED_SECRET_MAX_AGE_MS`] old; no secret kept is a 401.
     pub(super) async fn established_verifier(
         &self,
         source: &Source,
     ) -> Result<Verifier, Rejection> {
         let name = source.spec.name.as_str();
+        let now = self.clock.now_ms();
+        let fresh = |(verifier, read_at): &(Verifier, i64)| {
+            (now.saturating_sub(*read_at) < ESTABLISHED_SECRET_MAX_AGE_MS).then(|| verifier.clone())
+        };
         let cached = match self.established.lock() {
-            Ok(map) => map.get(name).cloned(),
-            Err(poisoned) => poisoned.into_inner().get(name).cloned(),
+            Ok(map) => map.get(name).and_then(fresh),
+            Err(poisoned) => poisoned.into_inner().get(name).and_then(fresh),
         };
         if let Some(verifier) = cached {
             return Ok(verifier);
@@ -68,11 +77,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let verifier = source
             .verifier_with(secret)
             .map_err(|_| Rejection::InvalidSignature(SignatureError::Mismatch))?;
+        let entry = (verifier.clone(), now);
         match self.established.lock() {
-            Ok(mut map) => map.insert(name.to_owned(), verifier.clone()),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .insert(name.to_owned(), verifier.clone()),
+            Ok(mut map) => map.insert(name.to_owned(), entry),
+            Err(poisoned) => poisoned.into_inner().insert(name.to_owned(), entry),
         };
         Ok(verifier)
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use base64::Engine as _;
-use http::{Method, StatusCode};
+use http::Method;
 use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
@@ -36,10 +36,11 @@ mod claiming;
 mod established;
 mod handshake;
 mod payload;
+mod preset_rules;
 mod request;
 
 pub use crate::answer::accepted_response;
-use answer::json_response;
+use answer::stored_response;
 pub use answer::{to_apigw_v2, Rejection};
 use payload::{Carry, Event};
 use request::{invocation, source_from, source_name};
@@ -105,13 +106,15 @@ pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     metrics: Metrics,
     store: S,
     cache: ReplayCache,
-    /// Verifiers of the secrets handshakes established (Asana's), read once per warm instance.
-    established: std::sync::Mutex<std::collections::HashMap<String, Verifier>>,
+    /// Verifiers of the secrets handshakes established (Asana's), with when each was read
+    /// (read again after [`established::ESTABLISHED_SECRET_MAX_AGE_MS`]).
+    established: std::sync::Mutex<std::collections::HashMap<String, (Verifier, i64)>>,
 }
 
-/// What the checks before the key found: an event to claim, or a handshake already answered.
+/// What the checks before the key found: an event to claim (its body as kept: a token it
+/// carried taken out), or a handshake already answered.
 enum Checked<'s, 'r> {
-    Event(&'s Source, &'r [u8]),
+    Event(&'s Source, std::borrow::Cow<'r, [u8]>),
     Answered(Response<Body>),
 }
 
@@ -259,6 +262,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 return Ok(resp);
             }
         };
+        let body: &[u8] = &body;
         let body_sha256 = key::sha256_hex(body);
         let (key, json) = derive_key(source, req, body, &body_sha256)?;
         let event_type = source
@@ -290,7 +294,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             return self.accept_at_most_once(&event, carry).await;
         }
         let inv = invocation(req);
-        let (status, accepted) = accepted_response(&event.key);
+        let (status, accepted) = preset_rules::accepted_answer(source, &event.key, body);
         let claim = self.claim(&event, &inv, status, &accepted);
         // A body-only source's guard and the claim are two items: written side by side, one
         // round trip for both. A guard that refuses (or fails) undoes a claim we made.
@@ -314,9 +318,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
     }
 
-    /// Method, source, body size and signature, in that order: a forged request costs no
-    /// AWS call (Asana's handshake and its established secret aside: one item). The source
-    /// and the raw body, or a handshake's answer.
+    /// Method, source, body size, signature and the body's shape, in that order: a forged
+    /// request costs no AWS call (Asana's handshake and its established secret aside: one
+    /// item). The source and the body as kept (a token it carried taken out), or the answer of
+    /// a handshake or of a request the preset answers without a claim.
     async fn verified<'s, 'r>(
         &'s self,
         req: &'r Request,
@@ -337,6 +342,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if body.len() > self.settings.max_body_bytes {
             return Err(Rejection::PayloadTooLarge("over MAX_BODY_BYTES"));
         }
+        if let Some(resp) = preset_rules::woocommerce_ping(source, req) {
+            return Ok(Checked::Answered(resp));
+        }
         if let Some(secret) = handshake::asana_secret(source, req) {
             return self.keep_hook_secret(source, &secret).await;
         }
@@ -355,10 +363,17 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 .await?
                 .verify_request(&inbound, now)?,
         }
-        match handshake::answer_signed_post(source, req, body)? {
-            Some(resp) => Ok(Checked::Answered(resp)),
-            None => Ok(Checked::Event(source, body)),
+        if let Some(resp) = handshake::answer_signed_post(source, req, body)? {
+            return Ok(Checked::Answered(resp));
         }
+        if let Some(resp) = preset_rules::answered_unclaimed(source, body) {
+            return Ok(Checked::Answered(resp));
+        }
+        preset_rules::check_body(source, body)?;
+        Ok(Checked::Event(
+            source,
+            preset_rules::without_body_token(source, body)?,
+        ))
     }
 
     /// Declared at-most-once: no ledger; the queue's five-minute window is all there is.
@@ -373,10 +388,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             .map_err(Rejection::Internal)?;
         self.metrics.count(name, Metric::Accepted);
         info!(source = name, key = %event.key, outcome = LogOutcome::Accepted.as_str(), delivery = "at_most_once");
-        Ok(json_response(
-            StatusCode::OK,
-            accepted_response(&event.key).1,
-        ))
+        let (status, answer) = preset_rules::accepted_answer(event.source, &event.key, event.body);
+        Ok(stored_response(status, answer))
     }
 }
 

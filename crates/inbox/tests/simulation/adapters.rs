@@ -80,6 +80,9 @@ impl LedgerStore for SimLedger {
     async fn hook_secret(&self, source: &str) -> Result<Option<String>, StoreError> {
         self.inner.hook_secret(source).await
     }
+    async fn open_handshake(&self, source: &str, until_s: i64) -> Result<bool, StoreError> {
+        self.inner.open_handshake(source, until_s).await
+    }
     /// No simulated source has a replay guard: the in-memory guard, unfaulted.
     async fn guard_body(&self, g: &BodyGuard, now_ms: i64) -> Result<GuardOutcome, StoreError> {
         self.inner.guard_body(g, now_ms).await

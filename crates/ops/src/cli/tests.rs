@@ -326,9 +326,33 @@ fn the_help_lists_every_command_and_its_variables() {
         "status",
         "replay",
         "console",
+        "handshake",
     ] {
         assert!(help.contains(command), "{help}");
     }
+    assert_eq!(
+        parse(
+            &[
+                "handshake",
+                "open",
+                "asana",
+                "--minutes",
+                "5",
+                "--table",
+                "t"
+            ],
+            &[]
+        )
+        .unwrap(),
+        Some(Command::Handshake(HandshakeCommand::Open(
+            HandshakeOpenArgs {
+                source: "asana".into(),
+                minutes: 5,
+                stack: DEFAULT_STACK.into(),
+                table: Some("t".into()),
+            }
+        )))
+    );
     let why = Cli::command()
         .find_subcommand_mut("why")
         .expect("why")

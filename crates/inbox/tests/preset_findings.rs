@@ -1,0 +1,375 @@
+//! Issue 35's security findings on the presets, each closed by what the preset declares
+//! (docs/providers.md, "Answers, content checks and replay guards"): what the providers' own
+//! requests (provider_presets.rs) do not reach, because only an attacker sends it.
+
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use inbox::clock::SystemClock;
+use inbox::config::{SecretRef, SecretResolver};
+use inbox::ledger::memory::MemoryLedger;
+use inbox::metrics::Metrics;
+use inbox::queue::{Envelope, Outgoing, Queue, QueueError};
+use inbox::receiver::{Receiver, ReceiverSettings};
+use inbox::SourceSpecs;
+use lambda_http::Body;
+
+const SECRET: &str = "a-secret-of-enough-bytes";
+
+struct Secrets;
+
+impl SecretResolver for Secrets {
+    async fn resolve(&self, _reference: &SecretRef) -> Result<String, String> {
+        Ok(SECRET.to_owned())
+    }
+}
+
+#[derive(Clone, Default)]
+struct Kept(Arc<Mutex<Vec<Outgoing>>>);
+
+impl Queue for Kept {
+    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
+        self.0.lock().expect("kept").push(msg);
+        Ok(())
+    }
+}
+
+impl Kept {
+    fn len(&self) -> usize {
+        self.0.lock().expect("kept").len()
+    }
+    fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = (self.0.lock().expect("kept").iter())
+            .map(|m| Envelope::parse(m.body()).expect("an envelope").key)
+            .collect();
+        keys.dedup();
+        keys
+    }
+    fn last(&self) -> Envelope {
+        let kept = self.0.lock().expect("kept");
+        Envelope::parse(kept.last().expect("a message").body()).expect("an envelope")
+    }
+}
+
+type Rx = Receiver<MemoryLedger, Kept, SystemClock>;
+
+async fn receiver(entry: &str) -> (Rx, Kept) {
+    let sources = SourceSpecs::parse(&format!(r#"{{"s": {entry}}}"#))
+        .expect("config")
+        .resolve(&Secrets)
+        .await
+        .expect("secrets");
+    let kept = Kept::default();
+    let rx = Receiver::new(
+        sources,
+        MemoryLedger::new(),
+        kept.clone(),
+        SystemClock,
+        ReceiverSettings::default(),
+        Metrics::memory("receiver").0,
+    );
+    (rx, kept)
+}
+
+fn post(uri: &str, headers: &[(&str, &str)], body: &[u8]) -> lambda_http::Request {
+    let mut builder = http::Request::builder().method("POST").uri(uri);
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder.body(Body::from(body.to_vec())).expect("a request")
+}
+
+fn hmac_sha256(data: &[u8]) -> Vec<u8> {
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(SECRET.as_bytes()).expect("key");
+    mac.update(data);
+    mac.finalize().into_bytes().to_vec()
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+async fn answer<C: inbox::clock::Clock>(
+    rx: &Receiver<MemoryLedger, Kept, C>,
+    req: lambda_http::Request,
+) -> (u16, String) {
+    let resp = rx.handle(req).await;
+    let status = resp.status().as_u16();
+    (
+        status,
+        String::from_utf8_lossy(&resp.into_body()).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn x_refuses_a_post_signed_with_a_crc_answer_whose_body_is_not_a_json_object() {
+    let (rx, kept) = receiver(r#"{"preset": "x", "signature": {"secrets": ["env:S"]}}"#).await;
+    // Anyone may ask for the CRC answer of a token of their choosing...
+    let get = http::Request::builder()
+        .uri("https://h/webhooks/s?crc_token=forged")
+        .body(Body::Empty)
+        .expect("a request");
+    let (status, crc) = answer(&rx, get).await;
+    assert_eq!(status, 200, "{crc}");
+    let crc: serde_json::Value = serde_json::from_str(&crc).expect("JSON");
+    let signature = crc["response_token"].as_str().expect("a token").to_owned();
+    assert_eq!(
+        signature,
+        format!("sha256={}", b64(&hmac_sha256(b"forged")))
+    );
+    // ...which is the signature of a POST whose body is that token: not an event.
+    let forged = post(
+        "https://h/webhooks/s",
+        &[("x-twitter-webhooks-signature", &signature)],
+        b"forged",
+    );
+    assert_eq!(
+        answer(&rx, forged).await,
+        (400, r#"{"error":"malformed_body"}"#.to_owned())
+    );
+    for body in [&b"[1]"[..], b"\"forged\"", b"{\"a\":1} x"] {
+        let signature = format!("sha256={}", b64(&hmac_sha256(body)));
+        let req = post(
+            "https://h/webhooks/s",
+            &[("x-twitter-webhooks-signature", &signature)],
+            body,
+        );
+        assert_eq!(answer(&rx, req).await.0, 400, "{body:?}");
+    }
+    assert!(rx.ledger().snapshot().is_empty(), "a ledger write");
+    assert_eq!(kept.len(), 0, "a message sent");
+    // An object is an event.
+    let body = br#"{"for_user_id":"2244994945","tweet_create_events":[]}"#;
+    let signature = format!("sha256={}", b64(&hmac_sha256(body)));
+    let req = post(
+        "https://h/webhooks/s",
+        &[("x-twitter-webhooks-signature", &signature)],
+        body,
+    );
+    assert_eq!(answer(&rx, req).await.0, 200);
+}
+
+/// Twilio's signature: HMAC-SHA1 of the URL and the form's names and values, sorted by name,
+/// run together.
+fn twilio_signature(url: &str, form: &[(&str, &str)]) -> String {
+    let mut pairs = form.to_vec();
+    pairs.sort();
+    let mut signed = url.to_owned();
+    for (name, value) in pairs {
+        signed.push_str(name);
+        signed.push_str(value);
+    }
+    let mut mac = Hmac::<sha1::Sha1>::new_from_slice(SECRET.as_bytes()).expect("key");
+    mac.update(signed.as_bytes());
+    b64(&mac.finalize().into_bytes())
+}
+
+fn form_body(form: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form)
+        .finish()
+}
+
+#[tokio::test]
+async fn twilio_refuses_a_captured_request_split_into_another_event() {
+    let url = "https://h.example/webhooks/s";
+    let (rx, kept) = receiver(&format!(
+        r#"{{"preset": "twilio", "signature": {{"secrets": ["env:S"]}}, "public_url": "{url}"}}"#
+    ))
+    .await;
+    let sid = "SM0123456789abcdef0123456789abcdef";
+    let real = [
+        ("AccountSid", "AC0123456789abcdef0123456789abcdef"),
+        ("MessageSid", sid),
+        ("SmsStatus", "delivered"),
+        ("To", "+15558675310"),
+    ];
+    let signature = twilio_signature(url, &real);
+    let send = |form: &[(&str, &str)], signature: &str| {
+        post(
+            "https://h/webhooks/s",
+            &[
+                ("x-twilio-signature", signature),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            form_body(form).as_bytes(),
+        )
+    };
+    let (status, body) = answer(&rx, send(&real, &signature)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(kept.len(), 1);
+    // The same signed bytes, `To` run into the status: a new status, so a new key.
+    let resplit = [
+        ("AccountSid", "AC0123456789abcdef0123456789abcdef"),
+        ("MessageSid", sid),
+        ("SmsStatus", "deliveredTo+15558675310"),
+    ];
+    assert_eq!(twilio_signature(url, &resplit), signature, "the same bytes");
+    let items = rx.ledger().snapshot().len();
+    assert_eq!(
+        answer(&rx, send(&resplit, &signature)).await,
+        (400, r#"{"error":"malformed_body"}"#.to_owned())
+    );
+    assert_eq!(rx.ledger().snapshot().len(), items, "a ledger write");
+    assert_eq!(kept.len(), 1, "a message sent");
+}
+
+#[tokio::test]
+async fn figmas_passcode_is_taken_out_of_the_body_and_every_other_byte_kept() {
+    let (rx, kept) = receiver(r#"{"preset": "figma", "signature": {"secrets": ["env:S"]}}"#).await;
+    let body = format!(
+        r#"{{"event_type":"FILE_UPDATE","file_key":"zH7","passcode":"{SECRET}", "timestamp":"2024-05-01T14:00:00Z","webhook_id":"22","n":1.50}}"#
+    );
+    let req = post("https://h/webhooks/s", &[], body.as_bytes());
+    let (status, answered) = answer(&rx, req).await;
+    assert_eq!(status, 200, "{answered}");
+    let envelope = kept.last();
+    let carried = String::from_utf8(envelope.body_bytes().expect("a body")).expect("text");
+    assert_eq!(
+        carried,
+        r#"{"event_type":"FILE_UPDATE","file_key":"zH7","timestamp":"2024-05-01T14:00:00Z","webhook_id":"22","n":1.50}"#
+    );
+    assert_eq!(
+        envelope.payload_sha256,
+        inbox::key::sha256_hex(carried.as_bytes())
+    );
+    let items = rx.ledger().snapshot();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].payload_sha256, envelope.payload_sha256);
+    assert!(
+        !format!("{items:?}").contains(SECRET),
+        "the ledger holds it"
+    );
+    // A wrong passcode is still refused.
+    let wrong = body.replace(SECRET, "not-the-passcode-at-all");
+    let req = post("https://h/webhooks/s", &[], wrong.as_bytes());
+    assert_eq!(answer(&rx, req).await.0, 401);
+}
+
+#[tokio::test]
+async fn a_body_keyed_on_an_unsigned_header_is_not_a_new_event_under_a_new_delivery_id() {
+    for (preset, signature_header, key_header, prefix) in [
+        (
+            "github",
+            "x-hub-signature-256",
+            "x-github-delivery",
+            "sha256=",
+        ),
+        ("bitbucket", "x-hub-signature", "x-request-uuid", "sha256="),
+        (
+            "jira",
+            "x-hub-signature",
+            "x-atlassian-webhook-identifier",
+            "sha256=",
+        ),
+        ("sentry", "sentry-hook-signature", "request-id", ""),
+        (
+            "razorpay",
+            "x-razorpay-signature",
+            "x-razorpay-event-id",
+            "",
+        ),
+        ("shopify", "x-shopify-hmac-sha256", "x-shopify-event-id", ""),
+        (
+            "woocommerce",
+            "x-wc-webhook-signature",
+            "x-wc-webhook-delivery-id",
+            "",
+        ),
+    ] {
+        let (rx, kept) = receiver(&format!(
+            r#"{{"preset": "{preset}", "signature": {{"secrets": ["env:S"]}}}}"#
+        ))
+        .await;
+        let body = br#"{"id":1,"event":"payment.captured","webhookEvent":"x"}"#;
+        let mac = hmac_sha256(body);
+        let encoded = if matches!(preset, "shopify" | "woocommerce") {
+            b64(&mac)
+        } else {
+            hex::encode(&mac)
+        };
+        let signature = format!("{prefix}{encoded}");
+        let send = |delivery: &str| {
+            post(
+                "https://h/webhooks/s",
+                &[(signature_header, &signature), (key_header, delivery)],
+                body,
+            )
+        };
+        assert_eq!(answer(&rx, send("delivery-1")).await.0, 200, "{preset}");
+        assert_eq!(answer(&rx, send("delivery-1")).await.0, 200, "{preset}");
+        let items = rx.ledger().snapshot().len();
+        assert_eq!(
+            answer(&rx, send("delivery-2")).await,
+            (409, r#"{"error":"replayed_body"}"#.to_owned()),
+            "{preset}"
+        );
+        assert_eq!(
+            rx.ledger().snapshot().len(),
+            items,
+            "{preset}: a ledger write"
+        );
+        // (The duplicate behind the RECEIVED claim sent the first event again: same key.)
+        assert_eq!(kept.keys(), ["s:delivery-1"], "{preset}: a message sent");
+    }
+}
+
+#[tokio::test]
+async fn asanas_first_handshake_is_kept_only_in_a_window_an_operator_opened() {
+    use inbox::clock::{Clock as _, ManualClock};
+    use inbox::ledger::LedgerStore as _;
+    let clock = ManualClock::at_ms(1_700_000_000_000);
+    let sources = SourceSpecs::parse(r#"{"s": {"preset": "asana", "signature": {"secrets": []}}}"#)
+        .expect("config")
+        .resolve(&Secrets)
+        .await
+        .expect("secrets");
+    let rx = Receiver::new(
+        sources,
+        MemoryLedger::new(),
+        Kept::default(),
+        clock.clone(),
+        ReceiverSettings::default(),
+        Metrics::memory("receiver").0,
+    );
+    let secret = "kept-secret-0123456789abcdef";
+    let shake = || post("https://h/webhooks/s", &[("x-hook-secret", secret)], b"");
+    // Whoever posts first, with no window open: refused, nothing kept.
+    assert_eq!(answer(&rx, shake()).await.0, 401);
+    assert_eq!(rx.ledger().hook_secret("s").await.ok(), Some(None));
+    // A window that has closed keeps nothing either.
+    let now = clock.now_secs();
+    assert_eq!(
+        rx.ledger().open_handshake("s", now - 1).await.ok(),
+        Some(true)
+    );
+    assert_eq!(answer(&rx, shake()).await.0, 401);
+    // Inside the window: kept, echoed.
+    assert_eq!(
+        rx.ledger().open_handshake("s", now + 600).await.ok(),
+        Some(true)
+    );
+    assert_eq!(answer(&rx, shake()).await.0, 200);
+    assert_eq!(
+        rx.ledger().hook_secret("s").await.ok().flatten().as_deref(),
+        Some(secret)
+    );
+    // The events it signs verify; once an operator deletes it, a warm instance stops
+    // trusting its copy within five minutes.
+    let body = br#"{"events":[{"action":"changed"}]}"#;
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(body);
+    let signature = hex::encode(mac.finalize().into_bytes());
+    let event = || {
+        post(
+            "https://h/webhooks/s",
+            &[("x-hook-signature", &signature)],
+            body,
+        )
+    };
+    assert_eq!(answer(&rx, event()).await.0, 200);
+    rx.ledger().forget_hook_secret("s");
+    clock.advance_ms(300_000);
+    assert_eq!(answer(&rx, event()).await.0, 401);
+}
