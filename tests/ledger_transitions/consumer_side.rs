@@ -385,7 +385,11 @@ pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(l: &L) -> Vec
         "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".to_owned();
     c.response_body = r#"{"status":"accepted","key":"github:d-1","note":"ünïcode ✓"}"#.to_owned();
     assert_eq!(r.claim(&c).await, ClaimOutcome::Claimed);
-    r.taken("c1", T + 100, 1000, 1).await;
+    let t = Take {
+        payload_sha256: c.payload_sha256.clone(),
+        ..take_at("c1", T + 100, 1000)
+    };
+    assert_eq!(r.take(&t).await, TakeOutcome::Taken { attempts: 1 });
     assert!(
         r.fail(
             "c1",
@@ -394,7 +398,11 @@ pub async fn a_record_round_trips_with_every_field<L: LedgerStore>(l: &L) -> Vec
         )
         .await
     );
-    r.taken("c2", T + 300, 1000, 2).await;
+    let again = Take {
+        payload_sha256: c.payload_sha256.clone(),
+        ..take_at("c2", T + 300, 1000)
+    };
+    assert_eq!(r.take(&again).await, TakeOutcome::Taken { attempts: 2 });
     assert!(r.complete("c2", T + 400).await);
     let expected = Record {
         key: K.to_owned(),

@@ -34,7 +34,7 @@ pub fn claim_at(owner: &str, now_ms: i64) -> Claim {
     Claim {
         key: K.to_owned(),
         source: "github".to_owned(),
-        payload_sha256: format!("sha-{owner}"),
+        payload_sha256: SHA.to_owned(),
         owner: owner.to_owned(),
         now_ms,
         lease_until_ms: now_ms + LEASE_MS,

@@ -103,10 +103,15 @@ async fn duplicate_behind_the_live_claim_sends_again_and_replays_the_first_respo
     assert_eq!(second.status(), 200);
     assert!(replayed(&second));
     assert_eq!(body_json(&second), body_json(&first));
-    // Not yet taken by the consumer: RECEIVED, so the duplicate sends too (same dedup id).
+    // Not yet taken by the consumer: RECEIVED, so the duplicate sends too (same dedup id),
+    // after marking the item resent (so the first delivery cannot release it).
     assert_eq!(
         aws.faults.all_calls().into_iter().collect::<Vec<_>>(),
-        vec![("PutItem".to_owned(), 1), ("SendMessage".to_owned(), 1)]
+        vec![
+            ("PutItem".to_owned(), 1),
+            ("SendMessage".to_owned(), 1),
+            ("UpdateItem".to_owned(), 1)
+        ]
     );
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
     let lines = lines.lock().expect("metrics").clone();
@@ -278,9 +283,9 @@ async fn a_claim_whose_claimant_died_before_its_send_is_sent_by_the_next_deliver
     assert!(replayed(&resp), "the first answer, not a new claim");
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
     assert_eq!(
-        aws.ledger_items().await,
+        resent(aws.ledger_items().await),
         before,
-        "the item is left as it was"
+        "the item is left as it was, but for the mark of its resend"
     );
 }
 
@@ -343,7 +348,11 @@ async fn a_received_item_past_its_deployed_lease_is_never_claimed_anew() {
         serde_json::json!({"status": "accepted", "key": "strict:s-1"})
     );
     assert_eq!(aws.faults.calls("SendMessage"), sends + 1, "sent again");
-    assert_eq!(aws.ledger_items().await, claimed, "still the first claim");
+    assert_eq!(
+        resent(aws.ledger_items().await),
+        claimed,
+        "still the first claim, marked resent"
+    );
     let msgs = aws.receive_all(&aws.resources.queue_url).await;
     assert_eq!(
         msgs.len(),
@@ -456,7 +465,7 @@ async fn a_changed_body_past_the_lease_gets_the_first_answer_and_is_not_sent() {
     assert_eq!(resp.status(), 200, "the original's retry is not a mismatch");
     assert!(replayed(&resp));
     assert_eq!(aws.faults.calls("SendMessage"), sends + 1);
-    assert_eq!(aws.ledger_items().await, claimed);
+    assert_eq!(resent(aws.ledger_items().await), claimed);
     let lines = lines.lock().expect("metrics").clone();
     assert_eq!(tally(&lines, "github", Metric::Accepted), 1);
     assert_eq!(tally(&lines, "github", Metric::PayloadMismatch), 1);
@@ -532,4 +541,20 @@ async fn an_in_flight_duplicate_whose_send_fails_answers_500_and_leaves_the_clai
     assert_eq!(retry.status(), 200);
     assert!(replayed(&retry));
     assert_eq!(aws.receive_all(&aws.resources.queue_url).await.len(), 1);
+}
+
+/// The items as they were before a duplicate sent the event behind their claim: each carries
+/// the mark of that resend (`resent_by`, docs/design.md §4), which is taken off here.
+fn resent(items: Vec<inbox::ledger::Record>) -> Vec<inbox::ledger::Record> {
+    items
+        .into_iter()
+        .map(|mut r| {
+            assert!(
+                r.resent_by.is_some(),
+                "marked resent before the send: {r:?}"
+            );
+            r.resent_by = None;
+            r
+        })
+        .collect()
 }

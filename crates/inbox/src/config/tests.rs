@@ -452,16 +452,18 @@ fn no_secret_or_token_in_any_debug_output() {
     .expect("a forwarder")
     .signed(signer.clone());
     let ledger = crate::ledger::memory::MemoryLedger::new();
-    tokio::runtime::Builder::new_current_thread()
+    let kept = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime")
-        .block_on(crate::ledger::LedgerStore::keep_hook_secret(
-            &ledger,
-            "asana",
-            "asana-kept-hook-secret-0123",
-            0,
-        ))
-        .expect("kept");
+        .block_on(async {
+            use crate::ledger::LedgerStore as _;
+            ledger.open_handshake("asana", 600).await?;
+            ledger
+                .keep_hook_secret("asana", "asana-kept-hook-secret-0123", 0)
+                .await
+        })
+        .expect("answered");
+    assert!(kept, "kept inside the window an operator opened");
     let outputs = [
         format!("{sources:?}"),
         format!("{fb:?}"),

@@ -25,9 +25,8 @@
 //! does nothing: a replay never makes the original run again.
 //! The receiver's path is claim, then send: the item stays RECEIVED until the consumer's take
 //! (which accepts RECEIVED). A duplicate that finds a RECEIVED claim sends the event itself
-//! under the same deduplication id; where the claimant's lease is live (its own send may yet
-//! fail and release), it marks the item first ([`MARK_RESENT_CONDITION`]), and a marked item
-//! is never released, so no event on the queue loses its item. QUEUED is a deferred item's
+//! under the same deduplication id, after marking the item ([`MARK_RESENT_CONDITION`]): a
+//! marked item is never released, so no event on the queue loses its item. QUEUED is a deferred item's
 //! status.
 //!
 //! `fail` is a real failure and counts in `failures`, on which the consumer's dead-letter
@@ -298,8 +297,8 @@ pub fn release_allowed(existing: Option<&Record>, owner: &str, now_ms: i64) -> b
 }
 
 /// Mark resent (receiver, UpdateItem `SET resent_by = :me`, with `ALL_OLD` on a refusal): a
-/// duplicate delivery found the item RECEIVED under the claimant's live lease and is about to
-/// send the stored event behind it. The mark comes first, so the claimant, whose own send may
+/// duplicate delivery found the item RECEIVED and is about to send the stored event behind
+/// it. The mark comes first, so the claimant, whose own send may
 /// yet fail, can no longer release an item whose event is on the queue. Refused: the item is
 /// gone (released: the duplicate claims anew) or moved on (taken: nothing to send).
 pub const MARK_RESENT_CONDITION: &str =
@@ -664,7 +663,7 @@ pub trait LedgerStore: Send + Sync + 'static {
     /// A plain read, for operators and tests; no transition depends on it.
     fn get(&self, key: &str) -> impl Future<Output = Result<Option<Record>, StoreError>> + Send;
     /// Marks a RECEIVED item as resent by `owner` before a duplicate sends its event behind
-    /// the claimant's live lease ([`MARK_RESENT_CONDITION`]): `Ok(None)` marked, else the
+    /// a RECEIVED claim ([`MARK_RESENT_CONDITION`]): `Ok(None)` marked, else the
     /// item as it was (`None` inside: absent).
     fn mark_resent(
         &self,

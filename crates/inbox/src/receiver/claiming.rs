@@ -60,8 +60,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// is sent first, with the same deduplication id (SQS keeps one message per id for five
     /// minutes; beyond that the consumer's take keeps one side effect) and the first receipt
     /// time; a changed body never reaches the queue or the archive. A failed send is a 500
-    /// with nothing to release: the claim is not ours. Behind a live lease the item is marked
-    /// first ([`Self::mark_resent`]), so that the claimant cannot release it under the event.
+    /// with nothing to release: the claim is not ours. The item is marked first
+    /// ([`Self::mark_resent`]), so that the claimant cannot release it under the event.
     pub(super) async fn answer_duplicate(
         &self,
         event: &Event<'_>,
@@ -79,7 +79,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         self.check_payload(source, key, &event.body_sha256, &seen)?;
         if existing.status == Status::Received
             && existing.payload_sha256 == event.body_sha256
-            && self.mark_resent(event, existing, inv).await?
+            && self.mark_resent(event, inv).await?
         {
             self.send(event, carry, existing.received_at)
                 .await
@@ -97,21 +97,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         Ok(resp)
     }
 
-    /// Before a duplicate sends the stored event behind a RECEIVED claim: where the claimant's
-    /// lease is live (its own send may yet fail, and its release would delete the item of an
-    /// event this send puts on the queue), mark the item resent (docs/design.md §4, "mark
-    /// resent"). `Ok(true)`: send; `Ok(false)`: the item moved on (taken), nothing to send. A
-    /// claim released meanwhile is a 500: the sender's retry claims the key anew.
-    async fn mark_resent(
-        &self,
-        event: &Event<'_>,
-        existing: &Record,
-        inv: &Invocation,
-    ) -> Result<bool, Rejection> {
+    /// Before a duplicate sends the stored event behind a RECEIVED claim, it marks the item
+    /// resent (docs/design.md §4, "mark resent"): the claimant, whose own send may yet fail,
+    /// can then no longer release an item whose event this send puts on the queue. Whatever the
+    /// lease says: a claimant paused between its clock read and its release's write cannot be
+    /// told by time alone. `Ok(true)`: send; `Ok(false)`: the item moved on (taken), nothing to
+    /// send. A claim released meanwhile is a 500: the sender's retry claims the key anew.
+    async fn mark_resent(&self, event: &Event<'_>, inv: &Invocation) -> Result<bool, Rejection> {
         let now = self.clock.now_ms();
-        if existing.lease_until.is_none_or(|until| until < now) {
-            return Ok(true);
-        }
         match self
             .ledger
             .mark_resent(&event.key, &inv.request_id, &event.body_sha256, now)

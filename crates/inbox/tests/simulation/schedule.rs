@@ -215,6 +215,45 @@ impl Sim<'_> {
         self.w().violation(format!("{name} never finished"));
     }
 
+    /// The operator leaves in the dead-letter queue what the consumer refused as no receiver's
+    /// (docs/design.md §5): a message whose key has no unexpired ledger item, which a redrive
+    /// would only bring back refused. That happens only to an event no sender was answered 200
+    /// for (its send landed, its answer was lost, its claim released, its sender gave up);
+    /// an accepted event's message left so is lost, a violation.
+    fn leave_refused_dead_letters(&mut self, now: i64) {
+        let items: std::collections::HashSet<String> = self
+            .ledger
+            .snapshot()
+            .into_iter()
+            .filter(|r| !r.is_expired(now))
+            .map(|r| r.key)
+            .collect();
+        let accepted: std::collections::HashSet<String> = self
+            .senders
+            .iter()
+            .filter(|s| s.accepted)
+            .map(|s| s.key.clone())
+            .collect();
+        let mut w = self.w();
+        let (left, redrivable): (Vec<_>, Vec<_>) = std::mem::take(&mut w.queue.dlq)
+            .into_iter()
+            .partition(|m| !items.contains(&m.key));
+        w.queue.dlq = redrivable;
+        for m in left {
+            if accepted.contains(&m.key) {
+                w.violation(format!(
+                    "LOST: {} accepted, its message refused for want of a ledger item",
+                    m.key
+                ));
+            } else {
+                w.log(format!(
+                    "operator leaves {} in the dead-letter queue: refused, never accepted",
+                    m.key
+                ));
+            }
+        }
+    }
+
     /// No more faults: finish what runs, let the senders' due retries through, redrive the
     /// dead-letter queue, and drain the queue. Every accepted event must end up completed.
     pub(crate) fn drain(&mut self) {
@@ -240,6 +279,7 @@ impl Sim<'_> {
                 continue;
             }
             let now = self.now();
+            self.leave_refused_dead_letters(now);
             let redriven = self.w().queue.redrive(now);
             if redriven > 0 {
                 self.w().stats.redriven += redriven as u64;
