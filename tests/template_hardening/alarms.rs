@@ -161,7 +161,7 @@ fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
 }
 
 #[test]
-fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
+fn the_dashboard_shows_the_emf_metrics_the_queues_errors_and_the_archive() {
     let t = translated();
     let id = t.only_of_type("AWS::CloudWatch::Dashboard").unwrap();
     let sub = t.properties(id)["DashboardBody"]["Fn::Sub"]
@@ -172,10 +172,16 @@ fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
     assert_eq!(variables["ns"], NAMESPACE);
     assert_eq!(variables["queue"], get_att("WebhookQueue", "QueueName"));
     assert_eq!(variables["dlq"], get_att("DeadLetterQueue", "QueueName"));
+    assert_eq!(variables["receiver"], reference("ReceiverFunction"));
+    assert_eq!(variables["consumer"], reference("ConsumerFunction"));
+    assert_eq!(variables["archive"], reference("ArchiveStream"));
     for (name, value) in [
         ("${ns}", NAMESPACE),
         ("${queue}", "q.fifo"),
         ("${dlq}", "d.fifo"),
+        ("${receiver}", "receiver-fn"),
+        ("${consumer}", "consumer-fn"),
+        ("${archive}", "archive-stream"),
         ("${AWS::Region}", "eu-west-1"),
     ] {
         body = body.replace(name, value);
@@ -221,13 +227,16 @@ fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
             metric.name()
         );
     }
-    for queue_metric in [
+    for shown_name in [
         "ApproximateNumberOfMessagesVisible",
         "ApproximateAgeOfOldestMessage",
+        // The metrics of the functions' Errors alarms and of ArchiveDeliveryAlarm.
+        "Errors",
+        "consumer-fn",
+        "receiver-fn",
+        "DeliveryToS3.DataFreshness",
+        "archive-stream",
     ] {
-        assert!(
-            shown.contains(queue_metric),
-            "dashboard lacks {queue_metric}"
-        );
+        assert!(shown.contains(shown_name), "dashboard lacks {shown_name}");
     }
 }
