@@ -359,6 +359,30 @@ mod tests {
         assert!(e.contains("WEBHOOK_SOURCES"), "{e}");
     }
 
+    /// A configuration error ends start-up (the runtime's loop never runs) with status 1; the
+    /// loop's own error too. The line each logs is checked on the binaries (`e2e` test
+    /// `start_up`).
+    #[tokio::test]
+    async fn serve_stops_with_status_1_on_a_configuration_or_runtime_error() {
+        let ran = std::cell::Cell::new(false);
+        let bad = ConfigError::MissingVar("LEDGER_TABLE");
+        let code = serve(async { Err::<(), _>(bad) }, async |()| {
+            ran.set(true);
+            Ok::<(), String>(())
+        })
+        .await;
+        assert_eq!(code, ExitCode::FAILURE);
+        assert!(!ran.get(), "the runtime does not start");
+        let code = serve(
+            async { Ok(()) },
+            async |()| Err("no runtime API".to_owned()),
+        )
+        .await;
+        assert_eq!(code, ExitCode::FAILURE);
+        let code = serve(async { Ok(()) }, async |()| Ok::<(), String>(())).await;
+        assert_eq!(code, ExitCode::SUCCESS);
+    }
+
     #[tokio::test]
     async fn the_forward_signer_reads_each_reference_and_checks_whsec() {
         std::env::set_var("INBOX_TEST_FWD_A", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
