@@ -1,5 +1,5 @@
-//! The alarms (dead letters, age, errors, 5xx, failures, forged signatures), where they notify,
-//! and the dashboard: on the translated template.
+//! The alarms (dead letters, age, each function's errors, 5xx, failures, forged signatures, the
+//! archive's delivery), where they notify, and the dashboard: on the translated template.
 
 use super::*;
 
@@ -84,6 +84,56 @@ fn alarms_cover_dead_letters_age_errors_5xx_failures_and_forged_signatures() {
     );
 }
 
+/// A consumer that cannot start fails every invocation its queue's mapping makes (the init
+/// error counts in `Errors`); it answers every batch otherwise (failures are listed, never
+/// thrown), so one error in one minute alarms: within minutes of the first batch it could not
+/// take.
+#[test]
+fn a_consumer_that_cannot_start_raises_its_own_alarm_within_minutes() {
+    let errors = alarm_on(
+        "AWS/Lambda",
+        "Errors",
+        ("FunctionName", reference("ConsumerFunction")),
+    );
+    assert_eq!(errors["Statistic"], "Sum");
+    assert_eq!(errors["ComparisonOperator"], "GreaterThanThreshold");
+    assert_eq!(errors["Threshold"], 0, "one error is enough");
+    assert_eq!(errors["Period"], 60);
+    assert_eq!(errors["EvaluationPeriods"], 1, "the first such minute");
+    assert_eq!(errors["TreatMissingData"], "notBreaching");
+}
+
+/// Firehose retries a failed delivery to S3 for 24 hours, then drops the records (whose
+/// events' `archived_at` is stamped): the age of the oldest undelivered record past the
+/// buffer's interval, with a flush's margin, alarms hours before that.
+#[test]
+fn the_archive_failing_to_deliver_raises_an_alarm_before_firehose_drops_it() {
+    let t = translated();
+    let stream = t.properties("ArchiveStream");
+    let buffer = stream["ExtendedS3DestinationConfiguration"]["BufferingHints"]
+        ["IntervalInSeconds"]
+        .as_i64()
+        .expect("the archive's buffer interval");
+    let fresh = alarm_on(
+        "AWS/Firehose",
+        "DeliveryToS3.DataFreshness",
+        ("DeliveryStreamName", reference("ArchiveStream")),
+    );
+    assert_eq!(fresh["Statistic"], "Maximum");
+    assert_eq!(fresh["ComparisonOperator"], "GreaterThanThreshold");
+    let threshold = fresh["Threshold"].as_i64().expect("a number of seconds");
+    assert!(
+        threshold >= 2 * buffer,
+        "{threshold} s: a working stream's records wait up to its {buffer} s buffer"
+    );
+    let period = fresh["Period"].as_i64().unwrap();
+    let periods = fresh["EvaluationPeriods"].as_i64().unwrap();
+    assert!(
+        threshold + period * periods <= 3600,
+        "it alarms within the hour, far before the 24 h Firehose retries"
+    );
+}
+
 #[test]
 fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
     let t = translated();
@@ -92,7 +142,7 @@ fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
         {"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AWS::NoValue"}]},
     ]);
     let all = alarms();
-    assert_eq!(all.len(), 6);
+    assert_eq!(all.len(), 8);
     for (id, props) in all {
         assert_eq!(props["AlarmActions"], expected, "{id}");
     }
@@ -111,7 +161,7 @@ fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
 }
 
 #[test]
-fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
+fn the_dashboard_shows_the_emf_metrics_the_queues_errors_and_the_archive() {
     let t = translated();
     let id = t.only_of_type("AWS::CloudWatch::Dashboard").unwrap();
     let sub = t.properties(id)["DashboardBody"]["Fn::Sub"]
@@ -122,10 +172,16 @@ fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
     assert_eq!(variables["ns"], NAMESPACE);
     assert_eq!(variables["queue"], get_att("WebhookQueue", "QueueName"));
     assert_eq!(variables["dlq"], get_att("DeadLetterQueue", "QueueName"));
+    assert_eq!(variables["receiver"], reference("ReceiverFunction"));
+    assert_eq!(variables["consumer"], reference("ConsumerFunction"));
+    assert_eq!(variables["archive"], reference("ArchiveStream"));
     for (name, value) in [
         ("${ns}", NAMESPACE),
         ("${queue}", "q.fifo"),
         ("${dlq}", "d.fifo"),
+        ("${receiver}", "receiver-fn"),
+        ("${consumer}", "consumer-fn"),
+        ("${archive}", "archive-stream"),
         ("${AWS::Region}", "eu-west-1"),
     ] {
         body = body.replace(name, value);
@@ -171,13 +227,16 @@ fn the_dashboard_shows_the_emf_metrics_and_the_queues() {
             metric.name()
         );
     }
-    for queue_metric in [
+    for shown_name in [
         "ApproximateNumberOfMessagesVisible",
         "ApproximateAgeOfOldestMessage",
+        // The metrics of the functions' Errors alarms and of ArchiveDeliveryAlarm.
+        "Errors",
+        "consumer-fn",
+        "receiver-fn",
+        "DeliveryToS3.DataFreshness",
+        "archive-stream",
     ] {
-        assert!(
-            shown.contains(queue_metric),
-            "dashboard lacks {queue_metric}"
-        );
+        assert!(shown.contains(shown_name), "dashboard lacks {shown_name}");
     }
 }

@@ -1,7 +1,11 @@
 //! Cold-start wiring shared by the two binaries: environment, SDK clients (built once and
 //! reused by every invocation), configuration and secrets. Any problem stops start-up with a
-//! message naming the variable, the source and the field.
+//! message naming the variable, the source and the field: [`serve`] logs it, one line, and
+//! exits 1.
 
+use std::fmt::Display;
+use std::future::Future;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
@@ -41,6 +45,35 @@ pub type LambdaConsumer = Consumer<
     Option<FirehoseArchive>,
     Targets,
 >;
+
+/// A binary's `main` after its subscriber is set: builds the function (`built`: the
+/// configuration, the clients, the secrets), then hands it to `run` (the runtime's loop).
+///
+/// A configuration error stops start-up with its message (its `Display`, the text
+/// docs/configuration.md documents, never the `Debug` form `main` returning the error would
+/// print) as one ERROR log line, JSON where `AWS_LAMBDA_LOG_FORMAT=JSON`, and exit status 1:
+/// Lambda reports the init failure (`Runtime.ExitError`) and counts the invocation in the
+/// function's `Errors`. The runtime's loop ending in an error (its API unreachable) is said
+/// the same way.
+pub async fn serve<T, E: Display>(
+    built: impl Future<Output = Result<T, ConfigError>>,
+    run: impl AsyncFnOnce(T) -> Result<(), E>,
+) -> ExitCode {
+    let function = match built.await {
+        Ok(function) => function,
+        Err(e) => return stop(&e),
+    };
+    match run(function).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => stop(&e),
+    }
+}
+
+/// Why the function stops: the error's message as the log line's, nothing else, then 1.
+fn stop(error: &dyn Display) -> ExitCode {
+    tracing::error!("{error}");
+    ExitCode::FAILURE
+}
 
 /// `WEBHOOK_SOURCES`, checked, and checked against `QUEUE_RETENTION_SECONDS` where set.
 pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
@@ -324,6 +357,30 @@ mod tests {
         );
         let e = run([None, queue, None, None]).unwrap_err();
         assert!(e.contains("WEBHOOK_SOURCES"), "{e}");
+    }
+
+    /// A configuration error ends start-up (the runtime's loop never runs) with status 1; the
+    /// loop's own error too. The line each logs is checked on the binaries (`e2e` test
+    /// `start_up`).
+    #[tokio::test]
+    async fn serve_stops_with_status_1_on_a_configuration_or_runtime_error() {
+        let ran = std::cell::Cell::new(false);
+        let bad = ConfigError::MissingVar("LEDGER_TABLE");
+        let code = serve(async { Err::<(), _>(bad) }, async |()| {
+            ran.set(true);
+            Ok::<(), String>(())
+        })
+        .await;
+        assert_eq!(code, ExitCode::FAILURE);
+        assert!(!ran.get(), "the runtime does not start");
+        let code = serve(
+            async { Ok(()) },
+            async |()| Err("no runtime API".to_owned()),
+        )
+        .await;
+        assert_eq!(code, ExitCode::FAILURE);
+        let code = serve(async { Ok(()) }, async |()| Ok::<(), String>(())).await;
+        assert_eq!(code, ExitCode::SUCCESS);
     }
 
     #[tokio::test]

@@ -1,0 +1,134 @@
+//! A function that cannot start says why in one readable line: each binary (the receiver's and
+//! the consumer's own sources, built as bins of this package), run with a bad variable of its
+//! own and no Lambda Runtime API to reach, prints the configuration error's documented message
+//! (docs/configuration.md, "When a function cannot start") as one ERROR log line, JSON where
+//! `AWS_LAMBDA_LOG_FORMAT=JSON` as the template sets it, and exits 1. Never the error's
+//! `Debug` form (`Error: BadVar { name: … }`), which `main` returning the error would print.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const SOURCES: &str = r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#;
+
+/// Runs `binary` with only `vars` (and the runtime's API pointing nowhere), in `format`.
+fn run(binary: &str, format: Option<&str>, vars: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(binary);
+    command
+        .env_clear()
+        // Nothing listens there: a function that got as far as the runtime would fail there.
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env("AWS_REGION", "eu-west-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .envs(vars.iter().copied());
+    if let Some(format) = format {
+        command.env("AWS_LAMBDA_LOG_FORMAT", format);
+    }
+    command.output().expect("the binary runs")
+}
+
+/// The function stopped with `message` (the error's Display, whole) as its one ERROR line, in
+/// both formats, exit status 1, nothing on stderr (no panic, no `Error: …` of a returned error).
+fn stops_saying(binary: &str, vars: &[(&str, &str)], message: &str) {
+    for format in [Some("JSON"), None] {
+        let out = run(binary, format, vars);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let context = format!("{binary} {format:?}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        assert_eq!(out.status.code(), Some(1), "{context}");
+        assert!(stderr.is_empty(), "nothing but the log line: {context}");
+        for debug in ["BadVar", "MissingVar", "NotAnObject", "Error: ", "{ name"] {
+            assert!(
+                !stdout.contains(debug),
+                "no Debug form ({debug}): {context}"
+            );
+        }
+        let errors: Vec<&str> = stdout.lines().filter(|l| l.contains("ERROR")).collect();
+        assert_eq!(errors.len(), 1, "one line says why: {context}");
+        let line = errors[0];
+        assert_eq!(
+            stdout.lines().last(),
+            Some(line),
+            "it is the last: {context}"
+        );
+        match format {
+            Some(_) => {
+                let json: Value = serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("a JSON log line ({e}): {context}"));
+                assert_eq!(json["level"], "ERROR", "{context}");
+                assert_eq!(json["fields"]["message"], message, "{context}");
+            }
+            None => assert!(
+                line.trim_end().ends_with(&format!("ERROR {message}")),
+                "the message, as it is: {context}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn the_receiver_that_cannot_start_says_why_in_one_line() {
+    let receiver = env!("CARGO_BIN_EXE_chaos-receiver");
+    let base = [
+        ("LEDGER_TABLE", "ledger"),
+        ("QUEUE_URL", "http://q.invalid/q.fifo"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut vars = base.to_vec();
+        vars.extend_from_slice(extra);
+        vars
+    };
+    stops_saying(
+        receiver,
+        &with(&[("WEBHOOK_SOURCES", "not json")]),
+        "WEBHOOK_SOURCES is not a JSON object: expected ident at line 1 column 2",
+    );
+    stops_saying(
+        receiver,
+        &with(&[("WEBHOOK_SOURCES", SOURCES), ("MAX_BODY_BYTES", "0")]),
+        "environment variable MAX_BODY_BYTES: must be between 1 and 6291456",
+    );
+    stops_saying(
+        receiver,
+        &[
+            ("WEBHOOK_SOURCES", SOURCES),
+            ("QUEUE_URL", "http://q.invalid/q.fifo"),
+        ],
+        "environment variable LEDGER_TABLE is required but not set",
+    );
+}
+
+#[test]
+fn the_consumer_that_cannot_start_says_why_in_one_line() {
+    let consumer = env!("CARGO_BIN_EXE_chaos-consumer");
+    let base = [
+        ("LEDGER_TABLE", "ledger"),
+        ("FORWARD_URL", "https://records.invalid/hooks"),
+        ("WEBHOOK_SOURCES", SOURCES),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut vars = base.to_vec();
+        vars.extend_from_slice(extra);
+        vars
+    };
+    stops_saying(
+        consumer,
+        &with(&[(
+            "WEBHOOK_DESTINATIONS",
+            r#"{"d1": {"target": "https://crm.invalid/hooks", "sources": ["s"], "timeout_ms": 0}}"#,
+        )]),
+        "environment variable WEBHOOK_DESTINATIONS: destination `d1`, field `timeout_ms`: must be between 1 and 900000",
+    );
+    stops_saying(
+        consumer,
+        &with(&[("WEBHOOK_DESTINATIONS", "[]")]),
+        "environment variable WEBHOOK_DESTINATIONS: not a JSON object of destinations: invalid type: sequence, expected a JSON object at line 1 column 0",
+    );
+    stops_saying(
+        consumer,
+        &with(&[("FORWARD_TIMEOUT_MS", "0")]),
+        "environment variable FORWARD_TIMEOUT_MS: 0 must be between 1 and 900000",
+    );
+}
