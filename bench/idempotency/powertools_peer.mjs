@@ -1,0 +1,102 @@
+// THE COMPARISON, NOT THE PRODUCT: the bench's trivial handler made idempotent with Powertools
+// for AWS Lambda (TypeScript), as its documentation shows (makeIdempotent,
+// DynamoDBPersistenceLayer, the key from `order`), run through the three paths of
+// make bench-idempotency against the counting proxy. Installed from npm (package.json), never
+// copied.
+//
+// Environment: BENCH_TABLE, BENCH_PROXY (host:port of the proxy, for marks), BENCH_CACHE
+// (1: Powertools' local cache on), BENCH_SPAWN_NS (the runner's clock when it started this
+// process), and the standard AWS_ENDPOINT_URL / AWS_REGION / credentials.
+// Prints one JSON line: init time, peak RSS and each path's outcome.
+
+import { performance } from 'node:perf_hooks';
+import { readFileSync } from 'node:fs';
+
+const t0 = performance.now();
+// Imported after t0: the init figure includes loading Powertools and the SDK.
+const { makeIdempotent, IdempotencyConfig } = await import('@aws-lambda-powertools/idempotency');
+const { DynamoDBPersistenceLayer } = await import('@aws-lambda-powertools/idempotency/dynamodb');
+
+const persistenceStore = new DynamoDBPersistenceLayer({ tableName: process.env.BENCH_TABLE });
+const config = new IdempotencyConfig({
+  eventKeyJmesPath: 'order',
+  useLocalCache: process.env.BENCH_CACHE === '1',
+});
+
+let hold = false; // true: the handler waits for release() (the in-flight path)
+let entered;
+const enteredP = new Promise((r) => (entered = r));
+let release;
+const releaseP = new Promise((r) => (release = r));
+
+const handler = makeIdempotent(
+  async (event, _context) => {
+    if (hold) {
+      entered();
+      await Promise.race([releaseP, new Promise((r) => setTimeout(r, 30_000).unref())]);
+    }
+    return { ok: true };
+  },
+  { persistenceStore, config },
+);
+
+const initMs = performance.now() - t0;
+const readyEpochNs = BigInt(Date.now()) * 1_000_000n;
+
+function context(requestId) {
+  const deadline = Date.now() + 30_000;
+  return {
+    functionName: 'bench',
+    functionVersion: '$LATEST',
+    memoryLimitInMB: '128',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:bench',
+    awsRequestId: requestId,
+    getRemainingTimeInMillis: () => deadline - Date.now(),
+  };
+}
+
+async function mark(name) {
+  const res = await fetch(`http://${process.env.BENCH_PROXY}/__bench/mark?name=${name}`);
+  await res.text();
+}
+
+async function call(event, requestId) {
+  try {
+    return { result: await handler(event, context(requestId)) };
+  } catch (e) {
+    return { error: e.name || String(e) };
+  }
+}
+
+function vmhwmKb() {
+  const m = readFileSync('/proc/self/status', 'utf8').match(/^VmHWM:\s+(\d+)/m);
+  return m ? Number(m[1]) : null;
+}
+
+const out = {};
+const first = { order: 'o-1', amount: 42 };
+await mark('first');
+out.first = await call(first, 'r-1');
+await mark('dup_done');
+out.dup_done = await call({ ...first }, 'r-2');
+
+const held = { order: 'o-2', amount: 42 };
+hold = true;
+await mark('inflight_held');
+const firstP = call(held, 'r-3');
+await Promise.race([enteredP, new Promise((r) => setTimeout(r, 30_000).unref())]);
+await mark('inflight_dup');
+out.inflight_dup = await call({ ...held }, 'r-4');
+await mark('inflight_rest');
+release();
+out.inflight_first = await firstP;
+await mark('end');
+
+console.log(
+  JSON.stringify({
+    init_ms: initMs,
+    spawn_to_ready_ms: Number(readyEpochNs - BigInt(process.env.BENCH_SPAWN_NS)) / 1e6,
+    vmhwm_kb: vmhwmKb(),
+    outcomes: out,
+  }),
+);
