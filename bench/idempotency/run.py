@@ -261,9 +261,14 @@ def main():
     w("| answer to the in-flight duplicate | %s |" % " | ".join(answer(p, "0", "inflight_dup") for p, _, _, _ in peers))
     w("| answer to the duplicate after completion | %s |" % " | ".join(answer(p, "0", "dup_done") for p, _, _, _ in peers))
     w("")
+    biggest = ", ".join(
+        "%s %d" % (label, max(v for t, v in sizes.items() if t.split("-")[1] == peer))
+        for peer, label, _, _ in peers
+    )
     w("DynamoDB on-demand bill, USD per million calls of each path (write units x $0.625 per "
-      "million, read units x $0.125 per million, us-east-1; every item at most %d bytes, so one "
-      "unit per write and per consistent read):" % max(sizes.values()))
+      "million, read units x $0.125 per million, us-east-1; the largest item, in bytes as "
+      "DynamoDB sizes it: %s; under 1 KB, so one unit per write, refused or not, and per "
+      "consistent read):" % biggest)
     w("")
     w(head)
     w(rule)
