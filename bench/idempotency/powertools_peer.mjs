@@ -23,17 +23,24 @@ const config = new IdempotencyConfig({
   useLocalCache: process.env.BENCH_CACHE === '1',
 });
 
-let hold = false; // true: the handler waits for release() (the in-flight path)
-let entered;
-const enteredP = new Promise((r) => (entered = r));
-let release;
-const releaseP = new Promise((r) => (release = r));
+// Invocations whose handler waits (by request id): inside, then let go.
+function gate() {
+  const g = {};
+  g.enteredP = new Promise((r) => (g.entered = r));
+  g.releaseP = new Promise((r) => (g.release = r));
+  return g;
+}
+const gates = { 'hold-inflight': gate(), 'hold-abandoned': gate() }; // abandoned: never let go
+// unref: a handler left waiting (the timed-out call) does not keep the process alive.
+const timeout = (ms) => new Promise((r) => setTimeout(r, ms).unref());
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const handler = makeIdempotent(
-  async (event, _context) => {
-    if (hold) {
-      entered();
-      await Promise.race([releaseP, new Promise((r) => setTimeout(r, 30_000).unref())]);
+  async (event, context) => {
+    const g = gates[context.awsRequestId];
+    if (g) {
+      g.entered();
+      await Promise.race([g.releaseP, timeout(30_000)]);
     }
     return { ok: true };
   },
@@ -43,8 +50,8 @@ const handler = makeIdempotent(
 const initMs = performance.now() - t0;
 const readyEpochNs = BigInt(Date.now()) * 1_000_000n;
 
-function context(requestId) {
-  const deadline = Date.now() + 30_000;
+function context(requestId, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
   return {
     functionName: 'bench',
     functionVersion: '$LATEST',
@@ -60,9 +67,9 @@ async function mark(name) {
   await res.text();
 }
 
-async function call(event, requestId) {
+async function call(event, requestId, timeoutMs) {
   try {
-    return { result: await handler(event, context(requestId)) };
+    return { result: await handler(event, context(requestId, timeoutMs)) };
   } catch (e) {
     return { error: e.name || String(e) };
   }
@@ -81,15 +88,24 @@ await mark('dup_done');
 out.dup_done = await call({ ...first }, 'r-2');
 
 const held = { order: 'o-2', amount: 42 };
-hold = true;
 await mark('inflight_held');
-const firstP = call(held, 'r-3');
-await Promise.race([enteredP, new Promise((r) => setTimeout(r, 30_000).unref())]);
+const firstP = call(held, 'hold-inflight');
+await Promise.race([gates['hold-inflight'].enteredP, timeout(30_000)]);
 await mark('inflight_dup');
 out.inflight_dup = await call({ ...held }, 'r-4');
 await mark('inflight_rest');
-release();
+gates['hold-inflight'].release();
 out.inflight_first = await firstP;
+
+// A call that times out inside the handler (a 1 s invocation, never let go), then a retry once
+// its lease has run out.
+const lost = { order: 'o-3', amount: 42 };
+await mark('abandoned');
+void call(lost, 'hold-abandoned', 1_000);
+await Promise.race([gates['hold-abandoned'].enteredP, timeout(30_000)]);
+await sleep(1_500);
+await mark('retry_after_timeout');
+out.retry_after_timeout = await call({ ...lost }, 'r-6');
 await mark('end');
 
 console.log(

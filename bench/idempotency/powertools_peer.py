@@ -31,16 +31,19 @@ config = IdempotencyConfig(
     use_local_cache=os.environ.get("BENCH_CACHE") == "1",
 )
 
-HOLD = threading.Event()  # set: the handler waits for RELEASE (the in-flight path)
-ENTERED = threading.Event()
-RELEASE = threading.Event()
+# Invocations whose handler waits (by request id): (inside, let go).
+GATES = {
+    "hold-inflight": (threading.Event(), threading.Event()),
+    "hold-abandoned": (threading.Event(), threading.Event()),  # never let go: a timed-out call
+}
 
 
 @idempotent(config=config, persistence_store=persistence)
 def handler(event, context):
-    if HOLD.is_set():
-        ENTERED.set()
-        RELEASE.wait(timeout=30)
+    gate = GATES.get(context.aws_request_id)
+    if gate:
+        gate[0].set()
+        gate[1].wait(timeout=30)
     return {"ok": True}
 
 
@@ -49,16 +52,16 @@ READY_NS = time.time_ns()
 
 
 class Context:
-    """The parts of Lambda's context Powertools reads: a 30 s invocation."""
+    """The parts of Lambda's context Powertools reads: a 30 s invocation by default."""
 
     function_name = "bench"
     function_version = "$LATEST"
     memory_limit_in_mb = 128
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
 
-    def __init__(self, request_id):
+    def __init__(self, request_id, timeout_s=30):
         self.aws_request_id = request_id
-        self._deadline = time.time() + 30
+        self._deadline = time.time() + timeout_s
 
     def get_remaining_time_in_millis(self):
         return int((self._deadline - time.time()) * 1000)
@@ -69,9 +72,9 @@ def mark(name):
     urllib.request.urlopen(url, timeout=10).read()
 
 
-def call(event, request_id):
+def call(event, request_id, timeout_s=30):
     try:
-        return {"result": handler(event, Context(request_id))}
+        return {"result": handler(event, Context(request_id, timeout_s))}
     except Exception as e:  # the in-flight duplicate's answer
         return {"error": type(e).__name__}
 
@@ -93,18 +96,28 @@ def main():
     out["dup_done"] = call(dict(first), "r-2")
 
     held = {"order": "o-2", "amount": 42}
-    HOLD.set()
+    entered, release = GATES["hold-inflight"]
     mark("inflight_held")
     box = {}
-    t = threading.Thread(target=lambda: box.update(r=call(held, "r-3")))
+    t = threading.Thread(target=lambda: box.update(r=call(held, "hold-inflight")))
     t.start()
-    ENTERED.wait(timeout=30)
+    entered.wait(timeout=30)
     mark("inflight_dup")
     out["inflight_dup"] = call(dict(held), "r-4")
     mark("inflight_rest")
-    RELEASE.set()
+    release.set()
     t.join()
     out["inflight_first"] = box.get("r")
+
+    # A call that times out inside the handler (a 1 s invocation, never let go), then a retry
+    # once its lease has run out.
+    lost = {"order": "o-3", "amount": 42}
+    mark("abandoned")
+    threading.Thread(target=call, args=(lost, "hold-abandoned", 1), daemon=True).start()
+    GATES["hold-abandoned"][0].wait(timeout=30)
+    time.sleep(1.5)
+    mark("retry_after_timeout")
+    out["retry_after_timeout"] = call(dict(lost), "r-6")
     mark("end")
     print(
         json.dumps(

@@ -3,8 +3,9 @@ idempotency utilities, one moto server, one counting proxy (BENCHMARKS.md, "Idem
 library beside Powertools (issue 36)").
 
 Each peer runs the same trivial handler (`{"ok": true}` for `{"order": "o-1", ...}`, keyed on
-`order`) in its own process, through three paths: a first call, a duplicate after completion,
-and a duplicate while the first call is inside the handler. Every DynamoDB call goes through
+`order`) in its own process, through its paths: a first call, a duplicate after completion,
+a duplicate while the first call is inside the handler, and a retry after a call that timed out
+inside the handler (a 1 s invocation, never finished) once its lease has run out. Every DynamoDB call goes through
 bench/idempotency/proxy.py, which logs its X-Amz-Target and when it started and ended; the
 peers mark where each path starts. Calls that overlap in time count as one round trip.
 Each peer runs twice per round: with its in-process cache off (the defaults: a duplicate as
@@ -241,7 +242,9 @@ def main():
     w(head)
     w(rule)
     rows = PATHS[:2] + [("dup_done@1", "duplicate after completion, same instance, local cache on")] + PATHS[2:] + [
+        ("retry_after_timeout", "retry after a call that timed out in the handler (lease run out)"),
         ("inflight_first", "the in-flight path's first call (as a first call)"),
+        ("abandoned", "the call that timed out (its claim)"),
         ("init", "at init (import, construct)"),
     ]
     bills = {}
@@ -260,6 +263,7 @@ def main():
         w("| %s | %s |" % (label, " | ".join(cells)))
     w("| answer to the in-flight duplicate | %s |" % " | ".join(answer(p, "0", "inflight_dup") for p, _, _, _ in peers))
     w("| answer to the duplicate after completion | %s |" % " | ".join(answer(p, "0", "dup_done") for p, _, _, _ in peers))
+    w("| answer to the retry after the timeout | %s |" % " | ".join(answer(p, "0", "retry_after_timeout") for p, _, _, _ in peers))
     w("")
     biggest = ", ".join(
         "%s %d" % (label, max(v for t, v in sizes.items() if t.split("-")[1] == peer))
@@ -272,7 +276,7 @@ def main():
     w("")
     w(head)
     w(rule)
-    for key, label in rows[:4]:
+    for key, label in rows[:5]:
         cells = []
         for peer, _, _, _ in peers:
             wru, rru, usd = bills[(peer, key)]

@@ -1,7 +1,8 @@
 //! make bench-idempotency's peer (bench/idempotency/run.py; BENCHMARKS.md, "Idempotency library
 //! beside Powertools"): the bench's trivial handler (`{"ok": true}`, keyed on `/order`) on the
-//! DynamoDB store, through the three paths the Powertools peers take: a first call, a duplicate
-//! after completion, a duplicate while the first is inside the handler. The runner's counting
+//! DynamoDB store, through the paths the Powertools peers take: a first call, a duplicate after
+//! completion, a duplicate while the first is inside the handler, a retry after a call that
+//! timed out inside the handler. The runner's counting
 //! proxy sees each DynamoDB call; this process marks where each path starts.
 //!
 //! Environment: BENCH_TABLE (partition key `pk`), BENCH_PROXY (host:port of the proxy, for the
@@ -46,12 +47,13 @@ async fn call(
     idem: &Idempotency<DynamoStore>,
     event: &Value,
     request_id: &str,
+    timeout_ms: i64,
     gate: Option<&Gate>,
 ) -> Value {
     let payload = serde_json::to_vec(event).expect("json");
     let key = Key::from_json_pointer(&payload, "/order").expect("key");
-    // A 30 s invocation, as the Powertools peers' contexts.
-    let deadline = Deadline::at_epoch_ms(system_now_ms() + 30_000).with_request_id(request_id);
+    // The invocation's deadline, as the Powertools peers' contexts give theirs.
+    let deadline = Deadline::at_epoch_ms(system_now_ms() + timeout_ms).with_request_id(request_id);
     let out = idem
         .run(&key, &payload, &deadline, || async {
             if let Some(gate) = gate {
@@ -66,6 +68,55 @@ async fn call(
         Err(Error::InFlight { .. }) => json!({ "error": "InFlight" }),
         Err(err) => json!({ "error": err.to_string() }),
     }
+}
+
+/// The paths, each after its mark: their answers.
+async fn paths(idem: &Idempotency<DynamoStore>) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let first = json!({ "order": "o-1", "amount": 42 });
+    mark("first");
+    out.insert(
+        "first".into(),
+        call(idem, &first, "r-1", 30_000, None).await,
+    );
+    mark("dup_done");
+    out.insert(
+        "dup_done".into(),
+        call(idem, &first, "r-2", 30_000, None).await,
+    );
+
+    let held = json!({ "order": "o-2", "amount": 42 });
+    let gate = Gate {
+        entered: Notify::new(),
+        release: Notify::new(),
+    };
+    mark("inflight_held");
+    let (held_first, dup) = tokio::join!(call(idem, &held, "r-3", 30_000, Some(&gate)), async {
+        gate.entered.notified().await;
+        mark("inflight_dup");
+        let dup = call(idem, &held, "r-4", 30_000, None).await;
+        mark("inflight_rest");
+        gate.release.notify_one();
+        dup
+    });
+    out.insert("inflight_dup".into(), dup);
+    out.insert("inflight_first".into(), held_first);
+
+    // A call that times out inside the handler (a 1 s invocation, dropped as Lambda ends it),
+    // then a retry once its lease has run out.
+    let lost = json!({ "order": "o-3", "amount": 42 });
+    let never = Gate {
+        entered: Notify::new(),
+        release: Notify::new(),
+    };
+    mark("abandoned");
+    let abandoned = call(idem, &lost, "r-5", 1_000, Some(&never));
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(1_500), abandoned).await;
+    mark("retry_after_timeout");
+    let retry = call(idem, &lost, "r-6", 30_000, None).await;
+    out.insert("retry_after_timeout".into(), retry);
+    mark("end");
+    out
 }
 
 #[tokio::main]
@@ -84,30 +135,7 @@ async fn main() {
         .unwrap_or_default()
         .as_nanos();
 
-    let mut out = serde_json::Map::new();
-    let first = json!({ "order": "o-1", "amount": 42 });
-    mark("first");
-    out.insert("first".into(), call(&idem, &first, "r-1", None).await);
-    mark("dup_done");
-    out.insert("dup_done".into(), call(&idem, &first, "r-2", None).await);
-
-    let held = json!({ "order": "o-2", "amount": 42 });
-    let gate = Gate {
-        entered: Notify::new(),
-        release: Notify::new(),
-    };
-    mark("inflight_held");
-    let (held_first, dup) = tokio::join!(call(&idem, &held, "r-3", Some(&gate)), async {
-        gate.entered.notified().await;
-        mark("inflight_dup");
-        let dup = call(&idem, &held, "r-4", None).await;
-        mark("inflight_rest");
-        gate.release.notify_one();
-        dup
-    });
-    out.insert("inflight_dup".into(), dup);
-    out.insert("inflight_first".into(), held_first);
-    mark("end");
+    let out = paths(&idem).await;
 
     let spawn_ns: u128 = std::env::var("BENCH_SPAWN_NS")
         .ok()
