@@ -108,7 +108,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rust-bin", default="")
     ap.add_argument("--peers", default="python,typescript,rust")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", default=".local/bench-idempotency.md")
     ap.add_argument("--command", default="make bench-idempotency")
     args = ap.parse_args()
