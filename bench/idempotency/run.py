@@ -294,7 +294,7 @@ def main():
 
     w("| init: import and construct until ready, ms | %s |" % " | ".join("%.1f" % med(p, "init_ms") for p, _, _, _ in peers))
     w("| process start until ready, ms | %s |" % " | ".join("%.1f" % med(p, "spawn_to_ready_ms") for p, _, _, _ in peers))
-    w("| peak RSS (VmHWM) after the three paths, MB | %s |" % " | ".join("%.1f" % (med(p, "vmhwm_kb") / 1024) for p, _, _, _ in peers))
+    w("| peak RSS (VmHWM) after every path, MB | %s |" % " | ".join("%.1f" % (med(p, "vmhwm_kb") / 1024) for p, _, _, _ in peers))
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
