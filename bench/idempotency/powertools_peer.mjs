@@ -1,6 +1,6 @@
 // THE COMPARISON, NOT THE PRODUCT: the bench's trivial handler made idempotent with Powertools
 // for AWS Lambda (TypeScript), as its documentation shows (makeIdempotent,
-// DynamoDBPersistenceLayer, the key from `order`), run through the three paths of
+// DynamoDBPersistenceLayer, the key from `order`), run through the paths of
 // make bench-idempotency against the counting proxy. Installed from npm (package.json), never
 // copied.
 //

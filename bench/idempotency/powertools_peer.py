@@ -1,6 +1,6 @@
 """THE COMPARISON, NOT THE PRODUCT: the bench's trivial handler made idempotent with Powertools
 for AWS Lambda (Python), as its documentation shows (`@idempotent`, DynamoDBPersistenceLayer,
-the key from `order`), run through the three paths of make bench-idempotency against the
+the key from `order`), run through the paths of make bench-idempotency against the
 counting proxy. Installed, never copied: .venv-powertools, bench/requirements-powertools.txt.
 
 Environment: BENCH_TABLE, BENCH_PROXY (host:port of the proxy, for marks), BENCH_CACHE
