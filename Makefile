@@ -12,10 +12,12 @@ VENV_SAM := .venv-sam
 # The providers' own libraries for tests/providers/sign.py (the presets' signed requests): their
 # pydantic and httpx pins must not move moto's in .venv.
 VENV_PROVIDERS := .venv-providers
+# Powertools for AWS Lambda (Python) for make bench-idempotency: its boto3 pin is not moto's.
+VENV_POWERTOOLS := .venv-powertools
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv chromium test lint demo events build deploy bench simulate audit mutants clean
+.PHONY: venv chromium test lint demo events build deploy bench bench-idempotency simulate audit mutants clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -37,6 +39,11 @@ $(VENV_SAM)/.installed: requirements-sam.txt
 $(VENV_PROVIDERS)/.installed: requirements-providers.txt
 	python3 -m venv $(VENV_PROVIDERS)
 	$(VENV_PROVIDERS)/bin/pip install --quiet --disable-pip-version-check -r requirements-providers.txt
+	touch $@
+
+$(VENV_POWERTOOLS)/.installed: bench/requirements-powertools.txt
+	python3 -m venv $(VENV_POWERTOOLS)
+	$(VENV_POWERTOOLS)/bin/pip install --quiet --disable-pip-version-check -r bench/requirements-powertools.txt
 	touch $@
 
 # checkov offline (--skip-download); a finding is fixed in template.yaml or skipped, with its
@@ -129,6 +136,12 @@ mutants:
 bench: venv
 	bash bench/run.sh $(BENCH_ARGS)
 
+# lambda-idempotency beside Powertools' Python and TypeScript idempotency utilities (issue 36):
+# one moto server, a counting proxy, the same handler; DynamoDB calls and round trips per path,
+# the bill, init and peak RSS (BENCHMARKS.md). Not part of make test.
+bench-idempotency: venv $(VENV_POWERTOOLS)/.installed node_modules/.installed
+	bash bench/idempotency/run.sh $(ARGS)
+
 clean:
 	cargo clean
-	rm -rf $(VENV) .venv-checkov .venv-sam .local node_modules
+	rm -rf $(VENV) .venv-checkov .venv-sam .venv-powertools .local node_modules
