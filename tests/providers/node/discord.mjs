@@ -106,6 +106,10 @@ export async function cases({ now }) {
   const commandId = "1247693530841296896";
   const componentId = "1247693530841296897";
   const authorized = applicationAuthorized(now);
+  // Discord retries a webhook event "for up to 10 minutes" and does not say a retry is
+  // re-signed: a retry 8 minutes on with its first timestamp is inside the preset's 900 s.
+  const lateAt = now - 480;
+  const late = applicationAuthorized(lateAt);
   return [
     {
       ...base,
@@ -154,6 +158,27 @@ export async function cases({ now }) {
         status: 204,
         body: "",
       },
+    },
+    {
+      ...base,
+      preset: "discord-events",
+      kind: "event",
+      name: "webhook event retried with its first timestamp, 8 min on (tolerance 900 s)",
+      request: await signed("late webhook event", late, lateAt, "discord-events"),
+      expect: {
+        key: sha256Hex(Buffer.from(late, "utf8")),
+        event_type: "APPLICATION_AUTHORIZED",
+        status: 204,
+        body: "",
+      },
+    },
+    {
+      ...base,
+      preset: "discord-events",
+      kind: "stale",
+      name: "webhook event signed 20 min ago (beyond 900 s)",
+      request: await signed("stale webhook event", late, now - 1200, "discord-events"),
+      expect: { status: 401 },
     },
     {
       ...base,

@@ -41,37 +41,64 @@ function batchBody(now) {
   ]);
 }
 
+// A retry still carrying its first timestamp this long after signing: SendGrid retries for 24 h
+// and does not say it re-signs, so the preset takes 3600 s (chosen); past the old 300 s.
+const LATE_RETRY_SECONDS = 1800;
+// Beyond the preset's 3600 s: refused.
+const STALE_SECONDS = 7200;
+
 export async function cases({ now }) {
   const verifier = new EventWebhook();
   const publicKey = verifier.convertPublicKeyToECDSA(SIGNER.spkiBase64);
   const otherKey = verifier.convertPublicKeyToECDSA(OTHER.spkiBase64);
-  const body = batchBody(now);
-  const timestamp = String(now);
-  const signature = p256SignBase64(SIGNER.privateKey, Buffer.from(timestamp + body, "utf8"));
-  expectTrue(verifier.verifySignature(publicKey, body, signature, timestamp), "sendgrid: verifySignature");
-  await expectRejected(
-    () => verifier.verifySignature(otherKey, body, signature, timestamp),
-    "sendgrid: the other public key",
-  );
   const version = packageVersion("@sendgrid/eventwebhook");
+  const request = async (body, at) => {
+    const timestamp = String(at);
+    const signature = p256SignBase64(SIGNER.privateKey, Buffer.from(timestamp + body, "utf8"));
+    expectTrue(verifier.verifySignature(publicKey, body, signature, timestamp), "sendgrid: verifySignature");
+    await expectRejected(
+      () => verifier.verifySignature(otherKey, body, signature, timestamp),
+      "sendgrid: the other public key",
+    );
+    return post(preset, {
+      "Content-Type": "application/json",
+      [EventWebhookHeader.SIGNATURE()]: signature,
+      [EventWebhookHeader.TIMESTAMP()]: timestamp,
+    }, body);
+  };
+  const base = {
+    preset,
+    signed_by: `node:crypto ECDSA P-256/SHA-256 over timestamp+body (algorithm from the docs), verified by @sendgrid/eventwebhook ${version} EventWebhook.verifySignature`,
+    secret: SIGNER.spkiBase64,
+    wrong_secret: OTHER.spkiBase64,
+    source: {},
+  };
+  const body = batchBody(now);
+  const late = batchBody(now - LATE_RETRY_SECONDS);
   return [
     {
-      preset,
+      ...base,
       kind: "event",
       name: "event batch (processed + delivered)",
-      signed_by: `node:crypto ECDSA P-256/SHA-256 over timestamp+body (algorithm from the docs), verified by @sendgrid/eventwebhook ${version} EventWebhook.verifySignature`,
-      secret: SIGNER.spkiBase64,
-      wrong_secret: OTHER.spkiBase64,
-      source: {},
-      request: post(preset, {
-        "Content-Type": "application/json",
-        [EventWebhookHeader.SIGNATURE()]: signature,
-        [EventWebhookHeader.TIMESTAMP()]: timestamp,
-      }, body),
+      request: await request(body, now),
       // A batch carries no id of its own: each element has its own sg_event_id (SendGrid's
       // dedup advice is per event). The batch is keyed on the SHA-256 of the raw body, and
       // it has no single event type.
       expect: { key: sha256Hex(Buffer.from(body, "utf8")), event_type: null },
+    },
+    {
+      ...base,
+      kind: "event",
+      name: "event batch retried with its first timestamp, 30 min on (tolerance 3600 s)",
+      request: await request(late, now - LATE_RETRY_SECONDS),
+      expect: { key: sha256Hex(Buffer.from(late, "utf8")), event_type: null },
+    },
+    {
+      ...base,
+      kind: "stale",
+      name: "event batch signed 2 h ago (beyond 3600 s)",
+      request: await request(late, now - STALE_SECONDS),
+      expect: { status: 401 },
     },
   ];
 }

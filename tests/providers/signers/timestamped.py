@@ -1,7 +1,9 @@
 """HMAC providers whose signature covers a timestamp, by their documented algorithm: Zoom,
 Twitch, Calendly and Mailgun; Zoom and Twitch also their handshakes. Only Twitch documents a
 tolerance (10 minutes), so Twitch has a stale case (signed STALE_SECONDS before now): a
-tolerance the provider does not set could refuse a genuine late retry. Mailgun has one too: its
+tolerance the provider does not set could refuse a genuine late retry. Zoom and Calendly retry
+for long and do not say a retry is re-signed, so their presets take 3600 s (chosen): each has a
+retry signed LATE_RETRY_SECONDS ago, accepted, and a stale case beyond the hour, refused. Mailgun has one too: its
 signature covers only a timestamp and a token, so the preset keys on the token and sets the
 longest tolerance (3600 s), and a reused signature block is a duplicate, never a new event. Every request is
 re-checked by hmac_family.check (Mailgun's, whose signature is in the body, by _check_mailgun)."""
@@ -16,6 +18,9 @@ from .common import (STALE_EXPECT, STALE_SECONDS, Context, SignerError, body_jso
                      header, mac, make_case, request)
 
 JSON = {"Content-Type": "application/json"}
+# How long before "now" a late retry is signed: past the old 300 s default, inside the preset's
+# tolerance (docs/providers.md, "Keys, tolerances and answers").
+LATE_RETRY_SECONDS = {"zoom": 1500, "calendly": 1800}
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
@@ -47,9 +52,19 @@ def zoom(ctx: Context) -> list:
     validation = signed({"payload": {"plainToken": plain}, "event_ts": 1654503849680,
                          "event": "endpoint.url_validation"}, ctx.now)
     answer = {"plainToken": plain, "encryptedToken": mac(secret, plain).hex()}
+    # A retry that still carries the first attempt's timestamp, 25 minutes on (Zoom retries at
+    # +5, +25 and +85 min and does not say it re-signs): inside the preset's 3600 s.
+    late = {**event, "event_ts": 1714572000001, "payload": {**event["payload"], "object": {
+        **event["payload"]["object"], "uuid": "5555BBBiBBBBBiBBBiBBBB=="}}}
+    late_at = ctx.now - LATE_RETRY_SECONDS["zoom"]
     return [
         make_case("zoom", "event", "meeting.started event", _alg(doc), secret, wrong, event_req,
                   event_expect(key, "meeting.started")),
+        make_case("zoom", "event", "meeting.started retry signed 25 min ago (tolerance 3600 s)", _alg(doc), secret,
+                  wrong, signed(late, late_at), event_expect(hashlib.sha256(body_json(late)).hexdigest(),
+                                                             "meeting.started")),
+        make_case("zoom", "stale", "meeting.started signed 2 h ago (beyond 3600 s)", _alg(doc), secret, wrong,
+                  signed(late, ctx.now - STALE_SECONDS), STALE_EXPECT),
         make_case("zoom", "handshake", "endpoint.url_validation", _alg(doc, ", doc example plainToken"), secret,
                   wrong, validation, {"status": 200, "json": answer, "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
@@ -108,13 +123,14 @@ def calendly(ctx: Context) -> list:
     secret, wrong = derived_text("calendly/secret", 43, alphabet), derived_text("calendly/wrong", 43, alphabet)
     scheme = hf.Scheme("Calendly-Webhook-Signature", content=hf.dot_template)
     invitee = "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA"
+    late_invitee = "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/BBBBBBBBBBBBBBBB"
     body = {"created_at": "2024-05-01T14:00:00.000000Z", "created_by": "https://api.calendly.com/users/AAAAAAAAAAAAAAAA",
             "event": "invitee.created", "payload": {
                 "uri": invitee, "email": "test@example.com", "name": "John Doe", "status": "active",
                 "event": "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2",
                 "created_at": "2024-05-01T14:00:00.000000Z", "rescheduled": False}}
 
-    def signed(at: int) -> dict:
+    def signed(at: int, body: dict = body) -> dict:
         raw, ts = body_json(body), str(at)
         value = scheme.sign(secret, raw, ts)
         req = request(ctx, "calendly", {**JSON, scheme.header: f"t={ts},v1={value}"}, raw)
@@ -123,7 +139,17 @@ def calendly(ctx: Context) -> list:
         return req
 
     expect = event_expect(f"invitee.created|{invitee}", "invitee.created")
-    return [make_case("calendly", "event", "invitee.created event", _alg(doc), secret, wrong, signed(ctx.now), expect)]
+    # A retry still carrying its first timestamp 30 minutes on (Calendly retries for 24 h with
+    # back-off and does not say it re-signs): inside the preset's 3600 s; 2 h on it is refused.
+    late = {**body, "payload": {**body["payload"], "uri": late_invitee}}
+    late_expect = event_expect(f"invitee.created|{late_invitee}", "invitee.created")
+    return [
+        make_case("calendly", "event", "invitee.created event", _alg(doc), secret, wrong, signed(ctx.now), expect),
+        make_case("calendly", "event", "invitee.created retry signed 30 min ago (tolerance 3600 s)", _alg(doc),
+                  secret, wrong, signed(ctx.now - LATE_RETRY_SECONDS["calendly"], late), late_expect),
+        make_case("calendly", "stale", "invitee.created signed 2 h ago (beyond 3600 s)", _alg(doc), secret, wrong,
+                  signed(ctx.now - STALE_SECONDS, late), STALE_EXPECT),
+    ]
 
 
 def mailgun(ctx: Context) -> list:
