@@ -129,16 +129,30 @@ def typeform_event(ctx: Context) -> Event:
     return Event("form_response", body, JSON, "01HX4ZJ4RM6ZMDD1PHH96BF1ZC", "form_response")
 
 
-def woocommerce_event(ctx: Context) -> Event:
-    body = {"id": 727, "parent_id": 0, "status": "processing", "currency": "USD", "total": "29.35",
+# X-WC-Webhook-Delivery-ID is wp_hash(webhook id . strtotime('now')) (class-wc-webhook.php,
+# get_new_delivery_id): two deliveries of one webhook in one second share it. No stable id
+# exists, so the preset keys on the body's SHA-256; WooCommerce builds the body at send time.
+WOOCOMMERCE_DELIVERY = derived_hex("woocommerce/delivery", 32)
+
+
+def _woocommerce(topic: str, status: str) -> Event:
+    body = {"id": 727, "parent_id": 0, "status": status, "currency": "USD", "total": "29.35",
             "date_created": "2024-05-01T14:00:00", "billing": {"first_name": "John", "last_name": "Doe"},
             "line_items": [{"id": 315, "name": "Woo Single #1", "product_id": 93, "quantity": 2}]}
-    delivery = derived_hex("woocommerce/delivery", 32)
-    return Event("order.created", body, {
-        **JSON, "X-WC-Webhook-Source": "https://shop.example.com/", "X-WC-Webhook-Topic": "order.created",
-        "X-WC-Webhook-Resource": "order", "X-WC-Webhook-Event": "created", "X-WC-Webhook-ID": "14",
-        "X-WC-Webhook-Delivery-ID": delivery,
-    }, delivery, "order.created")
+    return Event(topic, body, {
+        **JSON, "X-WC-Webhook-Source": "https://shop.example.com/", "X-WC-Webhook-Topic": topic,
+        "X-WC-Webhook-Resource": "order", "X-WC-Webhook-Event": topic.split(".")[1], "X-WC-Webhook-ID": "14",
+        "X-WC-Webhook-Delivery-ID": WOOCOMMERCE_DELIVERY,
+    }, hashlib.sha256(body_json(body)).hexdigest(), topic)
+
+
+def woocommerce_event(ctx: Context) -> Event:
+    return _woocommerce("order.created", "pending")
+
+
+def woocommerce_second(ctx: Context) -> Event:
+    """The order paid in the same second: a second delivery of webhook 14 with the same delivery id."""
+    return _woocommerce("order.updated", "processing")
 
 
 def vercel_event(ctx: Context) -> Event:
@@ -207,6 +221,13 @@ def sign(ctx: Context, preset: str) -> list:
     cases = [make_case(preset, "event", f"{event.name} event", signed_by, row.secret, row.wrong_secret, req,
                        event_expect(event.key, event.event_type))]
     if preset == "woocommerce":
+        second = woocommerce_second(ctx)
+        raw = body_json(second.body)
+        req = request(ctx, preset, {**second.headers, row.scheme.header: row.scheme.sign(row.secret, raw)}, raw)
+        hf.check(row.scheme, row.secret, req)
+        cases.append(make_case(preset, "event", f"{second.name} event in the same second (same delivery id)",
+                               signed_by, row.secret, row.wrong_secret, req,
+                               event_expect(second.key, second.event_type)))
         # WooCommerce's creation ping: the form webhook_id=<id>, unsigned, and WooCommerce shows an
         # error for any status but 200 (class-wc-webhook.php, deliver_ping).
         ping = request(ctx, preset, {"Content-Type": "application/x-www-form-urlencoded"}, b"webhook_id=14")
