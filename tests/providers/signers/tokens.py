@@ -3,6 +3,7 @@ Basic auth, or in the JSON body (tests/providers/README.md has each one's docume
 check reads the token back out of the emitted request and compares it with the secret."""
 
 import base64
+import hashlib
 import json
 
 from .common import (Context, SignerError, body_json, body_of, derived_text, derived_uuid, event_expect, header,
@@ -132,12 +133,26 @@ def chargebee(ctx: Context) -> list:
 def figma(ctx: Context) -> list:
     doc = "https://developers.figma.com/docs/rest-api/webhooks-security/"
     secret, wrong = _pair("figma", 32)
-    body = {"event_type": "FILE_UPDATE", "file_key": "zH7ZJkmxPRsnNVkd1BNxkD", "file_name": "Design system",
-            "passcode": secret, "timestamp": "2024-05-01T14:00:00Z", "webhook_id": "22"}
-    req = request(ctx, "figma", dict(JSON), body_json(body))
-    _require_equal("figma", json.loads(body_of(req))["passcode"], secret)
-    return [_case("figma", "FILE_UPDATE event", doc, secret, wrong, req, "22|FILE_UPDATE|2024-05-01T14:00:00Z",
-                  "FILE_UPDATE", "passcode in the JSON body")]
+
+    def event(file_key: str, file_name: str):
+        body = {"event_type": "FILE_UPDATE", "file_key": file_key, "file_name": file_name,
+                "passcode": secret, "timestamp": "2024-05-01T14:00:00Z", "webhook_id": "22"}
+        req = request(ctx, "figma", dict(JSON), body_json(body))
+        _require_equal("figma", json.loads(body_of(req))["passcode"], secret)
+        # Figma documents no event id, and `timestamp` is to the second: the key is the SHA-256
+        # of the body the receiver keeps, the passcode member taken out.
+        kept = {k: v for k, v in body.items() if k != "passcode"}
+        return req, hashlib.sha256(body_json(kept)).hexdigest()
+
+    first, first_key = event("zH7ZJkmxPRsnNVkd1BNxkD", "Design system")
+    # A team webhook: another file updated in the same second, same webhook_id, type and timestamp.
+    second, second_key = event("aB3CdEfGhIjKlMnOpQrStU", "Marketing site")
+    return [
+        _case("figma", "FILE_UPDATE event", doc, secret, wrong, first, first_key, "FILE_UPDATE",
+              "passcode in the JSON body"),
+        _case("figma", "FILE_UPDATE of another file in the same second", doc, secret, wrong, second, second_key,
+              "FILE_UPDATE", "passcode in the JSON body"),
+    ]
 
 
 SIGNERS = {"postmark": postmark, "gitlab": gitlab, "auth0": auth0, "okta": okta, "telegram": telegram,
