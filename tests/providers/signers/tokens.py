@@ -45,10 +45,43 @@ def postmark(ctx: Context) -> list:
             "MessageID": "00000000-0000-0000-0000-000000000000", "Recipient": "john@example.com",
             "Tag": "welcome-email", "DeliveredAt": "2024-05-01T14:00:00Z", "Details": "Test delivery webhook details",
             "Metadata": {"a_key": "a_value"}}
-    req = request(ctx, "postmark", {**JSON, "Authorization": _basic(secret)}, body_json(body))
-    _basic_check("postmark", req, secret)
-    key = "Delivery|00000000-0000-0000-0000-000000000000|john@example.com"
-    return [_case("postmark", "Delivery webhook", doc, secret, wrong, req, key, "Delivery", "HTTP Basic auth")]
+
+    def sent(body: dict):
+        req = request(ctx, "postmark", {**JSON, "Authorization": _basic(secret)}, body_json(body))
+        _basic_check("postmark", req, secret)
+        # No event id: "one event per unique click", and opens "every time an open occurs"
+        # (PostFirstOpenOnly=false), so RecordType|MessageID|Recipient names several events.
+        return req, hashlib.sha256(body_json(body)).hexdigest()
+
+    def click(link: str, at: str) -> dict:
+        # The Click webhook's documented fields (postmarkapp.com/developer/webhooks/click-webhook).
+        return {"RecordType": "Click", "MessageStream": "outbound", "ClickLocation": "HTML",
+                "Client": {"Name": "Chrome 35.0.1916.153", "Company": "Google", "Family": "Chrome"},
+                "OS": {"Name": "OS X 10.7 Lion", "Company": "Apple Computer, Inc.", "Family": "OS X 10"},
+                "Platform": "Desktop", "UserAgent": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_7_5)",
+                "OriginalLink": link, "Geo": {"CountryISOCode": "RS", "Country": "Serbia"},
+                "MessageID": "00000000-0000-0000-0000-000000000000", "Metadata": {"a_key": "a_value"},
+                "ReceivedAt": at, "Tag": "welcome-email", "Recipient": "john@example.com"}
+
+    # The Inbound webhook (postmarkapp.com/developer/webhooks/inbound-webhook): no RecordType, no
+    # Recipient; under the body hash it is accepted with no event type.
+    inbound = {"FromName": "Postmarkapp Support", "MessageStream": "inbound", "From": "support@postmarkapp.com",
+               "FromFull": {"Email": "support@postmarkapp.com", "Name": "Postmarkapp Support", "MailboxHash": ""},
+               "To": "yourhash+SampleHash@inbound.postmarkapp.com", "Cc": "", "Subject": "Test subject",
+               "MessageID": "73e6d360-66eb-11e1-8e72-a8904824019b", "ReplyTo": "replyto@postmarkapp.com",
+               "MailboxHash": "SampleHash", "Date": "Fri, 1 Aug 2014 16:45:32 -04:00",
+               "TextBody": "This is a test text body.", "StrippedTextReply": "This is the reply text",
+               "Tag": "TestTag", "Headers": [{"Name": "X-Spam-Status", "Value": "No"}], "Attachments": []}
+    cases = []
+    for name, event, event_type in (
+            ("Inbound webhook (no RecordType)", inbound, None),
+            ("Delivery webhook", body, "Delivery"),
+            ("Click webhook, first link", click("https://example.com/pricing", "2024-05-01T14:05:00Z"), "Click"),
+            ("Click webhook, another link of the same message", click("https://example.com/docs", "2024-05-01T14:06:00Z"),
+             "Click")):
+        req, key = sent(event)
+        cases.append(_case("postmark", name, doc, secret, wrong, req, key, event_type, "HTTP Basic auth"))
+    return cases
 
 
 def gitlab(ctx: Context) -> list:
