@@ -61,8 +61,9 @@ pub enum Flag {
     AtMostOnce,
     /// The key header changes with every delivery: no repeat will ever match.
     PerDeliveryKey,
-    /// The scheme signs the body alone and no `replay_guard_seconds` is set: a captured
-    /// request verifies again under any fresh delivery id, as a new event.
+    /// The scheme signs the body alone, the key is not the body's hash and no
+    /// `replay_guard_seconds` is set: a captured request verifies again under any fresh
+    /// delivery id, as a new event.
     NoReplayGuard,
     /// No payload bucket (`PAYLOAD_BUCKET`): a body whose envelope would not fit the queue's
     /// 1 MiB is refused with 413 (a GitHub push of many commits: an event gone).
@@ -202,9 +203,11 @@ pub fn flags(spec: &SourceSpec, queue: &QueueFacts) -> Vec<Flag> {
         spec.delivery == Delivery::EffectivelyOnce && retention_seconds < queue.chain_seconds(),
         spec.delivery == Delivery::AtMostOnce,
         per_delivery,
+        // Keyed on the body's hash, a resent body is the same key: a duplicate, never new.
         spec.scheme.signs_body_only()
             && spec.delivery == Delivery::EffectivelyOnce
-            && spec.replay_guard_seconds.is_none(),
+            && spec.replay_guard_seconds.is_none()
+            && spec.key != KeySpec::PayloadSha256,
         !queue.payload_bucket,
         spec.scheme.sends_secret(),
         spec.scheme != Scheme::None && !spec.scheme.sends_secret() && !spec.scheme.covers_body(),

@@ -142,6 +142,11 @@ fn a_body_only_scheme_without_a_replay_guard_is_flagged() {
             r#"{{"signature": {signature}, "key": {{"from": "header", "name": "X-Id"}}, "replay_guard_seconds": 600}}"#
         ));
         assert_eq!(flags(&s, &QUEUE), vec![], "{signature}");
+        // Keyed on the body's hash (woocommerce), a resent body is a duplicate: no guard needed.
+        let s = spec(&format!(
+            r#"{{"signature": {signature}, "key": {{"from": "payload_sha256"}}}}"#
+        ));
+        assert_eq!(flags(&s, &QUEUE), vec![Flag::PayloadHashKey], "{signature}");
     }
     let s = spec(
         r#"{"signature": {"scheme": "stripe", "secrets": ["env:X"]}, "key": {"from": "json", "pointers": ["/id"]}}"#,
