@@ -390,3 +390,29 @@ async fn an_env_reference_is_refused_for_a_deploy() {
     );
     assert!(!run.text().contains(GITHUB_SECRET));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_quick_start_placeholder_is_refused() {
+    // The committed samconfig.toml after the README's quick start `sed`, pasted as is.
+    let committed =
+        std::fs::read_to_string(workspace_root().join("samconfig.toml")).expect("samconfig.toml");
+    let pasted = committed.replace(
+        "https://example.com/replace-me",
+        "https://your-system-of-record.example/webhooks",
+    );
+    assert_ne!(pasted, committed, "the README's sed no longer applies");
+    let dir = std::env::temp_dir().join(unique("preflight"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("samconfig.toml"), pasted).expect("write samconfig.toml");
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let forward = run.problems_of("ForwardUrl");
+    assert_eq!(forward.len(), 1, "{}", run.stderr);
+    assert!(
+        forward[0].starts_with(
+            "ForwardUrl: https://your-system-of-record.example/webhooks: its host your-system-of-record.example is a reserved placeholder name (RFC 2606): set your system of record's URL"
+        ),
+        "{}",
+        forward[0]
+    );
+}

@@ -4,8 +4,10 @@
 //! listing every problem, each naming its parameter:
 //!
 //! - a value holding a placeholder (`REGION`, `ACCOUNT_ID`, `ACCOUNT`, an example.com/.org/.net
-//!   host, `replace-me`, the docs' `whsec_…`), a `ForwardUrl` that is missing or not
-//!   `https://`, a stack name CloudFormation refuses ([`values`]);
+//!   host, `replace-me`, the docs' `whsec_…`), an `https://` URL (`ForwardUrl`, or a target in
+//!   `Destinations`) whose host is a reserved placeholder name (RFC 2606, RFC 6761:
+//!   `.example`, `.test`, `.invalid`, `.localhost`, example.com/.net/.org), a `ForwardUrl` that
+//!   is missing or not `https://`, a stack name CloudFormation refuses ([`values`]);
 //! - `WebhookSources` that the functions would refuse at start-up: the library's parser, its
 //!   retention check against the template's queues, and `PayloadRetentionDays` against the
 //!   same chain;
