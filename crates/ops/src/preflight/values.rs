@@ -199,6 +199,40 @@ pub fn check_forward_url(parameters: &Parameters, report: &mut Report) {
     }
 }
 
+/// Services whose ARNs have an empty region field by design (global resources).
+const GLOBAL_SERVICES: &[&str] = &["iam", "s3", "cloudfront", "route53", "sts"];
+
+/// The entries of an ARN list parameter (`*Arns`, a CommaDelimitedList, or one `*Arn`) whose
+/// region field is empty (`arn:aws:sqs::123456789012:q`) for a regional service: an IAM
+/// resource that matches nothing, as `sed s/REGION/$AWS_REGION/` writes with `AWS_REGION`
+/// unset. Each a problem naming the parameter and the entry.
+pub fn check_arn_regions(parameters: &Parameters, report: &mut Report) {
+    for (name, value) in parameters.iter() {
+        if !(name.ends_with("Arns") || name.ends_with("Arn")) {
+            continue;
+        }
+        for entry in value.split(',').map(str::trim) {
+            if let Some(service) = empty_region_service(entry) {
+                report.refuse(
+                    name,
+                    format!("{entry} has an empty region field (arn:partition:{service}:REGION:account:…): IAM would match no {service} resource; was it written from an unset $AWS_REGION? Give the region"),
+                );
+            }
+        }
+    }
+}
+
+/// The service of `arn` when its region field is empty and the service is regional.
+fn empty_region_service(arn: &str) -> Option<&str> {
+    let mut fields = arn.strip_prefix("arn:")?.splitn(5, ':');
+    let _partition = fields.next()?;
+    let service = fields.next()?;
+    let region = fields.next()?;
+    // Needs the account and resource fields after it: otherwise not an ARN (malformed's).
+    fields.next()?;
+    (region.is_empty() && !GLOBAL_SERVICES.contains(&service)).then_some(service)
+}
+
 /// A CloudFormation stack name: a letter, then letters, digits and hyphens, 128 at most.
 pub fn check_stack_name(stack: &str, report: &mut Report) {
     let mut chars = stack.chars();
@@ -374,6 +408,57 @@ mod tests {
             !report.passed().iter().any(|l| l.starts_with("ForwardUrl")),
             "{:?}",
             report.passed()
+        );
+    }
+
+    fn resolved(overrides: &str) -> (Parameters, Report) {
+        let template = crate::template::Template::load(&crate::template::template_path()).unwrap();
+        let samconfig = super::super::parameters::Samconfig::parse(&format!(
+            "[default.deploy.parameters]\nparameter_overrides = [\"ForwardUrl=https://records.acme.io/x\", {overrides}]\n"
+        ))
+        .unwrap();
+        let mut report = Report::default();
+        let parameters = Parameters::resolve(&template, &samconfig, &mut report);
+        assert!(report.is_ready(), "{:?}", report.problems());
+        (parameters, report)
+    }
+
+    #[test]
+    fn an_arn_with_an_empty_region_is_refused_by_parameter() {
+        let (parameters, mut report) = resolved(
+            "\"DestinationQueueArns=arn:aws:sqs::123456789012:q,arn:aws:sqs:eu-west-1:123456789012:ok\", \"SecretArns=arn:aws:secretsmanager::123456789012:secret:webhook-inbox/*\", \"DestinationFunctionArns=arn:aws:lambda:*:123456789012:function:f\", \"AlarmTopicArn=arn:aws:sns::123456789012:alarms\"",
+        );
+        check_arn_regions(&parameters, &mut report);
+        let lines: Vec<String> = report.problems().iter().map(ToString::to_string).collect();
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert!(
+            lines[0].starts_with(
+                "AlarmTopicArn: arn:aws:sns::123456789012:alarms has an empty region field"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].starts_with("DestinationQueueArns: arn:aws:sqs::123456789012:q has an empty region field (arn:partition:sqs:REGION:account:…)"), "{}", lines[1]);
+        assert!(lines[2].starts_with("SecretArns: arn:aws:secretsmanager::123456789012:secret:webhook-inbox/* has an empty region field"), "{}", lines[2]);
+    }
+
+    #[test]
+    fn arns_with_a_region_or_of_a_global_service_pass() {
+        for arn in [
+            "arn:aws:sqs:eu-west-1:123456789012:q",
+            "arn:aws:sqs:*:123456789012:q",
+            "arn:aws:s3:::bucket",
+            "arn:aws:iam::123456789012:role/r",
+            "*",
+            "",
+            "arn:aws:sqs:",
+        ] {
+            assert_eq!(empty_region_service(arn), None, "{arn}");
+        }
+        assert_eq!(empty_region_service("arn:aws:sqs::1:q"), Some("sqs"));
+        assert_eq!(
+            empty_region_service("arn:aws-cn:events::1:event-bus/b"),
+            Some("events")
         );
     }
 
