@@ -390,3 +390,69 @@ async fn an_env_reference_is_refused_for_a_deploy() {
     );
     assert!(!run.text().contains(GITHUB_SECRET));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_quick_start_placeholder_is_refused() {
+    // The committed samconfig.toml after the README's quick start `sed`, pasted as is.
+    let committed =
+        std::fs::read_to_string(workspace_root().join("samconfig.toml")).expect("samconfig.toml");
+    let pasted = committed.replace(
+        "https://example.com/replace-me",
+        "https://your-system-of-record.example/webhooks",
+    );
+    assert_ne!(pasted, committed, "the README's sed no longer applies");
+    let dir = std::env::temp_dir().join(unique("preflight"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("samconfig.toml"), pasted).expect("write samconfig.toml");
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let forward = run.problems_of("ForwardUrl");
+    assert_eq!(forward.len(), 1, "{}", run.stderr);
+    assert!(
+        forward[0].starts_with(
+            "ForwardUrl: https://your-system-of-record.example/webhooks: its host your-system-of-record.example is a reserved placeholder name (RFC 2606): set your system of record's URL"
+        ),
+        "{}",
+        forward[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_region_in_samconfig_or_in_an_arn_is_named() {
+    let stack = unique("pf-region");
+    create_secret(&format!("{stack}/github"), GITHUB_SECRET).await;
+    let sources = two_sources(
+        &format!("secretsmanager:{stack}/github"),
+        &format!("secretsmanager:{stack}/github"),
+    );
+    // As `sed s/REGION/$AWS_REGION/` writes both with AWS_REGION unset.
+    let dir = samconfig(
+        &stack,
+        &format!("arn:aws:secretsmanager::123456789012:secret:{stack}/*"),
+        &sources,
+    );
+    let path = dir.join("samconfig.toml");
+    let text = std::fs::read_to_string(&path).expect("samconfig.toml");
+    std::fs::write(
+        &path,
+        text.replace("stack_name = ", "region = \"\"\nstack_name = "),
+    )
+    .expect("write samconfig.toml");
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let region = run.problems_of("region");
+    assert_eq!(region.len(), 1, "{}", run.stderr);
+    assert!(
+        region[0].contains("empty in samconfig.toml"),
+        "{}",
+        region[0]
+    );
+    let arns = run.problems_of("SecretArns");
+    assert!(
+        arns.iter().any(|l| l.starts_with(&format!(
+            "SecretArns: arn:aws:secretsmanager::123456789012:secret:{stack}/* has an empty region field"
+        ))),
+        "{}",
+        run.stderr
+    );
+}

@@ -4,8 +4,13 @@
 //! listing every problem, each naming its parameter:
 //!
 //! - a value holding a placeholder (`REGION`, `ACCOUNT_ID`, `ACCOUNT`, an example.com/.org/.net
-//!   host, `replace-me`, the docs' `whsec_…`), a `ForwardUrl` that is missing or not
-//!   `https://`, a stack name CloudFormation refuses ([`values`]);
+//!   host, `replace-me`, the docs' `whsec_…`), an `https://` URL (`ForwardUrl`, or a target in
+//!   `Destinations`) whose host is a reserved placeholder name (RFC 2606, RFC 6761:
+//!   `.example`, `.test`, `.invalid`, `.localhost`, example.com/.net/.org), a `ForwardUrl` that
+//!   is missing or not `https://`, a stack name CloudFormation refuses ([`values`]);
+//! - no deploy region, or an empty one (samconfig.toml's `region`, else `AWS_REGION` /
+//!   `AWS_DEFAULT_REGION`, else the AWS config), and an ARN with an empty region field in a
+//!   `*Arns`/`*Arn` parameter ([`values::check_arn_regions`]);
 //! - `WebhookSources` that the functions would refuse at start-up: the library's parser, its
 //!   retention check against the template's queues, and `PayloadRetentionDays` against the
 //!   same chain;
@@ -37,6 +42,9 @@ use crate::template::Template;
 
 /// The template parameter of the payload bucket's lifecycle, in days.
 const PAYLOAD_RETENTION_PARAMETER: &str = "PayloadRetentionDays";
+
+/// Why a deploy with no region (or an empty one) is refused.
+const NO_REGION: &str = "no AWS region, or an empty one (samconfig.toml's region, else AWS_REGION or AWS_DEFAULT_REGION, else the AWS config's): sam deploy needs one, the secrets cannot be checked, and a policy written with an empty region matches nothing; set region in samconfig.toml";
 
 /// Runs the checks and prints the outcome: exit code 0 when the deploy may go ahead, 1 with
 /// the list of problems otherwise. An unreadable template or samconfig is an error.
@@ -92,14 +100,15 @@ pub async fn check(
     let parameters = Parameters::resolve(template, samconfig, &mut report);
     values::check_placeholders(&parameters, &mut report);
     values::check_forward_url(&parameters, &mut report);
+    values::check_arn_regions(&parameters, &mut report);
+    let region = region.map(str::trim).filter(|r| !r.is_empty());
+    if region.is_none() {
+        report.refuse("region", NO_REGION);
+    }
     let Some(specs) = check_sources(template, &parameters, &mut report) else {
         return report;
     };
     let Some(region) = region else {
-        report.refuse(
-            "region",
-            "no AWS region (AWS_REGION, the profile's, or samconfig.toml's region): the secrets cannot be checked",
-        );
         return report;
     };
     let access = Access::new(
@@ -171,4 +180,55 @@ fn check_sources(
         ));
     }
     Some(specs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The problems of `check` on the repository's template and `samconfig` with `region`
+    /// as the SDK resolved it (no AWS call is made: the region is refused first).
+    async fn problems(samconfig: &str, region: Option<&str>) -> Vec<String> {
+        let template = Template::load(&crate::template::template_path()).unwrap();
+        let samconfig = Samconfig::parse(samconfig).unwrap();
+        let sdk = aws_config::SdkConfig::builder().build();
+        check(&template, &samconfig, DEFAULT_STACK, &sdk, region)
+            .await
+            .problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    const REAL: &str = "[default.deploy.parameters]\nparameter_overrides = [\"ForwardUrl=https://records.acme.io/x\"]\n";
+
+    #[tokio::test]
+    async fn a_missing_or_empty_deploy_region_is_refused() {
+        for region in [None, Some(""), Some("  ")] {
+            let problems = problems(REAL, region).await;
+            assert_eq!(problems.len(), 1, "{region:?}: {problems:#?}");
+            assert!(
+                problems[0].starts_with("region: no AWS region, or an empty one (samconfig.toml's region, else AWS_REGION or AWS_DEFAULT_REGION, else the AWS config's)"),
+                "{}",
+                problems[0]
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_empty_region_in_samconfig_is_named_as_such() {
+        let text = format!("[default.global.parameters]\nregion = \"\"\n{REAL}");
+        let problems = problems(&text, None).await;
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(
+            problems[0].starts_with(
+                "region: empty in samconfig.toml (written from an unset $AWS_REGION?)"
+            ),
+            "{problems:#?}"
+        );
+        assert!(
+            problems[1].starts_with("region: no AWS region"),
+            "{problems:#?}"
+        );
+    }
 }

@@ -50,6 +50,12 @@ impl Samconfig {
             region: string_setting(&doc, "region")?,
             ..Samconfig::default()
         };
+        if matches!(setting(&doc, "region"), Some(toml::Value::String(s)) if s.trim().is_empty()) {
+            config.problems.push((
+                "region".to_owned(),
+                "empty in samconfig.toml (written from an unset $AWS_REGION?): name the region to deploy to, or remove the line".to_owned(),
+            ));
+        }
         let pairs: Vec<&str> = match setting(&doc, "parameter_overrides") {
             None => Vec::new(),
             Some(toml::Value::Array(items)) => items
@@ -258,6 +264,17 @@ mod tests {
         let named: Vec<_> = c.problems.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(named, ["W", "X", "Y"]);
         assert_eq!(c.overrides.last(), Some(&("Y".to_owned(), "2".to_owned())));
+    }
+
+    #[test]
+    fn an_empty_region_is_a_problem() {
+        let c = parse("[default.global.parameters]\nregion = \"\"\n");
+        assert_eq!(c.region, None);
+        let named: Vec<_> = c.problems.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(named, ["region"]);
+        let c = parse("[default.deploy.parameters]\nregion = \"eu-west-1\"\n");
+        assert_eq!(c.region.as_deref(), Some("eu-west-1"));
+        assert!(c.problems.is_empty());
     }
 
     #[test]
