@@ -119,9 +119,11 @@ fn tally(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(op, n)| ((*op).to_owned(), *n)).collect()
 }
 
-/// Powertools #3327 / #1573: a first call is one PutItem (the claim) and one UpdateItem (the
-/// result); a duplicate, done or in flight, is one PutItem and nothing else (the old item
-/// comes back with the refused condition, `ALL_OLD`): no GetItem anywhere.
+/// Powertools #3327 / #1573: a first call is one UpdateItem (the claim) and one UpdateItem
+/// (the result); a duplicate, done or in flight, is one UpdateItem and nothing else (the old
+/// item comes back with the refused condition, `ALL_OLD`): no GetItem anywhere. The retry
+/// after a call that timed out in the handler is two calls too: its claim takes the abandoned
+/// record over in the same one write, then the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_dynamodb_call_per_claim_and_per_duplicate() {
     let sdk = moto_sdk().await;
@@ -136,17 +138,14 @@ async fn one_dynamodb_call_per_claim_and_per_duplicate() {
         .await
         .expect("first");
     assert!(!first.replayed);
-    assert_eq!(
-        counted.all_calls(),
-        tally(&[("PutItem", 1), ("UpdateItem", 1)])
-    );
+    assert_eq!(counted.all_calls(), tally(&[("UpdateItem", 2)]));
     counted.reset_calls();
     let again = idem
         .run(&k, b"p", &Deadline::none(), || async { Ok::<_, String>(2) })
         .await
         .expect("duplicate");
     assert_eq!((again.value, again.replayed), (1, true));
-    assert_eq!(counted.all_calls(), tally(&[("PutItem", 1)]));
+    assert_eq!(counted.all_calls(), tally(&[("UpdateItem", 1)]));
     // In flight: the nested duplicate is answered from its one PutItem too.
     let busy = Key::new("calls-2").expect("key");
     let nested_calls = std::sync::Mutex::new(BTreeMap::new());
@@ -165,7 +164,33 @@ async fn one_dynamodb_call_per_claim_and_per_duplicate() {
     .expect("first of calls-2");
     assert_eq!(
         *nested_calls.lock().expect("calls"),
-        tally(&[("PutItem", 1)])
+        tally(&[("UpdateItem", 1)])
+    );
+    // The retry after a timeout: a claim left PROCESSING by an invocation that died, its
+    // lease (the deadline) run out 9 s ago; the retry runs in 2 calls.
+    let timed_out = Key::new("calls-3").expect("key");
+    let now = lambda_idempotency::system_now_ms();
+    let dead = scenarios::hand_claim("calls-3", "dead-invocation", now - 10_000, 1_000, b"p");
+    let claimed = lambda_idempotency::Store::claim(idem.store(), &dead)
+        .await
+        .expect("claim");
+    assert_eq!(claimed, lambda_idempotency::machine::ClaimOutcome::Claimed);
+    counted.reset_calls();
+    let retry = idem
+        .run(&timed_out, b"p", &Deadline::none(), || async {
+            Ok::<_, String>(3)
+        })
+        .await
+        .expect("the retry runs");
+    assert_eq!((retry.value, retry.replayed), (3, false));
+    assert_eq!(counted.all_calls(), tally(&[("UpdateItem", 2)]));
+    let rec = lambda_idempotency::Store::get(idem.store(), "calls-3")
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(
+        (rec.status, rec.attempts),
+        (lambda_idempotency::Status::Completed, 2)
     );
 }
 

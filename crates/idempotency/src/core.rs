@@ -71,7 +71,8 @@ pub enum OnFailure {
     /// Delete the claim (guarded on the caller's own lease): the next call runs anew.
     #[default]
     Release,
-    /// Keep the record as FAILED with the error as `last_error`; the next call re-claims it.
+    /// Keep the record as FAILED with the error as `last_error`; the next call's claim takes
+    /// it over.
     Record,
 }
 
@@ -310,22 +311,20 @@ impl<S: Store> Idempotency<S> {
             expires_at: expires_at(now_ms, self.retention_s),
         };
         let mut outcome = self.store.claim(&claim).await.map_err(Error::Store)?;
-        // A re-claim can lose to another caller, whose record then decides; a deleted record
-        // is claimed again. Three rounds at most: each one that loses found a newer record.
+        // One claim takes the key in every state it may be taken in (absent, expired,
+        // abandoned, failed), so a refusal that carried its record is final. Where the record
+        // was read after the refusal instead (a server without `ALL_OLD`), it may have been
+        // deleted or abandoned since: claim again. Three rounds at most.
         for _ in 0..3 {
             let existing = match outcome {
                 ClaimOutcome::Claimed => return Ok(claim),
                 ClaimOutcome::Exists(existing) => existing,
             };
             outcome = match decide(&existing, sha, now_ms) {
-                Found::Absent => self.store.claim(&claim).await.map_err(Error::Store)?,
-                Found::Reclaim => {
+                Found::Absent | Found::Reclaim => {
                     info!(key = %pk, status = %existing.status, attempts = existing.attempts,
-                        "idempotency: re-claiming an abandoned or failed record");
-                    self.store
-                        .reclaim(&claim, &existing)
-                        .await
-                        .map_err(Error::Store)?
+                        "idempotency: the record changed since the refusal; claiming again");
+                    self.store.claim(&claim).await.map_err(Error::Store)?
                 }
                 found => {
                     // A result replayed from the store is kept for this instance's next
@@ -411,7 +410,7 @@ impl<S: Store> Idempotency<S> {
                 cache.put(pk, &claim.payload_sha256, &json, claim.expires_at);
             }
         } else {
-            // The lease ran out while the function ran and another call re-claimed the key:
+            // The lease ran out while the function ran and another call claimed the key:
             // its record is left alone. The result is still this call's to return.
             warn!(key = %pk, owner = %claim.owner, "idempotency: lease lost before completion; result not stored");
         }

@@ -11,19 +11,19 @@
 //!   --time-to-live-specification Enabled=true,AttributeName=expires_at
 //! ```
 //!
-//! The function's role needs `dynamodb:PutItem`, `UpdateItem`, `DeleteItem` and `GetItem`
-//! (the last only where a refused condition does not return the old item) on the table.
+//! The function's role needs `dynamodb:UpdateItem`, `DeleteItem` and `GetItem` (the last only
+//! where a refused condition does not return the old item) on the table.
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use aws_sdk_dynamodb::Client;
 
 use crate::machine::{
-    gone, Claim, ClaimOutcome, Record, Status, CLAIM_CONDITION, COMPLETE_CONDITION, FAIL_CONDITION,
-    RECLAIM_CONDITION, RELEASE_CONDITION,
+    gone, Claim, ClaimOutcome, Record, Status, CLAIM_CONDITION, CLAIM_UPDATE, COMPLETE_CONDITION,
+    FAIL_CONDITION, RELEASE_CONDITION,
 };
 use crate::store::{Store, StoreError};
 
@@ -84,39 +84,42 @@ impl DynamoStore {
         &self.table
     }
 
-    /// PutItem of `record` under `condition` with `ALL_OLD`: the old record comes back in the
-    /// same call when the condition refuses it. Where the server leaves it out (some
-    /// emulators), one consistent read stands in; nothing is written after it.
-    async fn put_if(
-        &self,
-        record: &Record,
-        condition: &str,
-        values: Vec<(&str, AttributeValue)>,
-        now_ms: i64,
-    ) -> Result<ClaimOutcome, StoreError> {
-        let mut req = self
+    /// The claim: one UpdateItem, [`CLAIM_UPDATE`] under [`CLAIM_CONDITION`], with `ALL_OLD`:
+    /// the old record comes back in the same call when the condition refuses it. Where the
+    /// server leaves it out (some emulators), one consistent read stands in; nothing is
+    /// written after it.
+    async fn claim_item(&self, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
+        let result = self
             .client
-            .put_item()
+            .update_item()
             .table_name(&self.table)
-            .set_item(Some(to_item(record)))
-            .condition_expression(condition)
-            .expression_attribute_values(":now_s", n(now_ms.div_euclid(1000)))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        for (name, value) in values {
-            req = req.expression_attribute_values(name, value);
-        }
-        if condition.contains("#status") {
-            req = req.expression_attribute_names("#status", "status");
-        }
-        match req.send().await {
+            .key("pk", s(&claim.key))
+            .update_expression(CLAIM_UPDATE)
+            .condition_expression(CLAIM_CONDITION)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#result", "result")
+            .expression_attribute_values(":now_s", n(claim.now_ms.div_euclid(1000)))
+            .expression_attribute_values(":now_ms", n(claim.now_ms))
+            .expression_attribute_values(":sha", s(&claim.payload_sha256))
+            .expression_attribute_values(":processing", s(Status::Processing.as_str()))
+            .expression_attribute_values(":failed", s(Status::Failed.as_str()))
+            .expression_attribute_values(":lease", n(claim.lease_until_ms))
+            .expression_attribute_values(":me", s(&claim.owner))
+            .expression_attribute_values(":exp", n(claim.expires_at))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
             Ok(_) => Ok(ClaimOutcome::Claimed),
             Err(err) => match err.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(e)) => {
+                Some(UpdateItemError::ConditionalCheckFailedException(e)) => {
                     let old = match e.item() {
                         Some(item) => Some(from_item(item)?),
-                        None => self.get(&record.key).await?,
+                        None => self.get(&claim.key).await?,
                     };
-                    let old = old.unwrap_or_else(|| gone(&record.key, now_ms));
+                    let old = old.unwrap_or_else(|| gone(&claim.key, claim.now_ms));
                     Ok(ClaimOutcome::Exists(Box::new(old)))
                 }
                 _ => Err(unavailable(err)),
@@ -152,22 +155,7 @@ impl DynamoStore {
 
 impl Store for DynamoStore {
     async fn claim(&self, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
-        let record = claim.record(1, claim.now_ms);
-        self.put_if(&record, CLAIM_CONDITION, Vec::new(), claim.now_ms)
-            .await
-    }
-
-    async fn reclaim(&self, claim: &Claim, previous: &Record) -> Result<ClaimOutcome, StoreError> {
-        let record = claim.record(previous.attempts.saturating_add(1), previous.received_at);
-        let old_owner = previous.lease_owner.clone().unwrap_or_default();
-        let values = vec![
-            (":old_owner", s(old_owner)),
-            (":now_ms", n(claim.now_ms)),
-            (":processing", s(Status::Processing.as_str())),
-            (":failed", s(Status::Failed.as_str())),
-        ];
-        self.put_if(&record, RECLAIM_CONDITION, values, claim.now_ms)
-            .await
+        self.claim_item(claim).await
     }
 
     async fn complete(
@@ -223,7 +211,8 @@ impl Store for DynamoStore {
         error: &str,
         _now_ms: i64,
     ) -> Result<bool, StoreError> {
-        // The owner stays: the failed call's owner is what the re-claim is guarded on.
+        // The owner stays, for the operator: HOLDER_CONDITION wants PROCESSING, so it gives
+        // the failed call nothing; the next claim of this payload takes the record.
         let update = "SET #status = :failed, last_error = :error REMOVE lease_until";
         let values = vec![
             (":failed", s(Status::Failed.as_str())),

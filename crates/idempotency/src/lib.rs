@@ -5,13 +5,13 @@
 //! identity of the operation (a header, a field of the body, an event's id: what the request
 //! *is*, never when it was seen), and answers every repeat with the first result.
 //!
-//! - **One round trip per claim.** The claim is one conditional `PutItem`
-//!   (`attribute_not_exists(pk) OR expires_at < :now_s`) with
-//!   `ReturnValuesOnConditionCheckFailure=ALL_OLD`: a duplicate is answered from that same
-//!   call, with no second read.
+//! - **One round trip per claim.** The claim is one conditional `UpdateItem`
+//!   ([`machine::CLAIM_CONDITION`]: absent or expired, or this payload's record abandoned or
+//!   failed) with `ReturnValuesOnConditionCheckFailure=ALL_OLD`: a duplicate is answered from
+//!   that same call, with no second read.
 //! - **Leases follow the invocation's deadline**, so a timed-out invocation never leaves its
-//!   key stuck: once the lease ran out, the next call re-claims the record with a write guarded
-//!   on the old lease.
+//!   key stuck: once the lease ran out, the next call's claim takes the record over, in the
+//!   same one write.
 //! - **Never a lock you do not hold**: completing, releasing and recording a failure are
 //!   guarded on the caller's own lease owner.
 //! - **One payload per key**: the payload's SHA-256 is stored, and a different payload under

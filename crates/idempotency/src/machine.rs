@@ -4,17 +4,20 @@
 //! ```text
 //!  (absent/expired) --claim--> PROCESSING --complete--> COMPLETED   (replayed until it expires)
 //!                                 |    \--release--> (absent)
-//!                                 |     \--fail--> FAILED --reclaim--> PROCESSING
-//!                                 \--lease ran out--reclaim--> PROCESSING
+//!                                 |     \--fail--> FAILED --claim--> PROCESSING
+//!                                 \--lease ran out--claim--> PROCESSING
 //! ```
+//!
+//! One claim, one conditional write, takes a key in every state it may be taken in: absent,
+//! expired, abandoned (its lease ran out) or FAILED, the last two for the same payload only.
 //!
 //! The [`crate::dynamodb`] store sends the `*_CONDITION` constants; the [`crate::memory`] store
 //! evaluates the `*_allowed` predicates. An item past `expires_at` counts as absent in every
 //! condition: DynamoDB's TTL deletes expired items lazily, often days later.
 //!
 //! Placeholders: `:now_s` epoch seconds, `:now_ms` epoch milliseconds, `:me` the caller's
-//! lease owner, `:old_owner` the owner of the record being re-claimed; `#status` stands for
-//! `status` (a DynamoDB reserved word).
+//! lease owner, `:sha` the caller's payload hash; `#status` and `#result` stand for `status`
+//! and `result` (DynamoDB reserved words).
 //!
 //! Units: `expires_at` is epoch **seconds** (DynamoDB's TTL wants seconds); every other time
 //! (`lease_until`, `received_at`, `completed_at`) is epoch **milliseconds**.
@@ -29,7 +32,7 @@ pub enum Status {
     /// Done: the first result is stored and replayed to every duplicate.
     Completed,
     /// The call failed and its failure was recorded ([`crate::OnFailure::Record`]); the next
-    /// call re-claims the key.
+    /// call's claim takes the key over.
     Failed,
 }
 
@@ -72,7 +75,8 @@ pub struct Record {
     /// `lease_until`: epoch milliseconds, while [`Status::Processing`].
     pub lease_until: Option<i64>,
     /// `lease_owner`: the holder while [`Status::Processing`]; on a [`Status::Failed`] record,
-    /// the owner of the failed call (what its re-claim is guarded on).
+    /// the owner of the failed call (kept for the operator: [`HOLDER_CONDITION`] wants
+    /// PROCESSING, so it gives that call nothing).
     pub lease_owner: Option<String>,
     /// `payload_sha256`: SHA-256 hex of the first call's payload.
     pub payload_sha256: String,
@@ -140,8 +144,9 @@ impl Claim {
     }
 }
 
-/// The stand-in for a record deleted between a claim and its re-claim (a refused re-claim
-/// that found nothing): expired, so the caller's next claim takes the key.
+/// The stand-in for a record deleted between a refused claim and the read that stands in
+/// for `ALL_OLD` (a server that does not return it): expired, so the caller's next claim takes
+/// the key.
 pub fn gone(key: &str, now_ms: i64) -> Record {
     Record {
         key: key.to_owned(),
@@ -158,7 +163,7 @@ pub fn gone(key: &str, now_ms: i64) -> Record {
     }
 }
 
-/// What a claim (or a re-claim) found.
+/// What a claim found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClaimOutcome {
     /// The key is ours: run.
@@ -167,45 +172,60 @@ pub enum ClaimOutcome {
     Exists(Box<Record>),
 }
 
-/// Claim (PutItem with `ReturnValuesOnConditionCheckFailure=ALL_OLD`): the key is absent or
-/// expired. A refusal hands back the old record in the same call: a duplicate costs one
-/// round trip.
-pub const CLAIM_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s";
+/// Claim (UpdateItem with `ReturnValuesOnConditionCheckFailure=ALL_OLD`), in one call: the
+/// key is absent or expired, or it holds this payload's record and that record was abandoned
+/// (PROCESSING with a lease that ran out: its invocation timed out or died) or FAILED. A
+/// refusal hands back the old record in the same call: a duplicate costs one round trip, and
+/// so does the claim that takes over a timed-out call's key.
+///
+/// No guard on the old owner is needed: the condition is evaluated on the item as it is when
+/// the write lands, so of two callers taking over one abandoned record the second finds the
+/// first's live lease and is refused. A completed, unexpired record and a live lease are never
+/// claimed, and another payload under the key is refused unless the record has expired.
+pub const CLAIM_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
+     OR (payload_sha256 = :sha \
+     AND ((#status = :processing AND lease_until < :now_ms) OR #status = :failed))";
 
 /// The in-memory twin of [`CLAIM_CONDITION`].
-pub fn claim_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
-    existing.is_none_or(|r| r.is_expired(now_ms))
-}
-
-/// Re-claim (PutItem, `ALL_OLD`): the record a claim found is still the one it found, and it
-/// is abandoned: PROCESSING with a lease that ran out (its invocation timed out or died), or
-/// FAILED. Guarded on the old owner, so that of two callers re-claiming one record, one wins.
-pub const RECLAIM_CONDITION: &str = "expires_at >= :now_s AND lease_owner = :old_owner \
-     AND ((#status = :processing AND lease_until < :now_ms) OR #status = :failed)";
-
-/// The in-memory twin of [`RECLAIM_CONDITION`].
-pub fn reclaim_allowed(existing: Option<&Record>, old_owner: &str, now_ms: i64) -> bool {
-    existing.is_some_and(|r| {
-        !r.is_expired(now_ms)
-            && r.owned_by(old_owner)
-            && ((r.status == Status::Processing && r.lease_until.is_some_and(|u| u < now_ms))
-                || r.status == Status::Failed)
+pub fn claim_allowed(existing: Option<&Record>, payload_sha256: &str, now_ms: i64) -> bool {
+    existing.is_none_or(|r| {
+        r.is_expired(now_ms)
+            || (r.payload_sha256 == payload_sha256
+                && ((r.status == Status::Processing && r.lease_until.is_some_and(|u| u < now_ms))
+                    || r.status == Status::Failed))
     })
 }
 
-/// Whether a record a claim found may be re-claimed (then [`RECLAIM_CONDITION`] decides).
+/// What a claim writes ([`CLAIM_CONDITION`] admitted it): PROCESSING under the caller's lease,
+/// `attempts` counted on from the item's (1 where there is none), `received_at` kept from the
+/// item's (now where there is none), and what the last holder left (`result`, `last_error`,
+/// `completed_at`) removed. The item is updated in place, so an expired item DynamoDB's TTL
+/// has not deleted yet keeps counting `attempts` from where it was, and keeps its
+/// `received_at`.
+pub const CLAIM_UPDATE: &str = "SET #status = :processing, lease_until = :lease, \
+     lease_owner = :me, payload_sha256 = :sha, expires_at = :exp, \
+     attempts = if_not_exists(attempts, :zero) + :one, \
+     received_at = if_not_exists(received_at, :now_ms) \
+     REMOVE #result, last_error, completed_at";
+
+/// The in-memory twin of [`CLAIM_UPDATE`]: the record a claim writes over `existing`.
+pub fn claimed(claim: &Claim, existing: Option<&Record>) -> Record {
+    let attempts = existing.map_or(0, |r| r.attempts).saturating_add(1);
+    let received_at = existing.map_or(claim.now_ms, |r| r.received_at);
+    claim.record(attempts, received_at)
+}
+
+/// Whether a record a claim found is one [`CLAIM_CONDITION`] takes over (abandoned or
+/// failed, this payload's, unexpired): where a refusal did not carry the record and the read
+/// that stood in found it changed since, the caller claims again.
 pub fn reclaimable(existing: &Record, now_ms: i64) -> bool {
-    reclaim_allowed(
-        Some(existing),
-        existing.lease_owner.as_deref().unwrap_or_default(),
-        now_ms,
-    )
+    !existing.is_expired(now_ms) && claim_allowed(Some(existing), &existing.payload_sha256, now_ms)
 }
 
 /// Complete (UpdateItem: COMPLETED, `result`, `completed_at`, lease removed), release
 /// (DeleteItem) and fail (UpdateItem: FAILED, `last_error`, `lease_until` removed): only the
 /// caller's own live claim. Never delete or overwrite a lock you do not hold: a call that ran
-/// past its lease may find its key re-claimed by another, and must leave it alone.
+/// past its lease may find its key claimed by another, and must leave it alone.
 pub const HOLDER_CONDITION: &str = "#status = :processing AND lease_owner = :me";
 
 /// The in-memory twin of [`HOLDER_CONDITION`].
@@ -223,7 +243,7 @@ pub const FAIL_CONDITION: &str = HOLDER_CONDITION;
 /// What a call does about a record its claim found, given its own payload's hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Found {
-    /// Expired or deleted since: claim again.
+    /// Expired, or deleted since: claim again.
     Absent,
     /// Another payload under this key: refused.
     PayloadMismatch,
@@ -234,7 +254,8 @@ pub enum Found {
         /// Epoch milliseconds.
         lease_until: i64,
     },
-    /// Abandoned (lease ran out) or failed: try [`RECLAIM_CONDITION`].
+    /// Abandoned (lease ran out) or failed, found by a read after the refusal (a server
+    /// without `ALL_OLD`): it changed since, claim again ([`CLAIM_CONDITION`] takes it).
     Reclaim,
 }
 

@@ -4,9 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::machine::{
-    claim_allowed, gone, holder_allowed, reclaim_allowed, Claim, ClaimOutcome, Record, Status,
-};
+use crate::machine::{claim_allowed, claimed, holder_allowed, Claim, ClaimOutcome, Record, Status};
 use crate::store::{Store, StoreError};
 
 /// Records in a map behind a mutex. Cloning shares the same records.
@@ -40,41 +38,21 @@ impl MemoryStore {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-
-    fn write_if(
-        &self,
-        record: Record,
-        now_ms: i64,
-        allowed: impl FnOnce(Option<&Record>) -> bool,
-    ) -> ClaimOutcome {
-        let mut records = self.lock();
-        let existing = records.get(&record.key);
-        if !allowed(existing) {
-            return ClaimOutcome::Exists(Box::new(match existing {
-                Some(r) => r.clone(),
-                // Refused with nothing there: a re-claim of a record deleted since.
-                None => gone(&record.key, now_ms),
-            }));
-        }
-        records.insert(record.key.clone(), record);
-        ClaimOutcome::Claimed
-    }
 }
 
 impl Store for MemoryStore {
     async fn claim(&self, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
-        let record = claim.record(1, claim.now_ms);
-        Ok(self.write_if(record, claim.now_ms, |existing| {
-            claim_allowed(existing, claim.now_ms)
-        }))
-    }
-
-    async fn reclaim(&self, claim: &Claim, previous: &Record) -> Result<ClaimOutcome, StoreError> {
-        let old_owner = previous.lease_owner.as_deref().unwrap_or_default();
-        let record = claim.record(previous.attempts.saturating_add(1), previous.received_at);
-        Ok(self.write_if(record, claim.now_ms, |existing| {
-            reclaim_allowed(existing, old_owner, claim.now_ms)
-        }))
+        let mut records = self.lock();
+        let existing = records.get(&claim.key);
+        // Refused (only ever on a record): the record as it was, as `ALL_OLD` returns it.
+        if let Some(found) =
+            existing.filter(|r| !claim_allowed(Some(r), &claim.payload_sha256, claim.now_ms))
+        {
+            return Ok(ClaimOutcome::Exists(Box::new(found.clone())));
+        }
+        let record = claimed(claim, existing);
+        records.insert(record.key.clone(), record);
+        Ok(ClaimOutcome::Claimed)
     }
 
     async fn complete(

@@ -23,18 +23,12 @@ pub enum StoreError {
 /// [`Store::fail`] means its condition refused it (the caller no longer holds the key), `Err`
 /// means no answer. A store is shared by cloning it (both shipped stores are cheap handles).
 pub trait Store: Send + Sync {
-    /// [`crate::machine::CLAIM_CONDITION`]: writes the claim's record where the key is absent
-    /// or expired; otherwise the record found, from the same call where the store can.
+    /// [`crate::machine::CLAIM_CONDITION`]: writes the claim's record
+    /// ([`crate::machine::CLAIM_UPDATE`]) where the key is absent or expired, or holds this
+    /// payload's abandoned or failed record; otherwise the record found, from the same call
+    /// where the store can.
     fn claim(&self, claim: &Claim)
         -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
-
-    /// [`crate::machine::RECLAIM_CONDITION`]: writes the claim's record over `previous` (an
-    /// abandoned or failed record a claim found) if it is still the one found.
-    fn reclaim(
-        &self,
-        claim: &Claim,
-        previous: &Record,
-    ) -> impl Future<Output = Result<ClaimOutcome, StoreError>> + Send;
 
     /// [`crate::machine::COMPLETE_CONDITION`]: COMPLETED with `result` (JSON).
     fn complete(

@@ -200,7 +200,8 @@ pub async fn failure_then_retry<S: Store + Clone>(store: &S) -> Trace {
     trace
 }
 
-/// A failure recorded (FAILED, `last_error`); the retry re-claims it (attempts 2).
+/// A failure recorded (FAILED, `last_error`); the retry's claim takes it over (attempts 2,
+/// `last_error` removed).
 pub async fn failure_recorded_then_retry<S: Store + Clone>(store: &S) -> Trace {
     let clock = ManualClock::at(T);
     let idem = idem(store, &clock).on_failure(OnFailure::Record);
@@ -229,11 +230,13 @@ pub async fn failure_recorded_then_retry<S: Store + Clone>(store: &S) -> Trace {
         .await
         .expect("kept");
     assert_eq!((rec.status, rec.attempts), (Status::Completed, 2));
+    assert_eq!(rec.last_error, None);
     trace
 }
 
 /// A call whose invocation timed out (its claim left PROCESSING): in flight until its lease
-/// (the deadline) runs out, then re-claimed by the retry (Powertools Python #53: stuck).
+/// (the deadline) runs out, then taken over by the retry's one claim (Powertools Python #53:
+/// stuck).
 pub async fn timeout_then_retry<S: Store + Clone>(store: &S) -> Trace {
     let clock = ManualClock::at(T);
     let idem = idem(store, &clock);
@@ -296,7 +299,7 @@ pub async fn changed_payload<S: Store + Clone>(store: &S) -> Trace {
         .await;
     trace.push(outcome(&r));
     assert!(matches!(r, Err(Error::PayloadMismatch { .. })));
-    // Failed and recorded, and abandoned (lease ran out): never re-claimed with another payload.
+    // Failed and recorded, and abandoned (lease ran out): never claimed with another payload.
     let rec = idem.clone().on_failure(OnFailure::Record);
     let r = rec
         .run(&key("pay-failed"), b"one", &Deadline::none(), || async {
@@ -318,7 +321,9 @@ pub async fn changed_payload<S: Store + Clone>(store: &S) -> Trace {
     trace
 }
 
-/// An expired record counts as absent: the next call claims anew (attempts 1 again).
+/// An expired record counts as absent: the next call claims it, whatever its payload. The
+/// claim updates the item in place, so where DynamoDB's TTL has not deleted it yet `attempts`
+/// counts on (2) and `received_at` stays the first claim's, and the old result is removed.
 pub async fn expired_counts_as_absent<S: Store + Clone>(store: &S) -> Trace {
     let clock = ManualClock::at(T);
     let idem = idem(store, &clock);
@@ -339,12 +344,19 @@ pub async fn expired_counts_as_absent<S: Store + Clone>(store: &S) -> Trace {
     trace.push(outcome(&r));
     assert_eq!(trace[1], "ok 2 replayed=false");
     let rec = read(store, "old", &mut trace, "after").await.expect("kept");
-    assert_eq!(rec.attempts, 1);
+    assert_eq!(
+        (rec.attempts, rec.received_at, rec.result.as_deref()),
+        (2, T, Some("2"))
+    );
+    assert_eq!(
+        rec.payload_sha256,
+        lambda_idempotency::payload_sha256(b"two")
+    );
     trace
 }
 
 /// Never release, complete or fail a lock you do not hold (Powertools TypeScript #5675): a
-/// call that ran past its lease finds its key re-claimed and leaves it alone.
+/// call that ran past its lease finds its key claimed by another and leaves it alone.
 pub async fn lock_not_held_is_left_alone<S: Store + Clone>(store: &S) -> Trace {
     let mut trace = Trace::new();
     let a = hand_claim("held", "a", T, 1_000, b"p");
@@ -353,21 +365,18 @@ pub async fn lock_not_held_is_left_alone<S: Store + Clone>(store: &S) -> Trace {
         store.claim(&a).await.expect("claim")
     ));
     let b = hand_claim("held", "b", T + 2_000, 10_000, b"p");
-    let found = match store.claim(&b).await.expect("claim") {
-        ClaimOutcome::Exists(found) => *found,
-        ClaimOutcome::Claimed => panic!("a live record was claimed anew"),
-    };
-    let reclaimed = store.reclaim(&b, &found).await.expect("reclaim");
+    // a's lease ran out: b's one claim takes the key over.
+    let reclaimed = store.claim(&b).await.expect("claim");
     assert_eq!(reclaimed, ClaimOutcome::Claimed);
-    trace.push(format!("b re-claims: {reclaimed:?}"));
-    // A second re-claim guarded on a's lease loses: b holds it now.
+    trace.push(format!("b claims: {reclaimed:?}"));
+    // c's claim finds b's live lease: refused, b's record handed back.
     let c = hand_claim("held", "c", T + 2_001, 10_000, b"p");
-    let lost = store.reclaim(&c, &found).await.expect("reclaim");
-    assert!(matches!(lost, ClaimOutcome::Exists(_)));
-    trace.push(format!(
-        "c re-claims on a's lease: {}",
-        matches!(lost, ClaimOutcome::Exists(_))
-    ));
+    let lost = match store.claim(&c).await.expect("claim") {
+        ClaimOutcome::Exists(found) => *found,
+        ClaimOutcome::Claimed => panic!("a live lease was taken over"),
+    };
+    assert_eq!(lost.lease_until, Some(T + 12_000));
+    trace.push(format!("c claims: refused, found {}", shown(Some(lost))));
     let released = store.release("held", "a").await.expect("release");
     let failed = store
         .fail("held", "a", "late", T + 3_000)
