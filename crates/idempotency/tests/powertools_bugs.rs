@@ -151,7 +151,10 @@ fn powertools_5620_every_log_line_names_its_key() {
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // Global, not per thread: a callsite first reached by a test on another thread, before a
+    // thread-local subscriber was set, keeps its cached "never" and would drop this test's
+    // DEBUG lines at random. The other tests' lines, if caught, name their keys too.
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber here");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
