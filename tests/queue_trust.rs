@@ -5,14 +5,19 @@
 //! payload bucket, its dead-letter queue) against moto, beside real events that go through.
 
 use devstack::bridge::Bridge;
-use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
+use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
+use inbox::clock::SystemClock;
+use inbox::consumer::Consumer;
+use inbox::forward::HttpForwarder;
 use inbox::key::sha256_hex;
+use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric};
 use inbox::queue::{BodyRef, Envelope, Outgoing, Queue as _};
 use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
 use inbox::store::payload_key;
+use inbox::store::S3Store;
 
 const MIB: usize = 1024 * 1024;
 
@@ -29,15 +34,16 @@ async fn put_by_hand(aws: &LocalAws, envelope: &Envelope) {
         .expect("a hand-made message on the queue");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[allow(
-    clippy::too_many_lines,
-    reason = "a scenario read top to bottom; its steps share the stack it sets up"
-)]
-async fn forged_envelopes_on_the_queue_reach_nothing() {
-    let aws = LocalAws::new("trust").await;
-    let sor = SystemOfRecord::start();
-    let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
+/// The consumer as deployed: the shipped forwarder to `sor`, the stack's payload bucket and
+/// its dead-letter queue; and a bridge that hands a failed message back at once.
+async fn deployed_consumer(
+    aws: &LocalAws,
+    sor: &SystemOfRecord,
+) -> (
+    Consumer<DynamoLedger, HttpForwarder, SystemClock, SqsRedelivery, S3Store>,
+    MetricLines,
+    Bridge,
+) {
     let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
     let cx = cx
         .with_store(aws.payload_store())
@@ -50,6 +56,19 @@ async fn forged_envelopes_on_the_queue_reach_nothing() {
         .await
         .expect("bridge");
     bridge.retry_failed_now = true;
+    (cx, lines, bridge)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a scenario read top to bottom; its steps share the stack it sets up"
+)]
+async fn forged_envelopes_on_the_queue_reach_nothing() {
+    let aws = LocalAws::new("trust").await;
+    let sor = SystemOfRecord::start();
+    let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
+    let (cx, lines, bridge) = deployed_consumer(&aws, &sor).await;
 
     // Two real events of the `strict` source: a small one, and one whose body is in the
     // bucket (too big for the queue).
@@ -170,16 +189,7 @@ async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
     let aws = LocalAws::new("trust-acc").await;
     let sor = SystemOfRecord::start();
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
-    let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
-    let cx = cx.with_redelivery(SqsRedelivery::new(
-        aws.sqs.clone(),
-        &aws.resources.queue_url,
-        Some(aws.resources.dlq_url.clone()),
-    ));
-    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    bridge.retry_failed_now = true;
+    let (cx, lines, bridge) = deployed_consumer(&aws, &sor).await;
     let body = br#"{"real":1}"#.to_vec();
     let resp = rx
         .handle(post("github", &github_headers("r-1", &body), &body))
