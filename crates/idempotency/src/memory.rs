@@ -40,6 +40,18 @@ impl MemoryStore {
     }
 }
 
+/// The record of `key` where `owner` holds its lease ([`holder_allowed`]): what complete and
+/// fail may write.
+fn held<'a>(
+    records: &'a mut HashMap<String, Record>,
+    key: &str,
+    owner: &str,
+) -> Option<&'a mut Record> {
+    records
+        .get_mut(key)
+        .filter(|r| holder_allowed(Some(r), owner))
+}
+
 impl Store for MemoryStore {
     async fn claim(&self, claim: &Claim) -> Result<ClaimOutcome, StoreError> {
         let mut records = self.lock();
@@ -63,10 +75,7 @@ impl Store for MemoryStore {
         now_ms: i64,
     ) -> Result<bool, StoreError> {
         let mut records = self.lock();
-        let Some(r) = records
-            .get_mut(key)
-            .filter(|r| holder_allowed(Some(r), owner))
-        else {
+        let Some(r) = held(&mut records, key, owner) else {
             return Ok(false);
         };
         r.status = Status::Completed;
@@ -94,10 +103,7 @@ impl Store for MemoryStore {
         _now_ms: i64,
     ) -> Result<bool, StoreError> {
         let mut records = self.lock();
-        let Some(r) = records
-            .get_mut(key)
-            .filter(|r| holder_allowed(Some(r), owner))
-        else {
+        let Some(r) = held(&mut records, key, owner) else {
             return Ok(false);
         };
         r.status = Status::Failed;
