@@ -1,7 +1,8 @@
 //! Dev only: the inbox on one machine, for the tests, the demo and the bench.
 //!
-//! - [`moto`]: local AWS (a moto server), [`cloudformation`]: template.yaml translated and
-//!   created as a stack on it and read back, [`local_stack`]: that stack with the local
+//! - [`moto`]: local AWS (a moto server, CloudWatch in the SDK's protocol included),
+//!   [`local_metrics`]: the functions' EMF lines put on its CloudWatch, [`cloudformation`]:
+//!   template.yaml translated and created as a stack on it and read back, [`local_stack`]: that stack with the local
 //!   parameters and secrets, which the tests, the demo and the bench run on;
 //! - [`deployer_policy`]: the IAM policy a deployer needs, derived from the translated
 //!   template's resource types and cfn-lint's resource provider schemas (docs/deployer-policy*.json);
@@ -20,6 +21,7 @@ pub mod demo;
 pub mod deployer_policy;
 pub mod dynalite;
 pub mod faults;
+pub mod local_metrics;
 pub mod local_stack;
 pub mod moto;
 pub mod runtime;

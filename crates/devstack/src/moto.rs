@@ -3,6 +3,10 @@
 //!
 //! The server lives as long as the process that started it: it stops when its standard
 //! input closes, so a crashed test run leaves nothing behind.
+//!
+//! It also answers CloudWatch in the protocol the AWS SDK for Rust speaks (Smithy RPC v2 CBOR,
+//! which moto 5.2.5 does not): `moto_cbor.py` turns each such call into AWS JSON 1.0 for moto
+//! and the answer back into CBOR.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -11,7 +15,13 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context};
 
-const GUARD: &str = include_str!("moto_guard.py");
+/// The program: CloudWatch's RPC v2 CBOR layer (`moto_cbor.py`; moto 5.2.5 serves CloudWatch
+/// in AWS Query and JSON 1.0 only), then the server (`moto_guard.py`).
+const GUARD: &str = concat!(
+    include_str!("moto_cbor.py"),
+    "\n",
+    include_str!("moto_guard.py")
+);
 
 /// The workspace root (where `template.yaml` and `.venv` are).
 pub fn workspace_root() -> PathBuf {

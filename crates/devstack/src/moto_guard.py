@@ -1,9 +1,11 @@
 # Runs a moto server on loopback (port 0: the OS picks a free one), prints "ready <port>",
 # and stops it when standard input closes, that is when the process that started it ends.
+# moto_cbor.py comes first in the same program (devstack's moto.rs joins them): CloudWatchCbor.
 import json
 import sys
 import threading
 
+import moto.moto_server.threaded_moto_server as threaded_server
 import moto.sqs.models as sqs_models
 from moto.server import ThreadedMotoServer
 
@@ -48,6 +50,10 @@ def _json_templates_first():
 
 
 threading.Thread(target=_json_templates_first, daemon=True).start()
+
+# CloudWatch as the AWS SDK for Rust calls it (RPC v2 CBOR), in front of moto's own.
+_moto_app = threaded_server.DomainDispatcherApplication
+threaded_server.DomainDispatcherApplication = lambda create: CloudWatchCbor(_moto_app(create))
 
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
 server.start()

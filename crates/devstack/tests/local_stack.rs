@@ -117,3 +117,152 @@ async fn a_source_with_two_secrets_accepts_either() {
         "{arns}"
     );
 }
+
+/// CloudWatch as the SDK calls it (Smithy RPC v2 CBOR, which moto serves through devstack's
+/// layer): the functions' EMF lines put by `local_metrics`, read back as the console reads them
+/// (`GetMetricData`), as `inbox-ops status` reads a queue's age (`GetMetricStatistics`), the
+/// alarms in ALARM (`DescribeAlarms`), and an error with its code.
+#[tokio::test]
+async fn cloudwatch_answers_the_sdks_protocol_with_the_runs_counts() {
+    use aws_sdk_cloudwatch::types::{ComparisonOperator, Dimension, StateValue, Statistic};
+    use inbox::metrics::{Metric, Metrics};
+    use inbox_ops::console::figures;
+
+    devstack::moto::shared();
+    let sdk = inbox::app::sdk_config().await;
+    let cloudwatch = aws_sdk_cloudwatch::Client::new(&sdk);
+    let now_s = testkit::now_ms() / 1000;
+    let source = "cw-figures";
+    let (receiver, received) = Metrics::memory("receiver");
+    let (consumer, consumed) = Metrics::memory("consumer");
+    for _ in 0..3 {
+        receiver.count(source, Metric::Accepted);
+    }
+    receiver.count(source, Metric::Replayed);
+    receiver.count(source, Metric::SignatureRejected);
+    consumer.count(source, Metric::Failed);
+    consumer.count(source, Metric::DeadLettered);
+    let mut lines = received.lock().unwrap().clone();
+    lines.extend(consumed.lock().unwrap().iter().cloned());
+    lines.push(r#"{"level":"INFO","message":"not a metric"}"#.to_owned());
+    let put = devstack::local_metrics::put(&cloudwatch, &lines)
+        .await
+        .expect("PutMetricData in CBOR");
+    assert_eq!(put, 7);
+
+    let figures = figures::last_day(&cloudwatch, &[source.to_owned()], now_s)
+        .await
+        .expect("GetMetricData in CBOR");
+    let totals: Vec<(&str, f64)> = figures[0]
+        .series
+        .iter()
+        .map(|(label, values)| (*label, values.iter().sum()))
+        .collect();
+    assert_eq!(
+        totals,
+        [
+            ("accepted", 3.0),
+            ("replayed", 1.0),
+            ("rejected", 1.0),
+            ("failed", 1.0),
+            ("dead-lettered", 1.0)
+        ]
+    );
+    // All in this hour, the last of the 24.
+    assert_eq!(figures[0].series[0].1[figures::HOURS - 1], 3.0);
+
+    // A call past the SDK's compression threshold (10 KiB) arrives gzipped.
+    let (bulk, bulk_lines) = Metrics::memory("receiver");
+    for _ in 0..400 {
+        bulk.count("cw-bulk", Metric::Accepted);
+    }
+    let bulk_lines = bulk_lines.lock().unwrap().clone();
+    assert_eq!(
+        devstack::local_metrics::put(&cloudwatch, &bulk_lines)
+            .await
+            .expect("a compressed PutMetricData"),
+        400
+    );
+    let bulk = figures::last_day(&cloudwatch, &["cw-bulk".to_owned()], now_s)
+        .await
+        .expect("GetMetricData");
+    assert_eq!(bulk[0].series[0].1.iter().sum::<f64>(), 400.0);
+
+    // GetMetricStatistics, timestamps both ways.
+    let now = std::time::SystemTime::now();
+    let stats = cloudwatch
+        .get_metric_statistics()
+        .namespace(inbox::metrics::NAMESPACE)
+        .metric_name("Accepted")
+        .dimensions(Dimension::builder().name("source").value(source).build())
+        .dimensions(
+            Dimension::builder()
+                .name("function")
+                .value("receiver")
+                .build(),
+        )
+        .start_time((now - Duration::from_secs(600)).into())
+        .end_time((now + Duration::from_secs(60)).into())
+        .period(60)
+        .statistics(Statistic::Sum)
+        .send()
+        .await
+        .expect("GetMetricStatistics in CBOR");
+    let sum: f64 = stats.datapoints().iter().filter_map(|d| d.sum()).sum();
+    assert_eq!(sum, 3.0);
+    assert!(stats.datapoints().iter().all(|d| d
+        .timestamp()
+        .is_some_and(|t| (t.secs() - now_s).abs() < 700)));
+
+    // An alarm put, set to ALARM, found by the console's DescribeAlarms; another stays out.
+    for name in ["cw-dlq-alarm", "cw-quiet-alarm"] {
+        cloudwatch
+            .put_metric_alarm()
+            .alarm_name(name)
+            .namespace("AWS/SQS")
+            .metric_name("ApproximateNumberOfMessagesVisible")
+            .statistic(Statistic::Maximum)
+            .period(60)
+            .evaluation_periods(1)
+            .threshold(0.0)
+            .comparison_operator(ComparisonOperator::GreaterThanThreshold)
+            .send()
+            .await
+            .expect("PutMetricAlarm in CBOR");
+    }
+    cloudwatch
+        .set_alarm_state()
+        .alarm_name("cw-dlq-alarm")
+        .state_value(StateValue::Alarm)
+        .state_reason("one dead letter")
+        .send()
+        .await
+        .expect("SetAlarmState in CBOR");
+    let firing = figures::alarms_firing(
+        &cloudwatch,
+        &["cw-dlq-alarm".to_owned(), "cw-quiet-alarm".to_owned()],
+    )
+    .await
+    .expect("DescribeAlarms in CBOR");
+    assert_eq!(
+        firing,
+        [("cw-dlq-alarm".to_owned(), "one dead letter".to_owned())]
+    );
+
+    // An error keeps its code and message.
+    let err = cloudwatch
+        .get_dashboard()
+        .dashboard_name("no-such-dashboard")
+        .send()
+        .await
+        .expect_err("no such dashboard");
+    let service = err.into_service_error();
+    assert!(
+        matches!(
+            &service,
+            aws_sdk_cloudwatch::operation::get_dashboard::GetDashboardError::DashboardNotFoundError(e)
+                if e.message().is_some_and(|m| m.contains("does not exist"))
+        ),
+        "{service:?}"
+    );
+}

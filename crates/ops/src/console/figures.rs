@@ -156,7 +156,13 @@ pub async fn alarms_firing(
             .send()
             .await
             .map_err(|e| anyhow!("DescribeAlarms: {}", short(&e)))?;
-        for alarm in out.metric_alarms() {
+        // The state is checked here too: a server that reads `AlarmNames` and not
+        // `StateValue` (moto 5.2.5) answers every alarm named.
+        for alarm in out
+            .metric_alarms()
+            .iter()
+            .filter(|a| a.state_value() == Some(&StateValue::Alarm))
+        {
             firing.push((
                 alarm.alarm_name().unwrap_or_default().to_owned(),
                 alarm.state_reason().unwrap_or_default().to_owned(),
