@@ -4,19 +4,21 @@
 //!
 //! Here: the receiver and consumer as deployed (archive on, the consumer dead-letters after its
 //! first real failure) take two GitHub pushes: one the system of record refuses (FAILED, its
-//! `last_error`, dead-lettered), one whose body holds a `<script>`. The console is served
-//! against the stack found by its name alone (`stack::resolve`), and the browser script
-//! checks: the dead letter and the failed events reachable from the overview, the
+//! `last_error`, dead-lettered), one whose body holds a `<script>`; and a third push whose
+//! signature does not match its body (rejected). Their EMF lines go to the local CloudWatch
+//! as Lambda's would in AWS (`devstack::local_metrics`), and the console is served against the
+//! stack found by its name alone (`stack::resolve`). The browser script checks: the overview's
+//! figures for the last 24 hours, the run's own counts per source and series (CloudWatch
+//! answered in the SDK's protocol, Smithy RPC v2 CBOR, which devstack's moto serves), nothing
+//! "unavailable"; the dead letter and the failed events reachable from the overview, the
 //! failed event in the list with its `last_error`, its body on its page, the `<script>` body
 //! inert, the replay sent from the page, a foreign `Host` refused (421), an action without the
 //! token refused (403); it saves the screenshots of docs/operations.md into docs/images/.
 //! Then the replay is delivered: the system of record gets the event once more.
 //!
-//! Not here: the overview's charts and alarms. The AWS SDK's CloudWatch client speaks the
-//! Smithy RPC v2 CBOR protocol, which moto (5.2.5) does not serve, so on the local stack the
-//! overview says "Metrics unavailable" (asserted, so that a moto that learns it shows up here),
-//! and moto's CloudFormation lists no alarm resources, so "Alarms in ALARM" is "None."; their
-//! rendering is unit-tested in the ops crate.
+//! Not here: alarms in ALARM. Moto's CloudFormation creates no `AWS::CloudWatch::Alarm`, so the
+//! stack lists none and "Alarms in ALARM" is "None."; `DescribeAlarms` through the same
+//! protocol is tested in crates/devstack/tests/local_stack.rs, the rendering in the ops crate.
 
 use std::path::PathBuf;
 
@@ -25,7 +27,7 @@ use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord};
 use inbox::clock::SystemClock;
 use inbox::consumer::{Consumer, ConsumerSettings};
 use inbox::ledger::{LedgerStore as _, Status};
-use inbox::metrics::Metrics;
+use inbox::metrics::{tally, Metric, Metrics};
 use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
 use inbox_ops::console::guard::Guard;
@@ -47,10 +49,11 @@ fn root() -> PathBuf {
 }
 
 /// Two pushes through the receiver and the consumer: one refused by the system of record
-/// (FAILED, dead-lettered), one with a `<script>` body (COMPLETED).
-async fn two_events(aws: &LocalAws, sor: &SystemOfRecord) {
-    let (rx, _) = aws.receiver_with_store(ReceiverSettings::default()).await;
-    let (metrics, _) = Metrics::memory("consumer");
+/// (FAILED, dead-lettered), one with a `<script>` body (COMPLETED); and one whose signature is
+/// of another body (rejected). Returns both functions' EMF lines.
+async fn two_events(aws: &LocalAws, sor: &SystemOfRecord) -> Vec<String> {
+    let (rx, received) = aws.receiver_with_store(ReceiverSettings::default()).await;
+    let (metrics, consumed) = Metrics::memory("consumer");
     let cx = Consumer::new(
         testkit::test_sources(),
         aws.ledger(),
@@ -85,6 +88,14 @@ async fn two_events(aws: &LocalAws, sor: &SystemOfRecord) {
             .await;
         assert_eq!(resp.status(), 200, "{id}");
     }
+    let forged = rx
+        .handle(post(
+            "github",
+            &github_headers("console-forged", b"{\"signed\":\"this\"}"),
+            b"{\"sent\":\"that\"}",
+        ))
+        .await;
+    assert_eq!(forged.status(), 401, "a signature of another body");
     let bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
         .await
         .expect("bridge");
@@ -92,6 +103,22 @@ async fn two_events(aws: &LocalAws, sor: &SystemOfRecord) {
         .drain(|e| testkit::consume(&cx, e))
         .await
         .expect("drained");
+    let mut lines = received.lock().unwrap().clone();
+    lines.extend(consumed.lock().unwrap().iter().cloned());
+    lines
+}
+
+/// The overview's series of one source as the lines count them (`figures::SERIES`: rejected is
+/// `Rejected` + `SignatureRejected`), as JSON for the browser script.
+fn expected_figures(lines: &[String], source: &str) -> serde_json::Value {
+    let n = |m: Metric| tally(lines, source, m);
+    serde_json::json!({
+        "accepted": n(Metric::Accepted),
+        "replayed": n(Metric::Replayed),
+        "rejected": n(Metric::Rejected) + n(Metric::SignatureRejected),
+        "failed": n(Metric::Failed),
+        "dead-lettered": n(Metric::DeadLettered),
+    })
 }
 
 /// The replay the page sent, delivered by the consumer as deployed (archive on).
@@ -114,7 +141,19 @@ async fn deliver_the_replay(aws: &LocalAws, sor: &SystemOfRecord) {
 async fn the_console_in_a_real_browser_finds_shows_and_replays_a_failed_event() {
     let aws = LocalAws::new("console").await;
     let sor = SystemOfRecord::start();
-    two_events(&aws, &sor).await;
+    let lines = two_events(&aws, &sor).await;
+    // What Lambda and CloudWatch make of the EMF lines in AWS, on the local CloudWatch.
+    let cloudwatch = aws_sdk_cloudwatch::Client::new(&aws.sdk);
+    let put = devstack::local_metrics::put(&cloudwatch, &lines)
+        .await
+        .expect("PutMetricData on the local CloudWatch");
+    assert_eq!(put, lines.len(), "one datum a line");
+    let figures = expected_figures(&lines, "github");
+    assert_eq!(
+        figures,
+        serde_json::json!({"accepted": 2, "replayed": 0, "rejected": 1, "failed": 1, "dead-lettered": 1}),
+        "the run's counts"
+    );
     let ledger = aws.ledger();
     let failed = ledger.get(FAILED).await.unwrap().expect("the failed item");
     assert_eq!(failed.status, Status::Failed);
@@ -160,6 +199,7 @@ async fn the_console_in_a_real_browser_finds_shows_and_replays_a_failed_event() 
         .env("FAILED_KEY", FAILED)
         .env("FAILED_LAST_ERROR", &last_error)
         .env("SCRIPT_KEY", SCRIPTED)
+        .env("FIGURES", figures.to_string())
         .env("SCREENSHOTS", &images)
         .output()
         .await

@@ -4,6 +4,7 @@
 //   FAILED_KEY         an event the system of record refused (FAILED, dead-lettered)
 //   FAILED_LAST_ERROR  its ledger item's last_error
 //   SCRIPT_KEY         an event whose body holds a <script>
+//   FIGURES            the github source's counts in the run's EMF lines, per series (JSON)
 //   SCREENSHOTS        where the screenshots go (docs/images/)
 // The tests run in order, one browser page, as an operator would go.
 import { test, before, after } from 'node:test';
@@ -21,6 +22,7 @@ const loginUrl = need('CONSOLE_URL');
 const failedKey = need('FAILED_KEY');
 const lastError = need('FAILED_LAST_ERROR');
 const scriptKey = need('SCRIPT_KEY');
+const figures = JSON.parse(need('FIGURES'));
 const shots = need('SCREENSHOTS');
 const base = new URL(loginUrl).origin;
 const port = Number(new URL(loginUrl).port);
@@ -61,16 +63,35 @@ function raw(method, pathname, headers, body) {
   });
 }
 
-test('the printed URL opens the overview, drops the token from the address, shows the dead letter', async () => {
+test('the printed URL opens the overview, drops the token from the address, shows the dead letter and the figures', async () => {
   await page.goto(loginUrl);
   assert.equal(page.url(), `${base}/`, 'redirected without the token');
   await page.getByRole('heading', { name: 'Overview' }).waitFor();
   const main = await page.locator('main').innerText();
   assert.match(main, /dead-letter queue\s+1 waiting/);
   assert.match(main, /delivery\s+running \(Enabled\)/);
-  // moto does not serve CloudWatch's CBOR protocol: the section says so, the page stands.
-  assert.match(main, /Metrics unavailable: GetMetricData/);
   assert.match(main, /Alarms in ALARM\s+None\./);
+  // Every part answered: CloudWatch in the SDK's protocol, the queue's age included.
+  assert.doesNotMatch(main, /unavailable|unknown \(/);
+  // The run's counts, per series, on the github card: each chart's label and total.
+  const github = page.getByRole('region', { name: 'source github' });
+  assert.ok(Object.values(figures).some((n) => n > 0), 'the run counted something');
+  for (const [series, n] of Object.entries(figures)) {
+    const chart = github.getByRole('img', { name: `${series}: ${n} in the last 24 hours` });
+    assert.equal(await chart.count(), 1, `github ${series} ${n}`);
+    // One bar an hour: a bar where the run counted (this hour's, or the last two across an
+    // hour's turn), none where it did not.
+    const bars = await chart.locator('rect').count();
+    assert.ok(n > 0 ? bars >= 1 && bars <= 2 : bars === 0, `github ${series}: ${bars} bars`);
+  }
+  // The other sources saw nothing in this run.
+  const cards = page.locator('section.card');
+  assert.ok(await cards.count() > 1, 'a card per source');
+  for (const card of await cards.all()) {
+    const name = await card.getAttribute('aria-label');
+    if (name === 'source github') continue;
+    assert.equal(await card.getByRole('img', { name: 'accepted: 0 in the last 24 hours' }).count(), 1, name);
+  }
   await page.screenshot({ path: path.join(shots, 'console-overview.png'), fullPage: true });
 });
 
