@@ -122,3 +122,63 @@ async fn the_smoke_test_on_the_default_source_can_be_run_again() {
         assert!(!said.contains("replayed_body"), "run {run}: {said}");
     }
 }
+
+/// Without `--sources` or `WEBHOOK_SOURCES`, smoke tests what is deployed: the sources are the
+/// stack's `WebhookSources` parameter (`DescribeStacks` of `--stack`, here the stack created
+/// from template.yaml on moto's CloudFormation), not the template's default, which has neither
+/// `acme` nor `stripe`. (Not `github`: another test here puts its own `webhook-inbox/github`
+/// secret on the same moto.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_reads_the_sources_of_the_deployed_stack() {
+    let aws = LocalAws::new("smoke-stack").await;
+    let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
+    let door = FrontDoor::start(receiver).await.expect("the front door");
+    let template = devstack::cloudformation::Translated::project().expect("template.yaml");
+    let default = template
+        .parameter("WebhookSources")
+        .expect("WebhookSources")["Default"]
+        .as_str()
+        .expect("a default")
+        .to_owned();
+    assert!(
+        !default.contains("\"acme\"") && !default.contains("\"stripe\""),
+        "{default}"
+    );
+
+    let run = |source: &'static str, stack: String| {
+        let url = door.webhook_url();
+        async move {
+            let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"))
+                .args([
+                    "smoke", "--url", &url, "--stack", &stack, "--source", source,
+                ])
+                .env_remove("WEBHOOK_SOURCES")
+                .output()
+                .await
+                .expect("inbox-ops runs");
+            (out.status.success(), text(&out))
+        }
+    };
+    for source in ["acme", "stripe"] {
+        let (ok, said) = run(source, aws.stack.name.clone()).await;
+        assert!(ok, "smoke {source}: {said}");
+        assert!(
+            said.contains(&format!(
+                "sources from the WebhookSources parameter of stack {}",
+                aws.stack.name
+            )),
+            "{said}"
+        );
+        assert!(said.contains("ok: accepted once"), "{said}");
+    }
+    assert_eq!(aws.ledger_items().await.len(), 2);
+
+    // A stack that does not exist: said, and nothing sent.
+    let (ok, said) = run("acme", "no-such-stack".to_owned()).await;
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("no --sources FILE, no WEBHOOK_SOURCES") && said.contains("no-such-stack"),
+        "{said}"
+    );
+    assert_eq!(aws.ledger_items().await.len(), 2);
+}

@@ -4,7 +4,8 @@
 //! only then.
 //!
 //! The source's configuration comes from `--sources FILE`, else `WEBHOOK_SOURCES`, else the
-//! template's `WebhookSources` default (as for the audit). Its first secret is read as the
+//! deployed stack's `WebhookSources` parameter (`DescribeStacks` of `--stack`): what the
+//! receiver runs with, not the template's default. Its first secret is read as the
 //! receiver reads it, with the library's resolver (`env:` from the environment,
 //! `secretsmanager:` from Secrets Manager). The event is made to fit the source ([`event`]):
 //! its key a fresh `smoke-…` id (in the key header, or at each key pointer of a JSON body),
@@ -22,8 +23,7 @@ use inbox::config::{SourceSpec, SourceSpecs};
 use inbox::receiver::REPLAYED_HEADER;
 use serde_json::{json, Map, Value};
 
-use crate::audit::SOURCES_PARAMETER;
-use crate::template::{template_path, Template};
+use crate::stack::{StackResources, SOURCES_PARAMETER};
 
 /// `smoke`'s arguments.
 #[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
@@ -32,13 +32,15 @@ pub struct SmokeArgs {
     /// the source's own URL [default: the WebhookUrl of --stack].
     #[arg(long, env = "WEBHOOK_URL", value_name = "URL", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub url: Option<String>,
-    /// The stack whose WebhookUrl output is used where --url is not given.
+    /// The stack whose WebhookUrl output and WebhookSources parameter are used where --url,
+    /// and --sources or WEBHOOK_SOURCES, are not given.
     #[arg(long, value_name = "NAME", default_value = crate::stack::DEFAULT_STACK, value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub stack: String,
     /// The source to send as: a key of the sources configuration.
     #[arg(long, value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub source: String,
-    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it).
+    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it) [default: $WEBHOOK_SOURCES,
+    /// else the WebhookSources parameter of --stack].
     #[arg(long = "sources", value_name = "FILE")]
     pub sources_file: Option<std::path::PathBuf>,
     /// Seconds to wait for each answer.
@@ -68,9 +70,14 @@ pub fn endpoint(url: &str, source: &str) -> String {
     url.replace("{source}", source)
 }
 
-/// The sources configuration: `--sources FILE`, else `WEBHOOK_SOURCES`, else the template's
-/// `WebhookSources` default. Returns (where it came from, the JSON text).
-fn sources_text(file: Option<&Path>, env: Option<String>) -> anyhow::Result<(String, String)> {
+/// The sources configuration: `--sources FILE`, else `WEBHOOK_SOURCES`, else the stack's
+/// `WebhookSources` parameter (`stack`: the stack as `DescribeStacks` read it, or why it could
+/// not be read). Returns (where it came from, the JSON text).
+fn sources_text(
+    file: Option<&Path>,
+    env: Option<String>,
+    stack: impl FnOnce() -> anyhow::Result<StackResources>,
+) -> anyhow::Result<(String, String)> {
     if let Some(file) = file {
         let text =
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
@@ -79,20 +86,21 @@ fn sources_text(file: Option<&Path>, env: Option<String>) -> anyhow::Result<(Str
     if let Some(text) = env.filter(|t| !t.trim().is_empty()) {
         return Ok(("$WEBHOOK_SOURCES".to_owned(), text));
     }
-    let path = template_path();
-    let template = Template::load(&path)?;
-    let default = template
-        .parameter_default(SOURCES_PARAMETER)
-        .and_then(serde_yaml::Value::as_str)
+    let stack = stack().context(
+        "the sources: no --sources FILE, no WEBHOOK_SOURCES, and the stack could not be read",
+    )?;
+    let text = stack
+        .sources_json
+        .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| {
             anyhow!(
-                "no --sources, no WEBHOOK_SOURCES, and {} has no {SOURCES_PARAMETER} default",
-                path.display()
+                "stack {} has no {SOURCES_PARAMETER} parameter; give --sources FILE",
+                stack.name
             )
         })?;
     Ok((
-        format!("the {SOURCES_PARAMETER} default in {}", path.display()),
-        default.to_owned(),
+        format!("the {SOURCES_PARAMETER} parameter of stack {}", stack.name),
+        text,
     ))
 }
 
@@ -214,42 +222,58 @@ async fn send(client: &reqwest::Client, url: &str, event: &Event) -> anyhow::Res
     })
 }
 
-/// The spec of `name`, read as the receiver reads it.
-fn source_spec(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<SourceSpec> {
-    let (origin, text) = sources_text(args.sources_file.as_deref(), env_sources)?;
+/// The spec of `name`, read as the receiver reads it, and where the sources came from.
+fn source_spec(
+    args: &SmokeArgs,
+    env_sources: Option<String>,
+    stack: impl FnOnce() -> anyhow::Result<StackResources>,
+) -> anyhow::Result<(SourceSpec, String)> {
+    let (origin, text) = sources_text(args.sources_file.as_deref(), env_sources, stack)?;
     let specs = SourceSpecs::parse(&text).map_err(|e| anyhow!("{e} (sources from {origin})"))?;
-    specs.get(&args.source).cloned().ok_or_else(|| {
+    let spec = specs.get(&args.source).cloned().ok_or_else(|| {
         let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
         anyhow!(
             "no source {:?} in {origin} (it has {})",
             args.source,
             names.join(", ")
         )
-    })
+    })?;
+    Ok((spec, origin))
 }
 
 /// Sends the event and its duplicate and checks the answers; prints what happened.
 pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<ExitCode> {
-    let spec = source_spec(args, env_sources)?;
+    let sdk = crate::aws::config().await;
+    // The stack, read once where a flag or variable leaves something to it.
+    let sources_given =
+        args.sources_file.is_some() || env_sources.as_deref().is_some_and(|t| !t.trim().is_empty());
+    let stack = match (sources_given, args.url.as_deref()) {
+        (true, Some(url)) if !url.is_empty() => None,
+        _ => Some(crate::stack::resolve(&sdk, &args.stack).await),
+    };
+    let (spec, origin) = source_spec(args, env_sources, || match &stack {
+        Some(Ok(resources)) => Ok(resources.clone()),
+        Some(Err(e)) => Err(anyhow!("{e:#}")),
+        None => Err(anyhow!("stack {} not read", args.stack)),
+    })?;
     let secret = match spec.secrets.first() {
         None => String::new(),
-        Some(reference) => {
-            let sdk = crate::aws::config().await;
-            AwsSecretResolver::new(&sdk)
-                .resolve(reference)
-                .await
-                .map_err(|e| anyhow!("source {}: {e}", spec.name))?
-        }
+        Some(reference) => AwsSecretResolver::new(&sdk)
+            .resolve(reference)
+            .await
+            .map_err(|e| anyhow!("source {}: {e}", spec.name))?,
     };
     let now_ms = jiff::Timestamp::now().as_millisecond();
     let id = format!("smoke-{now_ms}-{}", std::process::id());
     let event = event(&spec, &secret, &id, now_ms)?;
-    let sdk = crate::aws::config().await;
-    let given = crate::stack::Lazy::new(&sdk, &args.stack)
-        .pick(args.url.as_deref(), crate::stack::WEBHOOK_URL_OUTPUT, |r| {
-            &r.webhook_url
-        })
-        .await?;
+    let given = match (args.url.as_deref().filter(|u| !u.is_empty()), &stack) {
+        (Some(url), _) => url.to_owned(),
+        (None, Some(Ok(resources))) => resources
+            .need(&resources.webhook_url, crate::stack::WEBHOOK_URL_OUTPUT)?
+            .to_owned(),
+        (None, Some(Err(e))) => bail!("{e:#}"),
+        (None, None) => bail!("no --url and stack {} not read", args.stack),
+    };
     let url = endpoint(&given, &spec.name);
     if !url.starts_with("https://") && !url.starts_with("http://") {
         bail!("--url {url} is not an http(s) URL");
@@ -260,7 +284,7 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
         .user_agent(concat!("inbox-ops-smoke/", env!("CARGO_PKG_VERSION")))
         .build()?;
     println!(
-        "smoke: POST {url} as source {} ({}, key {}), delivery {id}",
+        "smoke: POST {url} as source {} ({}, key {}; sources from {origin}), delivery {id}",
         spec.name,
         spec.scheme.name(),
         spec.key.describe()
@@ -412,6 +436,45 @@ mod tests {
         );
         assert!(parse(&["smoke", "--url", "https://x", "--source", ""]).is_err());
         assert!(parse(&["smoke", "--source", "github", "--url"]).is_err());
+    }
+
+    #[test]
+    fn the_sources_are_the_flags_else_the_deployed_stacks() {
+        let stack = || {
+            Ok(StackResources {
+                name: "prod".into(),
+                sources_json: Some(SOURCES.into()),
+                ..StackResources::default()
+            })
+        };
+        let (origin, text) = sources_text(None, None, stack).unwrap();
+        assert_eq!(origin, "the WebhookSources parameter of stack prod");
+        assert_eq!(text, SOURCES);
+        // The variable wins, and the stack is not needed then.
+        let unread = || -> anyhow::Result<StackResources> { panic!("the stack was read") };
+        let (origin, text) = sources_text(None, Some("{}".into()), unread).unwrap();
+        assert_eq!((origin.as_str(), text.as_str()), ("$WEBHOOK_SOURCES", "{}"));
+        // A stack that cannot be read, or that holds no sources: said, never the template's.
+        let e = sources_text(None, Some(" ".into()), || {
+            Err(anyhow!("DescribeStacks prod: denied"))
+        })
+        .unwrap_err();
+        let said = format!("{e:#}");
+        assert!(
+            said.contains("no --sources FILE, no WEBHOOK_SOURCES") && said.contains("denied"),
+            "{said}"
+        );
+        let e = sources_text(None, None, || {
+            Ok(StackResources {
+                name: "bare".into(),
+                ..StackResources::default()
+            })
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "stack bare has no WebhookSources parameter; give --sources FILE"
+        );
     }
 
     #[test]
