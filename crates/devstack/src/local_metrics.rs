@@ -6,6 +6,8 @@
 //! The console's figures and `inbox-ops status` then read the run's own counts.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -144,54 +146,84 @@ pub async fn put(
 }
 
 /// A task that puts the lines sent to it on CloudWatch as they come (gathered for up to
-/// `every`), until every sender is dropped; then it puts the rest and ends.
+/// `every`), until it is dropped.
 pub struct Feed {
     lines: mpsc::UnboundedSender<String>,
-    task: tokio::task::JoinHandle<usize>,
+    /// Lines sent, and lines handled (put, left out, or their call failed and was logged).
+    sent: Arc<AtomicU64>,
+    handled: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Where a [`Feed`]'s lines are sent from (any output line: what is not EMF is left out).
+#[derive(Clone, Debug)]
+pub struct FeedSender {
+    lines: mpsc::UnboundedSender<String>,
+    sent: Arc<AtomicU64>,
+}
+
+impl FeedSender {
+    pub fn send(&self, line: String) {
+        if is_emf(&line) && self.lines.send(line).is_ok() {
+            self.sent.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Feed {
     pub fn start(cloudwatch: aws_sdk_cloudwatch::Client, every: Duration) -> Feed {
         let (lines, mut rx) = mpsc::unbounded_channel::<String>();
+        let handled = Arc::new(AtomicU64::new(0));
+        let done = handled.clone();
         let task = tokio::spawn(async move {
-            let mut total = 0;
-            let mut open = true;
-            while open {
-                let mut batch = Vec::new();
-                match rx.recv().await {
-                    Some(line) => batch.push(line),
-                    None => break,
-                }
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
                 let until = tokio::time::Instant::now() + every;
                 while batch.len() < PER_CALL {
                     match tokio::time::timeout_at(until, rx.recv()).await {
                         Ok(Some(line)) => batch.push(line),
-                        Ok(None) => {
-                            open = false;
-                            break;
-                        }
-                        Err(_) => break,
+                        Ok(None) | Err(_) => break,
                     }
                 }
-                match put(&cloudwatch, &batch).await {
-                    Ok(n) => total += n,
-                    Err(e) => tracing::warn!(error = %format!("{e:#}"), "local metrics not put"),
+                if let Err(e) = put(&cloudwatch, &batch).await {
+                    tracing::warn!(error = %format!("{e:#}"), "local metrics not put");
                 }
+                done.fetch_add(batch.len() as u64, Ordering::SeqCst);
             }
-            total
         });
-        Feed { lines, task }
+        Feed {
+            lines,
+            sent: Arc::new(AtomicU64::new(0)),
+            handled,
+            task,
+        }
     }
 
-    /// Where to send lines (EMF or not: the rest is left out).
-    pub fn sender(&self) -> mpsc::UnboundedSender<String> {
-        self.lines.clone()
+    pub fn sender(&self) -> FeedSender {
+        FeedSender {
+            lines: self.lines.clone(),
+            sent: self.sent.clone(),
+        }
     }
 
-    /// Puts what is left once the other senders are gone; the data put in all.
-    pub async fn finish(self) -> usize {
-        drop(self.lines);
-        self.task.await.unwrap_or(0)
+    /// Waits until every line sent so far is handled (for up to `limit`); whether it was.
+    pub async fn settle(&self, limit: Duration) -> bool {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            if self.handled.load(Ordering::SeqCst) >= self.sent.load(Ordering::SeqCst) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 

@@ -120,11 +120,10 @@ async fn a_source_with_two_secrets_accepts_either() {
 
 /// CloudWatch as the SDK calls it (Smithy RPC v2 CBOR, which moto serves through devstack's
 /// layer): the functions' EMF lines put by `local_metrics`, read back as the console reads them
-/// (`GetMetricData`), as `inbox-ops status` reads a queue's age (`GetMetricStatistics`), the
-/// alarms in ALARM (`DescribeAlarms`), and an error with its code.
+/// (`GetMetricData`) and as `inbox-ops status` reads a queue's age (`GetMetricStatistics`).
 #[tokio::test]
 async fn cloudwatch_answers_the_sdks_protocol_with_the_runs_counts() {
-    use aws_sdk_cloudwatch::types::{ComparisonOperator, Dimension, StateValue, Statistic};
+    use aws_sdk_cloudwatch::types::{Dimension, Statistic};
     use inbox::metrics::{Metric, Metrics};
     use inbox_ops::console::figures;
 
@@ -171,23 +170,6 @@ async fn cloudwatch_answers_the_sdks_protocol_with_the_runs_counts() {
     // All in this hour, the last of the 24.
     assert_eq!(figures[0].series[0].1[figures::HOURS - 1], 3.0);
 
-    // A call past the SDK's compression threshold (10 KiB) arrives gzipped.
-    let (bulk, bulk_lines) = Metrics::memory("receiver");
-    for _ in 0..400 {
-        bulk.count("cw-bulk", Metric::Accepted);
-    }
-    let bulk_lines = bulk_lines.lock().unwrap().clone();
-    assert_eq!(
-        devstack::local_metrics::put(&cloudwatch, &bulk_lines)
-            .await
-            .expect("a compressed PutMetricData"),
-        400
-    );
-    let bulk = figures::last_day(&cloudwatch, &["cw-bulk".to_owned()], now_s)
-        .await
-        .expect("GetMetricData");
-    assert_eq!(bulk[0].series[0].1.iter().sum::<f64>(), 400.0);
-
     // GetMetricStatistics, timestamps both ways.
     let now = std::time::SystemTime::now();
     let stats = cloudwatch
@@ -213,7 +195,18 @@ async fn cloudwatch_answers_the_sdks_protocol_with_the_runs_counts() {
     assert!(stats.datapoints().iter().all(|d| d
         .timestamp()
         .is_some_and(|t| (t.secs() - now_s).abs() < 700)));
+}
 
+/// The alarms in ALARM as the console asks for them (`DescribeAlarms` in CBOR), and an error
+/// with its code and message.
+#[tokio::test]
+async fn cloudwatch_answers_the_consoles_alarm_call_and_errors_in_the_sdks_protocol() {
+    use aws_sdk_cloudwatch::types::{ComparisonOperator, StateValue, Statistic};
+    use inbox_ops::console::figures;
+
+    devstack::moto::shared();
+    let sdk = inbox::app::sdk_config().await;
+    let cloudwatch = aws_sdk_cloudwatch::Client::new(&sdk);
     // An alarm put, set to ALARM, found by the console's DescribeAlarms; another stays out.
     for name in ["cw-dlq-alarm", "cw-quiet-alarm"] {
         cloudwatch
@@ -265,4 +258,44 @@ async fn cloudwatch_answers_the_sdks_protocol_with_the_runs_counts() {
         ),
         "{service:?}"
     );
+}
+
+/// The demo's feed: lines sent as a function prints them (logs among them) are on the local
+/// CloudWatch once it settles; 400 of them in one call pass the SDK's compression threshold
+/// (10 KiB), so moto's CBOR layer reads that call gzipped.
+#[tokio::test]
+async fn the_feed_puts_what_the_functions_print() {
+    use inbox::metrics::{Metric, Metrics};
+    use inbox_ops::console::figures;
+
+    devstack::moto::shared();
+    let sdk = inbox::app::sdk_config().await;
+    let cloudwatch = aws_sdk_cloudwatch::Client::new(&sdk);
+    let feed = devstack::local_metrics::Feed::start(cloudwatch.clone(), Duration::from_secs(2));
+    let sender = feed.sender();
+    let (m, lines) = Metrics::memory("consumer");
+    for _ in 0..400 {
+        m.count("cw-feed", Metric::Failed);
+    }
+    sender.send(r#"{"level":"WARN","message":"a log line"}"#.to_owned());
+    for line in lines.lock().unwrap().iter() {
+        sender.send(line.clone());
+    }
+    assert!(
+        feed.settle(Duration::from_secs(30)).await,
+        "the feed settles"
+    );
+    let got = figures::last_day(
+        &cloudwatch,
+        &["cw-feed".to_owned()],
+        testkit::now_ms() / 1000,
+    )
+    .await
+    .expect("GetMetricData");
+    let failed = got[0]
+        .series
+        .iter()
+        .find(|(label, _)| *label == "failed")
+        .expect("the failed series");
+    assert_eq!(failed.1.iter().sum::<f64>(), 400.0);
 }

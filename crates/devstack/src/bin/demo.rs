@@ -1,8 +1,8 @@
 //! `make demo`: the inbox end to end on this machine (see `devstack::demo`).
 //!
 //! ```text
-//! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N]
-//! demo serve [--address A] [--port P] [--instances N]   # the stack, waiting for `cargo lambda invoke`
+//! demo [run] [--events N] [--copies N] [--concurrency N] [--instances N] [--console]
+//! demo serve [--address A] [--port P] [--instances N]   # the stack and its console, waiting for `cargo lambda invoke`
 //! demo check-events                                     # every events/*.json through the emulator
 //! ```
 //! Ctrl-C (or SIGTERM) stops everything it started.
@@ -50,6 +50,10 @@ struct RunArgs {
     /// Instances per function (`cargo lambda watch --concurrency`).
     #[arg(long, value_name = "N", default_value_t = demo::Options::default().instances)]
     instances: u32,
+    /// After the count, serve `inbox-ops console` on the demo's stack (the run's figures
+    /// included) until Ctrl-C.
+    #[arg(long)]
+    console: bool,
 }
 
 impl RunArgs {
@@ -59,6 +63,7 @@ impl RunArgs {
             storm_copies: self.storm_copies,
             concurrency: self.concurrency,
             instances: self.instances,
+            console: self.console,
             ..demo::Options::default()
         }
     }

@@ -8,12 +8,15 @@
 //! events are redelivered late straight onto the queue. The result table counts what each layer
 //! stopped, and the run fails unless every accepted event had exactly one side effect.
 //!
-//! `demo serve` starts the same stack and waits, for `cargo lambda invoke --data-file events/…`;
+//! With `--console`, the demo then serves `inbox-ops console` on its stack (the figures of the
+//! run included) until Ctrl-C. `demo serve` starts the same stack and the console and waits, for
+//! `cargo lambda invoke --data-file events/…`;
 //! `demo check-events` invokes every file in `events/` through the emulator and checks each
 //! answer against [`events`]' expectations.
 
 mod bridge_loop;
 mod check;
+mod console;
 mod deliveries;
 mod destinations;
 pub mod env_file;

@@ -40,6 +40,8 @@ pub struct Options {
     pub late: usize,
     /// Keys whose first forward the system of record answers 500.
     pub forward_failures: usize,
+    /// After the count, print it and serve `inbox-ops console` on the stack until Ctrl-C.
+    pub console: bool,
 }
 
 impl Default for Options {
@@ -52,6 +54,7 @@ impl Default for Options {
             crashes: 5,
             late: 10,
             forward_failures: 3,
+            console: false,
         }
     }
 }
@@ -104,7 +107,12 @@ pub async fn run(opts: &Options) -> anyhow::Result<Report> {
     let seen = bridge.stop().await;
     // Let the last EMF lines through the emulator's output.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    demo.count(&seen, &failing, took).await
+    let report = demo.count(&seen, &failing, took).await?;
+    if opts.console {
+        println!("{report}");
+        super::console::start(&stack).await?.await?;
+    }
+    Ok(report)
 }
 
 /// One run's scenes, on a started stack.

@@ -49,6 +49,6 @@ pub async fn serve(address: &str, port: u16, instances: u32) -> anyhow::Result<(
         stack.resources.queue_url,
         stack.sor.url()
     );
-    std::future::pending::<()>().await;
+    super::console::start(&stack).await?.await?;
     Ok(())
 }

@@ -212,6 +212,7 @@ impl Stack {
             concurrency: opts.instances,
             log: opts.log.clone(),
             echo: opts.echo,
+            metrics: Some(aws_sdk_cloudwatch::Client::new(&sdk)),
         })
         .await?;
         watch.warm_up().await.with_context(|| {

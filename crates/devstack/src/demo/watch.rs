@@ -6,7 +6,9 @@
 //! function at `/2015-03-31/functions/<name>/invocations` (what `cargo lambda invoke` calls).
 //! It starts each function with `cargo run` and passes its own environment on, plus the
 //! `--env-file`. The demo starts it in a process group of its own and stops the whole group
-//! (cargo-lambda, `cargo run`, the function binaries) when it stops, Ctrl-C included.
+//! (cargo-lambda, `cargo run`, the function binaries) when it stops, Ctrl-C included. The
+//! functions' EMF lines are put on the local CloudWatch as they come ([`crate::local_metrics`]),
+//! where Lambda and CloudWatch make metrics of them in AWS.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -16,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::local_metrics::{is_emf, Feed, FeedSender};
 
 /// The two functions' binaries, as the template's `BuildProperties.Binary` names them.
 pub const FUNCTIONS: [&str; 2] = ["receiver", "consumer"];
@@ -74,6 +78,9 @@ pub struct WatchOptions {
     pub log: PathBuf,
     /// Copy what it prints to the terminal too (`demo serve`).
     pub echo: bool,
+    /// Where the functions' EMF lines are put as metrics, as Lambda and CloudWatch do in AWS
+    /// ([`crate::local_metrics`]): the local CloudWatch.
+    pub metrics: Option<aws_sdk_cloudwatch::Client>,
 }
 
 /// What the functions printed that the demo reads back: CloudWatch EMF lines, and the
@@ -131,6 +138,8 @@ pub struct Watch {
     addr: SocketAddr,
     pub output: Output,
     http: reqwest::Client,
+    /// The EMF lines on their way to the local CloudWatch.
+    metrics: Option<Feed>,
 }
 
 impl Watch {
@@ -178,6 +187,11 @@ impl Watch {
             .context("starting `cargo lambda watch` (is cargo-lambda in .venv? run `make venv`)")?;
         let pid = child.id().context("cargo lambda watch has no pid")?;
         let output = Output::default();
+        let feed = opts
+            .metrics
+            .clone()
+            .map(|cloudwatch| Feed::start(cloudwatch, Duration::from_millis(500)));
+        let sender = feed.as_ref().map(Feed::sender);
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         // From here on, an error drops `watch`, which stops the process group.
         let mut watch = Watch {
@@ -189,16 +203,27 @@ impl Watch {
                 .pool_max_idle_per_host(64)
                 .timeout(Duration::from_secs(900))
                 .build()?,
+            metrics: feed,
         };
         let log = tokio::fs::File::create(&opts.log)
             .await
             .with_context(|| format!("creating {}", opts.log.display()))?;
         let log = Arc::new(tokio::sync::Mutex::new(log));
         if let Some(out) = stdout {
-            tokio::spawn(pump(out, log.clone(), output.clone(), opts.echo));
+            let to = Sink {
+                output: output.clone(),
+                metrics: sender.clone(),
+                echo: opts.echo,
+            };
+            tokio::spawn(pump(out, log.clone(), to));
         }
         if let Some(err) = stderr {
-            tokio::spawn(pump(err, log, output, opts.echo));
+            let to = Sink {
+                output,
+                metrics: sender,
+                echo: opts.echo,
+            };
+            tokio::spawn(pump(err, log, to));
         }
         watch.wait_listening(Duration::from_secs(120)).await?;
         Ok(watch)
@@ -298,6 +323,15 @@ impl Watch {
         Ok(())
     }
 
+    /// Waits until the EMF lines printed so far are on the local CloudWatch (for up to
+    /// `limit`); whether they are. True where no metrics are put.
+    pub async fn settle_metrics(&self, limit: Duration) -> bool {
+        match &self.metrics {
+            Some(feed) => feed.settle(limit).await,
+            None => true,
+        }
+    }
+
     /// An HTTP client for callers (connection pool shared with the invokes).
     pub fn http(&self) -> &reqwest::Client {
         &self.http
@@ -342,18 +376,32 @@ fn signal_group(pgid: i32, signal: &str) {
         .status();
 }
 
+/// Where each line of the output goes besides the log.
+struct Sink {
+    output: Output,
+    metrics: Option<FeedSender>,
+    echo: bool,
+}
+
 async fn pump(
     stream: impl tokio::io::AsyncRead + Unpin,
     log: Arc<tokio::sync::Mutex<tokio::fs::File>>,
-    output: Output,
-    echo: bool,
+    to: Sink,
 ) {
+    let Sink {
+        output,
+        metrics,
+        echo,
+    } = to;
     let mut lines = BufReader::new(stream).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        if line.starts_with('{') && line.contains("\"_aws\"") {
+        if is_emf(&line) {
             match output.emf.lock() {
                 Ok(mut l) => l.push(line.clone()),
                 Err(p) => p.into_inner().push(line.clone()),
+            }
+            if let Some(feed) = &metrics {
+                feed.send(line.clone());
             }
         } else if line.contains(inbox::receiver::SENT_BEHIND_A_CLAIM) {
             output
