@@ -588,6 +588,39 @@ async fn pause_holds_delivery_and_resume_delivers_each_event_once() {
     assert!(status.mapping.paused());
     assert_eq!(status.queue.waiting, 3, "{}", status.to_text());
     assert!(status.to_text().starts_with("delivery: PAUSED"));
+    // CloudWatch answered (in the SDK's protocol): no datapoint yet, as SQS publishes none on
+    // moto. The age SQS would publish, put there, is what status reads.
+    assert_eq!(status.oldest_age_seconds, Ok(None), "{}", status.to_text());
+    let queue_name = aws.resources.queue_url.rsplit('/').next().expect("a name");
+    aws_sdk_cloudwatch::Client::new(&aws.sdk)
+        .put_metric_data()
+        .namespace("AWS/SQS")
+        .metric_data(
+            aws_sdk_cloudwatch::types::MetricDatum::builder()
+                .metric_name("ApproximateAgeOfOldestMessage")
+                .dimensions(
+                    aws_sdk_cloudwatch::types::Dimension::builder()
+                        .name("QueueName")
+                        .value(queue_name)
+                        .build(),
+                )
+                .value(42.0)
+                // A minute ago, as SQS publishes it once a minute.
+                .timestamp((std::time::SystemTime::now() - Duration::from_secs(60)).into())
+                .build(),
+        )
+        .send()
+        .await
+        .expect("PutMetricData");
+    let status = inbox_ops::status::status(&aws.sdk, &by_stack, None)
+        .await
+        .expect("status");
+    assert_eq!(
+        status.oldest_age_seconds,
+        Ok(Some(42)),
+        "{}",
+        status.to_text()
+    );
 
     let resumed = esm::set_enabled(&lambda, &uuid, true, Duration::from_secs(30))
         .await
