@@ -538,6 +538,33 @@ async fn a_429_with_retry_after_comes_back_after_it_and_then_completes_once() {
     );
 }
 
+/// `ApproximateAgeOfOldestMessage` of the stack's queue on the local CloudWatch, a minute ago,
+/// as SQS publishes it once a minute (nothing publishes it on moto).
+async fn put_queue_age(aws: &LocalAws, seconds: f64) {
+    use aws_sdk_cloudwatch::types::{Dimension, MetricDatum};
+    let queue_name = aws.resources.queue_url.rsplit('/').next().expect("a name");
+    let at = std::time::SystemTime::now() - Duration::from_secs(60);
+    aws_sdk_cloudwatch::Client::new(&aws.sdk)
+        .put_metric_data()
+        .namespace("AWS/SQS")
+        .metric_data(
+            MetricDatum::builder()
+                .metric_name("ApproximateAgeOfOldestMessage")
+                .dimensions(
+                    Dimension::builder()
+                        .name("QueueName")
+                        .value(queue_name)
+                        .build(),
+                )
+                .value(seconds)
+                .timestamp(at.into())
+                .build(),
+        )
+        .send()
+        .await
+        .expect("PutMetricData");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_holds_delivery_and_resume_delivers_each_event_once() {
     let aws = LocalAws::new("fwd-pause").await;
@@ -591,27 +618,7 @@ async fn pause_holds_delivery_and_resume_delivers_each_event_once() {
     // CloudWatch answered (in the SDK's protocol): no datapoint yet, as SQS publishes none on
     // moto. The age SQS would publish, put there, is what status reads.
     assert_eq!(status.oldest_age_seconds, Ok(None), "{}", status.to_text());
-    let queue_name = aws.resources.queue_url.rsplit('/').next().expect("a name");
-    aws_sdk_cloudwatch::Client::new(&aws.sdk)
-        .put_metric_data()
-        .namespace("AWS/SQS")
-        .metric_data(
-            aws_sdk_cloudwatch::types::MetricDatum::builder()
-                .metric_name("ApproximateAgeOfOldestMessage")
-                .dimensions(
-                    aws_sdk_cloudwatch::types::Dimension::builder()
-                        .name("QueueName")
-                        .value(queue_name)
-                        .build(),
-                )
-                .value(42.0)
-                // A minute ago, as SQS publishes it once a minute.
-                .timestamp((std::time::SystemTime::now() - Duration::from_secs(60)).into())
-                .build(),
-        )
-        .send()
-        .await
-        .expect("PutMetricData");
+    put_queue_age(&aws, 42.0).await;
     let status = inbox_ops::status::status(&aws.sdk, &by_stack, None)
         .await
         .expect("status");
