@@ -269,10 +269,20 @@ mod tests {
     fn arrays_dimension_sets_and_broken_lines() {
         let line = r#"{"_aws":{"Timestamp":5,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[["a"],[]],"Metrics":[{"Name":"M"}]}]},"a":"x","M":[1,2]}"#;
         let found = data(line).expect("EMF");
-        // Two values, two dimension sets.
-        assert_eq!(found.len(), 4);
-        assert_eq!(found[0].1.dimensions().len(), 1);
-        assert!(found[1].1.dimensions().is_empty());
+        // Two values in each of two dimension sets.
+        let got: Vec<(usize, Option<f64>)> = found
+            .iter()
+            .map(|(_, d)| (d.dimensions().len(), d.value()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, Some(1.0)),
+                (1, Some(2.0)),
+                (0, Some(1.0)),
+                (0, Some(2.0))
+            ]
+        );
         assert_eq!(
             data(
                 r#"{"_aws":{"Timestamp":5,"CloudWatchMetrics":[{"Namespace":"N","Dimensions":[["a"]],"Metrics":[{"Name":"M"}]}]},"a":"x"}"#
