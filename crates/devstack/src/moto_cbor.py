@@ -214,7 +214,8 @@ def _to_json(value):
     if isinstance(value, dict):
         return {k: _to_json(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        # AWS JSON's spelling of the doubles JSON has no number for.
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
 
 
