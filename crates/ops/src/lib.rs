@@ -19,6 +19,7 @@ pub mod lookup;
 pub mod preflight;
 pub mod redrive;
 pub mod replay;
+pub mod samconfig;
 pub mod smoke;
 pub mod stack;
 pub mod status;

@@ -104,7 +104,7 @@ stack_name = "{stack}"
 capabilities = "CAPABILITY_IAM"
 parameter_overrides = [
   "ForwardUrl=https://records.acme-corp.io/webhooks",
-  "SecretArns={secret_arns}",
+  "SecretArns='{secret_arns}'",
   '''WebhookSources='{sources}'''',
   "LogLevel=INFO",
 ]
