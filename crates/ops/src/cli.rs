@@ -91,6 +91,12 @@ pub enum Command {
     /// window a handshake is refused (401), so no stranger can claim the source.
     #[command(subcommand)]
     Handshake(HandshakeCommand),
+    /// Sets up a first deploy: asks (or takes as flags) the stack, the senders by preset name,
+    /// the system of record's URL, an alarm address and the destinations; the region from
+    /// the AWS config. Writes samconfig.toml, creates the secrets you choose (a random one, as
+    /// GitHub's), declares pending those the provider issues (Stripe, Slack), and prints each
+    /// provider's steps in the order that works.
+    Init(crate::init::InitArgs),
 }
 
 /// `handshake`'s actions.
@@ -370,6 +376,7 @@ impl Cli {
             Command::Handshake(HandshakeCommand::Open(args)) => {
                 ("handshake", handshake::open(args).await)
             }
+            Command::Init(args) => ("init", crate::init::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).

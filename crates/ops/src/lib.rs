@@ -15,6 +15,7 @@ pub mod destination_pause;
 pub mod destination_state;
 pub mod esm;
 pub mod handshake;
+pub mod init;
 pub mod lookup;
 pub mod preflight;
 pub mod redrive;
