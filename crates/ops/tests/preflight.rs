@@ -12,6 +12,12 @@ use std::path::{Path, PathBuf};
 
 use devstack::testkit::unique;
 
+// `inbox-ops init` and the samconfig.toml `sam deploy --guided` saves, through the SAM CLI's code.
+#[path = "preflight/init.rs"]
+mod init;
+#[path = "preflight/sam.rs"]
+mod sam;
+
 /// The outcome of one run: exit code, stdout, stderr.
 struct Run {
     code: i32,

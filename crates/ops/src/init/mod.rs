@@ -291,10 +291,12 @@ pub async fn create_secrets(
                 {
                     SecretOutcome::Kept
                 }
-                Err(e) => return Err(anyhow!(
+                Err(e) => {
+                    return Err(anyhow!(
                     "CreateSecret {name}: {} (the deployer policy allows it: docs/deploying.md)",
                     DisplayErrorContext(e)
-                )),
+                ))
+                }
             }
         };
         outcomes.push((sender.name.clone(), outcome));
