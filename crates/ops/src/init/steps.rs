@@ -52,11 +52,13 @@ pub fn render(answers: &Answers, outcomes: &[(String, SecretOutcome)], config: &
         "1. export AWS_REGION={r}    # the commands below act in this region\n\
          2. make deploy             # preflight, sam build (the first build takes minutes), sam deploy; answer y to apply the change set"
     );
+    let names: Vec<&str> = answers.senders.iter().map(|s| s.name.as_str()).collect();
     let _ = writeln!(
         out,
-        "3. The URL, once the stack exists:\n   \
+        "3. Each sender's URL, once the stack exists (the stack's WebhookUrl, {{source}} replaced by its name):\n   \
          WEBHOOK_URL=$(aws cloudformation describe-stacks --stack-name {stack} --query \"Stacks[0].Outputs[?OutputKey=='WebhookUrl'].OutputValue\" --output text)\n   \
-         each sender's is it with {{source}} replaced by the sender's name: .../webhooks/<name>"
+         for s in {}; do echo \"$s: $(echo \"$WEBHOOK_URL\" | sed \"s/{{source}}/$s/\")\"; done",
+        names.join(" ")
     );
     let _ = writeln!(out, "4. Each sender:");
     for sender in &answers.senders {
@@ -88,7 +90,7 @@ fn stack_flag(stack: &str) -> String {
 /// One sender's steps, indented.
 fn sender_steps(sender: &Sender, stack: &str) -> String {
     let name = &sender.name;
-    let url = format!("${{WEBHOOK_URL/\\{{source\\}}/{name}}}");
+    let url = format!("https://…/webhooks/{name} (step 3)");
     let secret = secret_name(stack, name);
     let read_back = format!(
         "aws secretsmanager get-secret-value --secret-id {secret} --query SecretString --output text"
