@@ -55,6 +55,10 @@ pub struct Answers {
 
 /// The answers: each flag, else the region found, else asked on `input` (prompts on `prompt`),
 /// unless `--no-input`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one question after another, in the order they are asked"
+)]
 pub fn gather(
     args: &InitArgs,
     found_region: Option<String>,

@@ -58,6 +58,10 @@ async fn secret_value(name: &str) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one run of init, then what it wrote, created and printed, in that order"
+)]
 async fn init_with_flags_writes_what_sam_and_the_preflight_read_alike_and_prints_the_steps() {
     let dir = temp_dir("init");
     let stack = unique("hooks");

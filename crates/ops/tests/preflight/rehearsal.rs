@@ -16,7 +16,9 @@ fn rehearsed_commands() -> Vec<String> {
     let doc = std::fs::read_to_string(workspace_root().join("docs/deploying.md"))
         .expect("docs/deploying.md");
     let marker = "<!-- rehearsed by crates/ops/tests/preflight/rehearsal.rs";
-    let after = &doc[doc.find(marker).expect("the rehearsal marker in docs/deploying.md")..];
+    let after = &doc[doc
+        .find(marker)
+        .expect("the rehearsal marker in docs/deploying.md")..];
     let block = &after[after.find("```sh\n").expect("a sh block after the marker") + 6..];
     let block = &block[..block.find("```").expect("the block ends")];
     block
@@ -79,12 +81,20 @@ async fn the_documented_first_deploy_runs_as_written_to_a_created_stack() {
         stack.outputs
     );
     assert_eq!(
-        stack.receiver.environment.get("WEBHOOK_SOURCES").map(String::as_str),
+        stack
+            .receiver
+            .environment
+            .get("WEBHOOK_SOURCES")
+            .map(String::as_str),
         written.get("WebhookSources"),
         "the receiver gets the sources init wrote"
     );
     assert_eq!(
-        stack.consumer.environment.get("FORWARD_URL").map(String::as_str),
+        stack
+            .consumer
+            .environment
+            .get("FORWARD_URL")
+            .map(String::as_str),
         written.get("ForwardUrl")
     );
     if written.get("AlarmEmail").is_some() {
