@@ -1,4 +1,4 @@
-//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `preflight`,
+//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `init`, `preflight`,
 //! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`,
 //! `handshake open`. The
 //! queue, table and bucket flags fall back to the environment variable names the functions get

@@ -1,6 +1,6 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
-//! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
-//! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
+//! ([`init`] and [`preflight`] before a deploy, with [`samconfig`] read as the SAM CLI reads
+//! it, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
 //! [`handshake`] to open a handshake's window),
 //! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
