@@ -271,7 +271,20 @@ pub async fn create_secrets(
     for sender in &answers.senders {
         let name = secret_name(&answers.stack, &sender.name);
         let outcome = if sender.origin == SecretOrigin::Issued {
-            SecretOutcome::Pending
+            // Stored already (a second run, after `secret set`): kept; else pending.
+            match client.describe_secret().secret_id(&name).send().await {
+                Ok(_) => SecretOutcome::Kept,
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|s| s.is_resource_not_found_exception()) =>
+                {
+                    SecretOutcome::Pending
+                }
+                Err(e) => return Err(anyhow!(
+                    "DescribeSecret {name}: {} (the deployer policy allows it: docs/deploying.md)",
+                    DisplayErrorContext(e)
+                )),
+            }
         } else {
             match client
                 .create_secret()

@@ -156,6 +156,8 @@ async fn init_with_flags_writes_what_sam_and_the_preflight_read_alike_and_prints
     .await;
     assert_eq!(again.code, 1, "{}", again.text());
     assert!(again.stderr.contains("give --force"), "{}", again.stderr);
+    // Stripe's secret stored meanwhile (as `secret set` stores it): kept, not pending.
+    create_secret(&format!("{stack}/stripe"), super::ACME_SECRET).await;
     let forced = ops(
         &dir,
         &[
@@ -165,7 +167,7 @@ async fn init_with_flags_writes_what_sam_and_the_preflight_read_alike_and_prints
             "--stack",
             &stack,
             "--senders",
-            "github",
+            "github,stripe",
             "--forward-url",
             "https://records.acme-corp.io/webhooks",
         ],
@@ -173,11 +175,14 @@ async fn init_with_flags_writes_what_sam_and_the_preflight_read_alike_and_prints
     )
     .await;
     assert_eq!(forced.code, 0, "{}", forced.text());
-    assert!(
-        forced.stdout.contains("exists already: kept"),
-        "{}",
-        forced.stdout
-    );
+    for sender in ["github", "stripe"] {
+        let line = forced
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{sender} ")))
+            .unwrap_or_else(|| panic!("{sender}'s secret line: {}", forced.stdout));
+        assert!(line.ends_with("exists already: kept"), "{line}");
+    }
     assert_eq!(secret_value(&format!("{stack}/github")).await, Some(github));
 }
 
