@@ -97,6 +97,10 @@ pub enum Command {
     /// GitHub's), declares pending those the provider issues (Stripe, Slack), and prints each
     /// provider's steps in the order that works.
     Init(crate::init::InitArgs),
+    /// A throwaway system of record for trying a stack: listens (127.0.0.1:8080), answers every
+    /// request 200, prints one line per request (its Idempotency-Key, webhook-id, whether the
+    /// forward's signature verifies with --verify-with, its size).
+    Receive(crate::receive::ReceiveArgs),
 }
 
 /// `handshake`'s actions.
@@ -377,6 +381,7 @@ impl Cli {
                 ("handshake", handshake::open(args).await)
             }
             Command::Init(args) => ("init", crate::init::run(args).await),
+            Command::Receive(args) => ("receive", crate::receive::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).

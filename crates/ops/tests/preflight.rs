@@ -15,6 +15,8 @@ use devstack::testkit::unique;
 // `inbox-ops init` and the samconfig.toml `sam deploy --guided` saves, through the SAM CLI's code.
 #[path = "preflight/init.rs"]
 mod init;
+#[path = "preflight/receive.rs"]
+mod receive;
 #[path = "preflight/rehearsal.rs"]
 mod rehearsal;
 #[path = "preflight/sam.rs"]

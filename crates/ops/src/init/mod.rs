@@ -280,10 +280,12 @@ pub async fn create_secrets(
                 {
                     SecretOutcome::Pending
                 }
-                Err(e) => return Err(anyhow!(
+                Err(e) => {
+                    return Err(anyhow!(
                     "DescribeSecret {name}: {} (the deployer policy allows it: docs/deploying.md)",
                     DisplayErrorContext(e)
-                )),
+                ))
+                }
             }
         } else {
             match client
