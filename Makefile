@@ -17,7 +17,7 @@ VENV_POWERTOOLS := .venv-powertools
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv chromium test lint demo events build deploy bench bench-idempotency simulate audit mutants clean
+.PHONY: venv chromium test lint demo events build deploy destroy bench bench-idempotency simulate audit mutants clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -68,7 +68,8 @@ chromium:
 
 # The tests start their own moto server (one per test binary, on a free loopback port)
 # and it stops with them; the ledger transition tests start a dynalite server the same way.
-test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed chromium
+# .venv-sam: the preflight's tests read samconfig.toml with the SAM CLI's own code.
+test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed $(VENV_SAM)/.installed chromium
 	cargo test --workspace --all-targets
 
 # The whole inbox on this machine: moto, both functions under `cargo lambda watch`, the sample
@@ -94,17 +95,32 @@ build: venv
 	  $(PY) -c 'import os, sys; f = "target/lambda/%s/bootstrap.zip" % sys.argv[1]; print("%-9s %6.2f MB  %s" % (sys.argv[1], os.path.getsize(f) / 1e6, f))' $$fn; \
 	done
 
-# Deploy to the AWS account of the current credentials: `inbox-ops preflight` (refuses
-# samconfig.toml's placeholders, a bad ForwardUrl or WebhookSources, and secrets that are
-# missing, invalid or unreadable by the receiver), `sam build` (cargo lambda, arm64, from
-# template.yaml) and `sam deploy` with samconfig.toml (replace its placeholders first; the first
-# time ARGS=--guided). ARGS go to sam deploy. Not part of make test, which creates the same
-# translated template on moto (tests/template_deploys.rs).
-deploy: venv $(VENV_SAM)/.installed
+# Deploy to the AWS account of the current credentials (docs/deploying.md): `inbox-ops init`
+# writes samconfig.toml first. Installs only what deploying uses (.venv-sam from
+# requirements-sam.txt: the SAM CLI, cargo-lambda, zig), and shows each long step's progress:
+# the preflight (refuses placeholders, a bad ForwardUrl or WebhookSources, secrets missing,
+# invalid or unreadable by the receiver), both functions built as `sam build` builds them
+# (cargo lambda, release, arm64: minutes the first time, with cargo's progress; `sam build`
+# hides it, then reuses the build), `sam build` and `sam deploy` with samconfig.toml, which shows
+# the change set and asks (ARGS=--no-confirm-changeset does not). ARGS go to sam deploy. Not
+# part of make test, which rehearses the same path on moto (crates/ops/tests/preflight/rehearsal.rs).
+deploy destroy: export PATH := $(CURDIR)/$(VENV_SAM)/bin:$(PATH)
+deploy: $(VENV_SAM)/.installed
 	rustup target add aarch64-unknown-linux-gnu
-	cargo run -q -p inbox-ops -- preflight
+	@echo "==> 1/4 inbox-ops preflight (inbox-ops is built first: a minute or two the first time)"
+	cargo run -p inbox-ops -- preflight
+	@echo "==> 2/4 the functions: cargo lambda build --release --arm64 (several minutes the first time)"
+	cargo lambda build --release --arm64 --bin receiver
+	cargo lambda build --release --arm64 --bin consumer
+	@echo "==> 3/4 sam build (the same build, reused)"
 	$(VENV_SAM)/bin/sam build
+	@echo "==> 4/4 sam deploy (the change set, then y to apply it; the stack's events as it goes)"
 	$(VENV_SAM)/bin/sam deploy $(ARGS)
+
+# Deletes the stack (sam delete asks first), then, after you type the stack's name, what it
+# retains by design: the ledger table and the payload bucket (scripts/destroy.sh). Needs the AWS CLI.
+destroy: $(VENV_SAM)/.installed
+	bash scripts/destroy.sh
 
 # The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
 audit:

@@ -1,4 +1,4 @@
-//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `preflight`,
+//! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `init`, `preflight`,
 //! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`,
 //! `handshake open`. The
 //! queue, table and bucket flags fall back to the environment variable names the functions get
@@ -91,6 +91,16 @@ pub enum Command {
     /// window a handshake is refused (401), so no stranger can claim the source.
     #[command(subcommand)]
     Handshake(HandshakeCommand),
+    /// Sets up a first deploy: asks (or takes as flags) the stack, the senders by preset name,
+    /// the system of record's URL, an alarm address and the destinations; the region from
+    /// the AWS config. Writes samconfig.toml, creates the secrets you choose (a random one, as
+    /// GitHub's), declares pending those the provider issues (Stripe, Slack), and prints each
+    /// provider's steps in the order that works.
+    Init(crate::init::InitArgs),
+    /// A throwaway system of record for trying a stack: listens (127.0.0.1:8080), answers every
+    /// request 200, prints one line per request (its Idempotency-Key, webhook-id, whether the
+    /// forward's signature verifies with --verify-with, its size).
+    Receive(crate::receive::ReceiveArgs),
 }
 
 /// `handshake`'s actions.
@@ -370,6 +380,8 @@ impl Cli {
             Command::Handshake(HandshakeCommand::Open(args)) => {
                 ("handshake", handshake::open(args).await)
             }
+            Command::Init(args) => ("init", crate::init::run(args).await),
+            Command::Receive(args) => ("receive", crate::receive::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).

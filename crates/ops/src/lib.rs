@@ -1,7 +1,7 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
-//! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
-//! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
-//! [`handshake`] to open a handshake's window),
+//! ([`init`] and [`preflight`] before a deploy, with [`samconfig`] read as the SAM CLI reads
+//! it, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
+//! [`handshake`] to open a handshake's window, [`receive`] a throwaway system of record),
 //! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
 //! escaped), the AWS clients
@@ -15,10 +15,13 @@ pub mod destination_pause;
 pub mod destination_state;
 pub mod esm;
 pub mod handshake;
+pub mod init;
 pub mod lookup;
 pub mod preflight;
+pub mod receive;
 pub mod redrive;
 pub mod replay;
+pub mod samconfig;
 pub mod smoke;
 pub mod stack;
 pub mod status;

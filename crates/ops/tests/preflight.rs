@@ -12,6 +12,16 @@ use std::path::{Path, PathBuf};
 
 use devstack::testkit::unique;
 
+// `inbox-ops init` and the samconfig.toml `sam deploy --guided` saves, through the SAM CLI's code.
+#[path = "preflight/init.rs"]
+mod init;
+#[path = "preflight/receive.rs"]
+mod receive;
+#[path = "preflight/rehearsal.rs"]
+mod rehearsal;
+#[path = "preflight/sam.rs"]
+mod sam;
+
 /// The outcome of one run: exit code, stdout, stderr.
 struct Run {
     code: i32,
@@ -104,7 +114,7 @@ stack_name = "{stack}"
 capabilities = "CAPABILITY_IAM"
 parameter_overrides = [
   "ForwardUrl=https://records.acme-corp.io/webhooks",
-  "SecretArns={secret_arns}",
+  "SecretArns='{secret_arns}'",
   '''WebhookSources='{sources}'''',
   "LogLevel=INFO",
 ]

@@ -1,10 +1,10 @@
 //! `samconfig.toml`'s deploy parameters: the `parameter_overrides` that `sam deploy` hands to
-//! CloudFormation, read with the `toml` crate.
+//! CloudFormation, read by the one reader the preflight uses too (`inbox_ops::samconfig`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Context as _};
+use anyhow::{bail, Context as _};
 
 /// `samconfig.toml` at the workspace root.
 pub fn samconfig_path() -> PathBuf {
@@ -23,47 +23,21 @@ impl Parameters {
         Self::parse_samconfig(&text).with_context(|| format!("in {}", path.display()))
     }
 
-    /// As [`Parameters::from_samconfig`], from the file's text. `parameter_overrides` is either a
-    /// list of `"Name=value"` strings or one string of space-separated `Name=value` pairs (SAM
-    /// takes both); absent means no overrides.
+    /// As [`Parameters::from_samconfig`], from the file's text, read by the preflight's reader
+    /// ([`inbox_ops::samconfig::Samconfig`], as the SAM CLI reads it: the list, the guided
+    /// string, quotes undone). What `sam deploy` would cut short, skip or take twice is
+    /// refused here, each problem named; absent means no overrides.
     pub fn parse_samconfig(text: &str) -> anyhow::Result<Parameters> {
-        let doc: toml::Table = text.parse().context("samconfig is not valid TOML")?;
-        let overrides = doc
-            .get("default")
-            .and_then(|d| d.get("deploy"))
-            .and_then(|d| d.get("parameters"))
-            .and_then(|p| p.get("parameter_overrides"));
-        let pairs: Vec<&str> = match overrides {
-            None => Vec::new(),
-            Some(toml::Value::Array(items)) => items
+        let config = inbox_ops::samconfig::Samconfig::parse(text)?;
+        if !config.problems.is_empty() {
+            let problems: Vec<String> = config
+                .problems
                 .iter()
-                .map(|v| {
-                    v.as_str()
-                        .ok_or_else(|| anyhow!("parameter_overrides holds a non-string: {v}"))
-                })
-                .collect::<anyhow::Result<_>>()?,
-            Some(toml::Value::String(s)) => {
-                if s.contains(['"', '\'']) {
-                    bail!("quoted values in a parameter_overrides string are not supported: use a list");
-                }
-                s.split_whitespace().collect()
-            }
-            Some(other) => bail!("parameter_overrides is neither a list nor a string: {other}"),
-        };
-        let mut parameters = Parameters::default();
-        for pair in pairs {
-            let (name, value) = pair
-                .split_once('=')
-                .ok_or_else(|| anyhow!("parameter override {pair:?} is not Name=value"))?;
-            if parameters
-                .0
-                .insert(name.to_owned(), value.to_owned())
-                .is_some()
-            {
-                bail!("parameter {name} is overridden twice");
-            }
+                .map(|(name, why)| format!("{name}: {why}"))
+                .collect();
+            bail!("samconfig.toml: {}", problems.join("; "));
         }
-        Ok(parameters)
+        Ok(Parameters(config.overrides.into_iter().collect()))
     }
 
     /// The value given for `name`.
@@ -104,7 +78,7 @@ mod tests {
     #[test]
     fn a_list_of_pairs() {
         let p = Parameters::parse_samconfig(
-            "[default.deploy.parameters]\nparameter_overrides = [\"A=1\", \"B=x=y\", \"C=\"]\n",
+            "[default.deploy.parameters]\nparameter_overrides = [\"A=1\", \"B=x=y\", \"C=''\"]\n",
         )
         .unwrap();
         assert_eq!(p.get("A"), Some("1"));
@@ -116,22 +90,39 @@ mod tests {
     #[test]
     fn a_string_of_pairs() {
         let p = Parameters::parse_samconfig(
-            "[default.deploy.parameters]\nparameter_overrides = \"A=1 B=2\"\n",
+            "[default.deploy.parameters]\nparameter_overrides = \"A=1 B=2 C='x y'\"\n",
         )
         .unwrap();
-        assert_eq!(p.iter().collect::<Vec<_>>(), [("A", "1"), ("B", "2")]);
+        assert_eq!(
+            p.iter().collect::<Vec<_>>(),
+            [("A", "1"), ("B", "2"), ("C", "x y")],
+            "quotes undone as the preflight and the SAM CLI undo them"
+        );
     }
 
     #[test]
     fn refused() {
-        for text in [
-            "[default.deploy.parameters]\nparameter_overrides = [\"A\"]\n",
-            "[default.deploy.parameters]\nparameter_overrides = [\"A=1\", \"A=2\"]\n",
-            "[default.deploy.parameters]\nparameter_overrides = 3\n",
-            "[default.deploy.parameters]\nparameter_overrides = \"A='x y'\"\n",
-            "not toml =",
+        for (text, why) in [
+            (
+                "[default.deploy.parameters]\nparameter_overrides = [\"A\"]\n",
+                "not Name=value",
+            ),
+            (
+                "[default.deploy.parameters]\nparameter_overrides = [\"A=1\", \"A=2\"]\n",
+                "A: given twice",
+            ),
+            (
+                "[default.deploy.parameters]\nparameter_overrides = 3\n",
+                "neither a list",
+            ),
+            (
+                "[default.deploy.parameters]\nparameter_overrides = \"A=x y\"\n",
+                "\"y\" is not Name=value",
+            ),
+            ("not toml =", "not valid TOML"),
         ] {
-            assert!(Parameters::parse_samconfig(text).is_err(), "{text}");
+            let e = Parameters::parse_samconfig(text).expect_err(text);
+            assert!(format!("{e:#}").contains(why), "{text}: {e:#}");
         }
         assert_eq!(
             Parameters::parse_samconfig("version = 0.1\n").unwrap(),
