@@ -58,6 +58,9 @@ pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
 pub use crate::defaults::DEFAULT_MAX_FAILURES;
 
+/// What the log says of an event that no destination takes, without a `FORWARD_URL`.
+const UNROUTED: &str = "no destination takes the event and no FORWARD_URL is set: it went nowhere";
+
 /// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`, `ARCHIVE_BODIES`).
 #[derive(Clone, Copy, Debug)]
 pub struct ConsumerSettings {
@@ -379,7 +382,30 @@ impl<
             replay_id: envelope.replay_id.clone(),
             event_type: envelope.event_type.clone(),
         };
-        if self.routes.routes(source) {
+        // The destinations that take it; none: the default destination (`FORWARD_URL`), or,
+        // without one, nowhere (the routed path with no pair: taken, completed, `Unrouted`).
+        let taken = self.routes.routes(source)
+            && !self
+                .routes
+                .destinations_for(source, job.event_type.as_deref())
+                .is_empty();
+        // An at-most-once event keeps no item: counted here, and done.
+        if !taken
+            && !self.routes.has_forward()
+            && spec.delivery == Delivery::AtMostOnce
+            && job.replay_id.is_none()
+        {
+            self.metrics.count(source, Metric::Unrouted);
+            warn!(
+                message_id,
+                source,
+                key,
+                outcome = LogOutcome::Completed.as_str(),
+                "{UNROUTED}"
+            );
+            return Verdict::Done;
+        }
+        if taken || !self.routes.has_forward() {
             return self
                 .routed(msg, job, &envelope, spec.retention_hours, inv, archived)
                 .await;
