@@ -193,6 +193,14 @@ pub struct AuditArgs {
     /// template sets them]; blank: unsigned, which is flagged.
     #[arg(long, env = "FORWARD_SIGNING_SECRET", value_name = "REFERENCES")]
     pub forward_signing_secret: Option<String>,
+    /// The destinations (JSON, as WEBHOOK_DESTINATIONS takes it) [default:
+    /// $WEBHOOK_DESTINATIONS, else the template's Destinations default].
+    #[arg(long = "destinations", value_name = "FILE")]
+    pub destinations_file: Option<PathBuf>,
+    /// The stack's ForwardUrl, the default destination; blank: none, and what no destination
+    /// takes goes nowhere, which is flagged [default: assumed set].
+    #[arg(long, env = "FORWARD_URL", value_name = "URL")]
+    pub forward_url: Option<String>,
 }
 
 /// `why`'s arguments.
