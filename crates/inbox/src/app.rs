@@ -101,7 +101,17 @@ pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
 ///   every body here is small, in memory and sent in one write, so there is no upload to
 ///   stall. Downloads keep the check.
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::defaults(aws_config::BehaviorVersion::latest())
+    sdk_config_for(None).await
+}
+
+/// [`sdk_config`] from a named profile of the AWS config (`--profile` of `inbox-ops`).
+pub async fn sdk_config_for(profile: Option<&str>) -> aws_config::SdkConfig {
+    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    let loader = match profile {
+        Some(name) => loader.profile_name(name),
+        None => loader,
+    };
+    loader
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
         .http_client(shared_http_client())
         .stalled_stream_protection(

@@ -33,6 +33,14 @@ pub struct Cli {
     /// Without one, the help is printed.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Act as this role, assumed with STS AssumeRole over your credentials: the stack's
+    /// OperatorRoleArn output for replay, redrive, why, pause, resume and the console.
+    #[arg(long, global = true, env = "INBOX_OPS_ROLE_ARN", value_name = "ARN", value_parser = NonEmptyStringValueParser::new())]
+    pub role_arn: Option<String>,
+    /// The AWS config's profile to take credentials (and a role_arn) from [default:
+    /// AWS_PROFILE, else the default chain].
+    #[arg(long, global = true, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub profile: Option<String>,
 }
 
 /// One command.
@@ -354,6 +362,11 @@ impl Cli {
             let _ = Cli::command().print_long_help();
             return ExitCode::SUCCESS;
         };
+        let identity = crate::aws::Identity {
+            profile: self.profile,
+            role_arn: self.role_arn,
+        };
+        crate::aws::act_as(identity.clone());
         let (name, outcome) = match &command {
             Command::Preflight(args) => ("preflight", preflight::run(args).await),
             Command::Audit(args) => (
@@ -381,7 +394,11 @@ impl Cli {
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).
-            eprintln!("{name}: {}", crate::text::shown_lines(&format!("{e:#}")));
+            let text = format!("{e:#}");
+            eprintln!("{name}: {}", crate::text::shown_lines(&text));
+            if let Some(hint) = crate::aws::denied_hint(&text, &identity) {
+                eprintln!("{name}: {hint}");
+            }
             ExitCode::FAILURE
         })
     }
