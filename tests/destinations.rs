@@ -262,6 +262,10 @@ async fn enqueue(aws: &LocalAws, source: &str, id: &str, event_type: &str, body:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: with a forward, then without, on the same destinations"
+)]
 async fn an_event_no_destination_takes_goes_to_the_forward_or_is_counted_unrouted() {
     let aws = LocalAws::new("unrouted").await;
     let billing = SystemOfRecord::start();

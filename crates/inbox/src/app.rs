@@ -185,20 +185,7 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     if signer.is_none() {
         tracing::warn!("FORWARD_SIGNING_SECRET is not set: forwards are not signed");
     }
-    let forwarder = match env.forward_url.clone() {
-        Some(url) => {
-            let forwarder = HttpForwarder::new(url, Duration::from_millis(env.forward_timeout_ms))
-                .map_err(|e| ConfigError::BadVar {
-                    name: "FORWARD_URL",
-                    message: e.to_string(),
-                })?;
-            Some(match signer.clone() {
-                Some(signer) => forwarder.signed(signer),
-                None => forwarder,
-            })
-        }
-        None => None,
-    };
+    let forwarder = default_forwarder(&env, signer.clone())?;
     let routes = Routes::parse(&std::env::var(DESTINATIONS_VAR).unwrap_or_default(), &specs)?;
     let routes = if forwarder.is_some() {
         routes
@@ -245,6 +232,25 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
             .map(|stream| FirehoseArchive::new(aws_sdk_firehose::Client::new(&sdk), stream)),
     )
     .with_destinations(routes, targets))
+}
+
+/// The forward to `FORWARD_URL`, signed where there is a signer; `None` without a URL.
+fn default_forwarder(
+    env: &ConsumerEnv,
+    signer: Option<ForwardSigner>,
+) -> Result<Option<HttpForwarder>, ConfigError> {
+    let Some(url) = env.forward_url.clone() else {
+        return Ok(None);
+    };
+    let forwarder = HttpForwarder::new(url, Duration::from_millis(env.forward_timeout_ms))
+        .map_err(|e| ConfigError::BadVar {
+            name: "FORWARD_URL",
+            message: e.to_string(),
+        })?;
+    Ok(Some(match signer {
+        Some(signer) => forwarder.signed(signer),
+        None => forwarder,
+    }))
 }
 
 /// One adapter per destination of `routes` (docs/routing.md), each SDK client built once,

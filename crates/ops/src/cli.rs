@@ -54,8 +54,12 @@ pub enum Command {
     /// replace-me, the docs' whsec_…), a ForwardUrl that is missing or not https://,
     /// WebhookSources the functions would refuse, and each referenced secret that is missing,
     /// an env: reference, invalid for its scheme or outside what the receiver may read
-    /// (SecretArns; when empty, the secrets named <stack>/*). Secrets are read with your own
-    /// credentials, as the receiver reads them; no value is printed. Exits 1 on any problem.
+    /// (SecretArns; when empty, the secrets named <stack>/*); Destinations as the consumer
+    /// reads it (its ARNs against Destination*Arns, its signing secrets against
+    /// DestinationSecretArns, a source whose every event would go nowhere). Warns of events
+    /// that would go nowhere, unsigned destinations and a bus with no rule for a source.
+    /// Secrets are read with your own credentials, as the functions read them; no value is
+    /// printed. Exits 1 on any problem.
     Preflight(PreflightArgs),
     /// What each source does when a webhook arrives twice, what identifies a repeat, what the
     /// sender is told when we fail; decisions worth a second look flagged.

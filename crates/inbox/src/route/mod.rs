@@ -95,6 +95,42 @@ fn patterns(name: &str, field: &str, list: &[String]) -> Result<Vec<Pattern>, Co
         .collect()
 }
 
+/// The fields only an `https://` target takes (`signing_secret`, `unsigned`, `timeout_ms`),
+/// checked; its signing secrets.
+fn https_fields(name: &str, w: &Written, https: bool) -> Result<Vec<SecretRef>, ConfigError> {
+    if !https && (!w.signing_secret.is_empty() || w.timeout_ms.is_some() || w.unsigned) {
+        return Err(bad(
+            name,
+            "signing_secret",
+            "only an https:// target signs and times out",
+        ));
+    }
+    if w.unsigned && !w.signing_secret.is_empty() {
+        return Err(bad(
+            name,
+            "unsigned",
+            "declared unsigned and given a signing_secret: one or the other",
+        ));
+    }
+    if let Some(ms) = w.timeout_ms {
+        if ms == 0 || ms > crate::config::env::MAX_FORWARD_TIMEOUT_MS {
+            return Err(bad(name, "timeout_ms", "must be between 1 and 900000"));
+        }
+    }
+    w.signing_secret
+        .iter()
+        .map(|r| {
+            SecretRef::parse(r).ok_or_else(|| {
+                bad(
+                    name,
+                    "signing_secret",
+                    format!("`{r}` is not env:NAME or secretsmanager:NAME_OR_ARN"),
+                )
+            })
+        })
+        .collect()
+}
+
 impl Destination {
     fn read(name: &str, value: Value, sources: &SourceSpecs) -> Result<Destination, ConfigError> {
         if !valid_name(name) {
@@ -138,39 +174,7 @@ impl Destination {
             None => None,
         };
         let exclude = patterns(name, "exclude_event_types", &w.exclude_event_types)?;
-        let https = matches!(target, Target::Https(_));
-        if !https && (!w.signing_secret.is_empty() || w.timeout_ms.is_some() || w.unsigned) {
-            return Err(bad(
-                name,
-                "signing_secret",
-                "only an https:// target signs and times out",
-            ));
-        }
-        if w.unsigned && !w.signing_secret.is_empty() {
-            return Err(bad(
-                name,
-                "unsigned",
-                "declared unsigned and given a signing_secret: one or the other",
-            ));
-        }
-        let signing_secrets = w
-            .signing_secret
-            .iter()
-            .map(|r| {
-                SecretRef::parse(r).ok_or_else(|| {
-                    bad(
-                        name,
-                        "signing_secret",
-                        format!("`{r}` is not env:NAME or secretsmanager:NAME_OR_ARN"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        if let Some(ms) = w.timeout_ms {
-            if ms == 0 || ms > crate::config::env::MAX_FORWARD_TIMEOUT_MS {
-                return Err(bad(name, "timeout_ms", "must be between 1 and 900000"));
-            }
-        }
+        let signing_secrets = https_fields(name, &w, matches!(target, Target::Https(_)))?;
         Ok(Destination {
             name: name.to_owned(),
             target,
