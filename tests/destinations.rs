@@ -17,6 +17,9 @@
 //!   request's `Detail` (as a string beyond 64-bit integers) and in a Lambda `Invoke`'s
 //!   payload (on a loopback endpoint answering 202, as Lambda answers an asynchronous call).
 //!
+//! - an event no destination takes goes to the forward (the default destination); with no
+//!   `FORWARD_URL` it completes, calls nothing and is counted `Unrouted`, once.
+//!
 //! Envelopes carrying `event_type` are put on the queue as the receiver writes them once the
 //! source declares its event type (issue 23); the fan-out test goes through the receiver.
 
@@ -256,6 +259,134 @@ async fn enqueue(aws: &LocalAws, source: &str, id: &str, event_type: &str, body:
         .await
         .expect("send");
     key
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: with a forward, then without, on the same destinations"
+)]
+async fn an_event_no_destination_takes_goes_to_the_forward_or_is_counted_unrouted() {
+    let aws = LocalAws::new("unrouted").await;
+    let billing = SystemOfRecord::start();
+    let records = SystemOfRecord::start();
+    let destinations = r#"{"billing": {"target": "https://billing.example/in", "sources": ["stripe"], "event_types": ["invoice.*"]}}"#;
+    let billing_only = || {
+        Targets::new(
+            BTreeMap::from([("billing".to_owned(), http(billing.url()))]),
+            None,
+        )
+    };
+    let b = bridge(&aws).await;
+
+    // With a forward: the invoice to billing, the customer event to the forward, each once.
+    let specs = specs(&aws);
+    let (metrics, _) = Metrics::memory("consumer");
+    let forward =
+        HttpForwarder::new(records.url(), std::time::Duration::from_secs(5)).expect("a forwarder");
+    let cx = Consumer::new(
+        specs.clone(),
+        aws.ledger(),
+        forward,
+        SystemClock,
+        ConsumerSettings::default(),
+        metrics,
+    )
+    .with_destinations(
+        Routes::parse(destinations, &specs).expect("routes"),
+        billing_only(),
+    );
+    let cx = &cx;
+    let paid = enqueue(
+        &aws,
+        "stripe",
+        "evt_u1",
+        "invoice.paid",
+        r#"{"id":"evt_u1"}"#,
+    )
+    .await;
+    let customer = enqueue(
+        &aws,
+        "stripe",
+        "evt_u2",
+        "customer.created",
+        r#"{"id":"evt_u2"}"#,
+    )
+    .await;
+    drain(&b, |e| async move {
+        Ok(cx.handle_batch(&e.records, "req", None).await)
+    })
+    .await;
+    assert_eq!(billing.applied_for(&paid), 1);
+    assert_eq!(billing.calls_for(&customer), 0);
+    assert_eq!(records.applied_for(&customer), 1, "the default destination");
+    assert_eq!(records.calls_for(&paid), 0);
+    let item = aws
+        .ledger()
+        .get(&customer)
+        .await
+        .expect("get")
+        .expect("item");
+    assert_eq!(item.status, Status::Completed);
+
+    // Without a forward: the customer event completes, calls nothing, and is counted.
+    let (metrics, lines) = Metrics::memory("consumer");
+    let routes = Routes::parse(destinations, &specs)
+        .expect("routes")
+        .without_forward();
+    let cx = Consumer::new(
+        specs.clone(),
+        aws.ledger(),
+        None::<HttpForwarder>,
+        SystemClock,
+        ConsumerSettings::default(),
+        metrics,
+    )
+    .with_destinations(routes, billing_only());
+    let cx = &cx;
+    let lost = enqueue(
+        &aws,
+        "stripe",
+        "evt_u3",
+        "customer.updated",
+        r#"{"id":"evt_u3"}"#,
+    )
+    .await;
+    drain(&b, |e| async move {
+        Ok(cx.handle_batch(&e.records, "req", None).await)
+    })
+    .await;
+    // The same event again (a redelivery): acknowledged, not counted twice.
+    let again = {
+        let body = r#"{"id":"evt_u3"}"#;
+        let mut env = Envelope::new(
+            &lost,
+            "stripe",
+            1,
+            &sha256_hex(body.as_bytes()),
+            BTreeMap::new(),
+            body.as_bytes(),
+        );
+        env.event_type = Some("customer.updated".into());
+        env.to_json()
+    };
+    aws.queue()
+        .send(Outgoing::new(&lost, "late-copy", again))
+        .await
+        .expect("send");
+    drain(&b, |e| async move {
+        Ok(cx.handle_batch(&e.records, "req", None).await)
+    })
+    .await;
+    assert_eq!(billing.calls_for(&lost) + records.calls_for(&lost), 0);
+    let item = aws.ledger().get(&lost).await.expect("get").expect("item");
+    assert_eq!(item.status, Status::Completed);
+    let lines = lines.lock().expect("lines").clone();
+    assert_eq!(
+        inbox::metrics::tally(&lines, "stripe", inbox::metrics::Metric::Unrouted),
+        1,
+        "{lines:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

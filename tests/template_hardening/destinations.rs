@@ -178,3 +178,49 @@ fn each_destination_statement_names_exactly_the_given_arns_and_only_when_given()
         assert!(elsewhere.is_empty(), "{action} also in {elsewhere:?}");
     }
 }
+
+/// An https destination's own signing secrets (docs/routing.md): by default the consumer may
+/// read the stack's forward secret only (which signs every https destination without one of
+/// its own); `DestinationSecretArns` adds exactly its entries, in a statement of its own.
+#[test]
+fn destination_signing_secrets_are_readable_only_where_destination_secret_arns_lists_them() {
+    let t = translated();
+    let declared = t
+        .parameter("DestinationSecretArns")
+        .expect("parameter DestinationSecretArns");
+    assert_eq!(declared["Type"], "CommaDelimitedList");
+    assert_eq!(declared["Default"], "");
+    let reads = |statements: &BTreeMap<String, Value>| -> Vec<(String, Value)> {
+        statements
+            .iter()
+            .filter(|(_, st)| st["Action"] == "secretsmanager:GetSecretValue")
+            .map(|(sid, st)| (sid.clone(), st["Resource"].clone()))
+            .collect()
+    };
+    let by_default = consumer_statements(t, &samconfig());
+    assert_eq!(
+        reads(&by_default),
+        [(
+            "ReadForwardSigningSecret".to_owned(),
+            reference("ForwardSigningSecret")
+        )]
+    );
+    let listed = [
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:webhook-inbox/billing-forward-??????",
+        "arn:aws:secretsmanager:eu-west-1:123456789012:secret:webhook-inbox/crm-AbCdEf",
+    ];
+    let mut values = samconfig();
+    values.set("DestinationSecretArns", &listed.join(","));
+    let t = Translated::translate(&template_path(), &values).expect("translated");
+    let given = consumer_statements(&t, &values);
+    assert_eq!(
+        reads(&given),
+        [
+            ("ReadDestinationSigningSecrets".to_owned(), json!(listed)),
+            (
+                "ReadForwardSigningSecret".to_owned(),
+                reference("ForwardSigningSecret")
+            ),
+        ]
+    );
+}

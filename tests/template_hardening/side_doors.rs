@@ -75,8 +75,11 @@ fn substitute(text: &str) -> String {
             "AWS::Partition" => "aws".to_owned(),
             "AWS::Region" => REGION.to_owned(),
             "AWS::AccountId" => ACCOUNT.to_owned(),
+            "AWS::StackName" => "stack".to_owned(),
             _ => match name.strip_suffix(".Arn") {
                 Some(logical_id) => arn_of(logical_id),
+                // A resource's own Ref (a name or id): its logical id stands in.
+                None if translated().resource(name).is_some() => name.to_owned(),
                 None => panic!("not substituted here: ${{{name}}}"),
             },
         });
@@ -108,6 +111,8 @@ struct Request {
     action: &'static str,
     resource: String,
     secure_transport: bool,
+    /// `s3:prefix` of a listing.
+    s3_prefix: Option<String>,
 }
 
 fn request(principal: &str, action: &'static str, resource: &str) -> Request {
@@ -116,6 +121,7 @@ fn request(principal: &str, action: &'static str, resource: &str) -> Request {
         action,
         resource: resource.to_owned(),
         secure_transport: true,
+        s3_prefix: None,
     }
 }
 
@@ -147,6 +153,7 @@ fn conditions_hold(conditions: &Value, req: &Request) -> bool {
                 let actual = match key.as_str() {
                     "aws:PrincipalArn" => req.principal.clone(),
                     "aws:SecureTransport" => req.secure_transport.to_string(),
+                    "s3:prefix" => req.s3_prefix.clone().unwrap_or_default(),
                     other => panic!("condition key not evaluated here: {other}"),
                 };
                 let values = strings(values);
@@ -390,4 +397,112 @@ fn only_their_writers_may_put_objects_under_archive_and_payloads() {
         t.properties("ReceiverFunction")["Role"],
         get_att("ReceiverFunctionRole", "Arn")
     );
+}
+
+/// What each operator command calls (crates/ops/src: why, lookup, replay, redrive, pause and
+/// resume, `pause --destination`, status, the console), as `(command, action, resource)`.
+fn operator_calls() -> Vec<(&'static str, &'static str, String)> {
+    let (dlq, queue, table, bucket) = (
+        arn_of("DeadLetterQueue"),
+        arn_of("WebhookQueue"),
+        arn_of("LedgerTable"),
+        arn_of("PayloadBucket"),
+    );
+    let mapping =
+        format!("arn:aws:lambda:{REGION}:{ACCOUNT}:event-source-mapping:ConsumerFunctionQueue");
+    let stack = "ref:AWS::StackId".to_owned();
+    vec![
+        ("why", "cloudformation:DescribeStacks", stack.clone()),
+        ("why", "sqs:ReceiveMessage", dlq.clone()),
+        ("why", "sqs:ChangeMessageVisibility", dlq.clone()),
+        ("why", "sqs:GetQueueAttributes", dlq.clone()),
+        ("why", "dynamodb:GetItem", table.clone()),
+        ("lookup", "dynamodb:GetItem", table.clone()),
+        (
+            "lookup --body",
+            "s3:GetObject",
+            format!("{bucket}/archive/2026/12/07/00/x"),
+        ),
+        (
+            "lookup --body",
+            "s3:GetObject",
+            format!("{bucket}/payloads/github/k/h"),
+        ),
+        ("replay", "s3:ListBucket", bucket.clone()),
+        (
+            "replay",
+            "s3:GetObject",
+            format!("{bucket}/archive/2026/12/07/00/x"),
+        ),
+        ("replay", "dynamodb:GetItem", table.clone()),
+        ("replay", "dynamodb:UpdateItem", table.clone()),
+        ("replay", "sqs:SendMessage", queue.clone()),
+        ("redrive", "sqs:GetQueueAttributes", dlq.clone()),
+        ("redrive", "sqs:StartMessageMoveTask", dlq.clone()),
+        ("redrive", "sqs:ListMessageMoveTasks", dlq.clone()),
+        ("redrive", "sqs:ReceiveMessage", dlq.clone()),
+        ("redrive", "sqs:DeleteMessage", dlq.clone()),
+        ("redrive", "sqs:SendMessage", queue.clone()),
+        ("pause", "cloudformation:ListStackResources", stack.clone()),
+        ("pause", "lambda:GetEventSourceMapping", mapping.clone()),
+        ("pause", "lambda:UpdateEventSourceMapping", mapping.clone()),
+        ("pause --destination", "dynamodb:UpdateItem", table.clone()),
+        ("pause --destination", "dynamodb:GetItem", table.clone()),
+        ("status", "sqs:GetQueueAttributes", queue.clone()),
+        ("status", "lambda:GetEventSourceMapping", mapping),
+        (
+            "console",
+            "dynamodb:Query",
+            format!("{table}/index/by-source-received"),
+        ),
+        ("console", "dynamodb:BatchGetItem", table),
+        ("console", "sqs:GetQueueUrl", dlq),
+    ]
+}
+
+/// The resource policy in force for `resource`: a queue's or the payload bucket's.
+fn resource_statements_for(resource: &str) -> Vec<Value> {
+    if resource == arn_of("DeadLetterQueue") {
+        queue_statements("DeadLetterQueue")
+    } else if resource == arn_of("WebhookQueue") {
+        queue_statements("WebhookQueue")
+    } else if resource.starts_with(&arn_of("PayloadBucket")) {
+        resource_policy(
+            "AWS::S3::BucketPolicy",
+            "Bucket",
+            reference("PayloadBucket"),
+        )
+    } else {
+        Vec::new()
+    }
+}
+
+/// `OperatorRole` may do what the commands it serves do (issue 37: `pause --destination` as
+/// the role was denied): each call of each command, against the role's own policies and the
+/// resource's policy, as IAM evaluates them. A listing of the archive only under `archive/`.
+#[test]
+fn operator_role_may_do_what_each_operator_command_calls() {
+    let operator = arn_of("OperatorRole");
+    for (command, action, resource) in operator_calls() {
+        let mut req = request(&operator, action, &resource);
+        if action == "s3:ListBucket" {
+            req.s3_prefix = Some("archive/2026/12/07/".into());
+        }
+        assert!(
+            allowed(&resource_statements_for(&resource), &req),
+            "inbox-ops {command}: {action} on {resource} denied to OperatorRole"
+        );
+    }
+    // Not beyond: the archive's listing elsewhere, the dead-letter queue's SendMessage.
+    let mut elsewhere = request(&operator, "s3:ListBucket", &arn_of("PayloadBucket"));
+    elsewhere.s3_prefix = Some("payloads/".into());
+    assert!(!allowed(
+        &resource_statements_for(&arn_of("PayloadBucket")),
+        &elsewhere
+    ));
+    let dlq = arn_of("DeadLetterQueue");
+    assert!(!allowed(
+        &resource_statements_for(&dlq),
+        &request(&operator, "sqs:SendMessage", &dlq)
+    ));
 }

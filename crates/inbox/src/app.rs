@@ -38,7 +38,7 @@ pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock, Option<S
 /// `QUEUE_URL` and `DLQ_URL` (where set), archiving through `ARCHIVE_STREAM` (where set).
 pub type LambdaConsumer = Consumer<
     DynamoLedger,
-    HttpForwarder,
+    Option<HttpForwarder>,
     SystemClock,
     Option<SqsRedelivery>,
     Option<S3Store>,
@@ -101,7 +101,17 @@ pub fn source_specs_from_env() -> Result<SourceSpecs, ConfigError> {
 ///   every body here is small, in memory and sent in one write, so there is no upload to
 ///   stall. Downloads keep the check.
 pub async fn sdk_config() -> aws_config::SdkConfig {
-    aws_config::defaults(aws_config::BehaviorVersion::latest())
+    sdk_config_for(None).await
+}
+
+/// [`sdk_config`] from a named profile of the AWS config (`--profile` of `inbox-ops`).
+pub async fn sdk_config_for(profile: Option<&str>) -> aws_config::SdkConfig {
+    let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+    let loader = match profile {
+        Some(name) => loader.profile_name(name),
+        None => loader,
+    };
+    loader
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(3))
         .http_client(shared_http_client())
         .stalled_stream_protection(
@@ -170,23 +180,21 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         }
     }
     let sdk = sdk_config().await;
-    let forwarder = HttpForwarder::new(
-        env.forward_url.clone(),
-        Duration::from_millis(env.forward_timeout_ms),
-    )
-    .map_err(|e| ConfigError::BadVar {
-        name: "FORWARD_URL",
-        message: e.to_string(),
-    })?;
-    let forwarder =
-        match forward_signer(&env.forward_signing_secrets, &AwsSecretResolver::new(&sdk)).await? {
-            Some(signer) => forwarder.signed(signer),
-            None => {
-                tracing::warn!("FORWARD_SIGNING_SECRET is not set: forwards are not signed");
-                forwarder
-            }
-        };
+    let signer =
+        forward_signer(&env.forward_signing_secrets, &AwsSecretResolver::new(&sdk)).await?;
+    if signer.is_none() {
+        tracing::warn!("FORWARD_SIGNING_SECRET is not set: forwards are not signed");
+    }
+    let forwarder = default_forwarder(&env, signer.clone())?;
     let routes = Routes::parse(&std::env::var(DESTINATIONS_VAR).unwrap_or_default(), &specs)?;
+    let routes = if forwarder.is_some() {
+        routes
+    } else {
+        tracing::warn!(
+            "FORWARD_URL is not set: an event no destination takes goes nowhere (metric Unrouted)"
+        );
+        routes.without_forward()
+    };
     let store = env
         .payload_bucket
         .clone()
@@ -197,6 +205,7 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         &env,
         store.clone(),
         &AwsSecretResolver::new(&sdk),
+        signer.as_ref(),
     )
     .await?;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
@@ -225,14 +234,36 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     .with_destinations(routes, targets))
 }
 
+/// The forward to `FORWARD_URL`, signed where there is a signer; `None` without a URL.
+fn default_forwarder(
+    env: &ConsumerEnv,
+    signer: Option<ForwardSigner>,
+) -> Result<Option<HttpForwarder>, ConfigError> {
+    let Some(url) = env.forward_url.clone() else {
+        return Ok(None);
+    };
+    let forwarder = HttpForwarder::new(url, Duration::from_millis(env.forward_timeout_ms))
+        .map_err(|e| ConfigError::BadVar {
+            name: "FORWARD_URL",
+            message: e.to_string(),
+        })?;
+    Ok(Some(match signer {
+        Some(signer) => forwarder.signed(signer),
+        None => forwarder,
+    }))
+}
+
 /// One adapter per destination of `routes` (docs/routing.md), each SDK client built once,
-/// an HTTP destination's secrets read once; the pause board in the ledger's table.
+/// an HTTP destination's secrets read once; the pause board in the ledger's table. An
+/// `https://` destination without `signing_secret` is signed with `forward` (the stack's
+/// forward secret), unless it is declared `"unsigned": true`.
 pub async fn targets(
     routes: &Routes,
     sdk: &aws_config::SdkConfig,
     env: &ConsumerEnv,
     store: Option<S3Store>,
     resolver: &impl SecretResolver,
+    forward: Option<&ForwardSigner>,
 ) -> Result<Targets, ConfigError> {
     let bad = |name: &str, message: String| ConfigError::BadVar {
         name: DESTINATIONS_VAR,
@@ -245,15 +276,16 @@ pub async fn targets(
                 let timeout = d.timeout_ms.unwrap_or(env.forward_timeout_ms);
                 let forwarder = HttpForwarder::new(url.clone(), Duration::from_millis(timeout))
                     .map_err(|e| bad(&d.name, e.to_string()))?;
-                match forward_signer(&d.signing_secrets, resolver)
+                let own = forward_signer(&d.signing_secrets, resolver)
                     .await
-                    .map_err(|e| bad(&d.name, e.to_string()))?
-                {
+                    .map_err(|e| bad(&d.name, e.to_string()))?;
+                match destination_signer(d, own, forward) {
                     Some(signer) => Adapter::Http(forwarder.signed(signer)),
                     None => {
                         tracing::warn!(
                             destination = d.name,
-                            "destination has no signing_secret: its forwards are not signed"
+                            declared_unsigned = d.unsigned,
+                            "destination's forwards are not signed"
                         );
                         Adapter::Http(forwarder)
                     }
@@ -282,6 +314,20 @@ pub async fn targets(
     let pauses = (!routes.is_empty())
         .then(|| PauseBoard::new(aws_sdk_dynamodb::Client::new(sdk), env.ledger_table.clone()));
     Ok(Targets::new(adapters, pauses))
+}
+
+/// Who signs an `https://` destination's forwards: its own `signing_secret`, else the
+/// stack's forward secret, none where it is declared `"unsigned": true` (or there is neither).
+pub fn destination_signer(
+    d: &crate::route::Destination,
+    own: Option<ForwardSigner>,
+    forward: Option<&ForwardSigner>,
+) -> Option<ForwardSigner> {
+    match own {
+        Some(signer) => Some(signer),
+        None if d.unsigned => None,
+        None => forward.cloned(),
+    }
 }
 
 /// The signer of `FORWARD_SIGNING_SECRET`'s secrets, each read once (`None` when there are
@@ -381,6 +427,51 @@ mod tests {
         assert_eq!(code, ExitCode::FAILURE);
         let code = serve(async { Ok(()) }, async |()| Ok::<(), String>(())).await;
         assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    #[tokio::test]
+    async fn an_https_destination_is_signed_with_its_own_secret_else_the_forwards_unless_unsigned()
+    {
+        std::env::set_var(
+            "INBOX_TEST_DEST_OWN",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        );
+        std::env::set_var("INBOX_TEST_DEST_FWD", "Ab3dEf5hIj7lMn9pQr1tUv3xYz5bCd7f");
+        let resolver = AwsSecretResolver::env_only();
+        let refs = |text: &str| parse_forward_signing_secrets(text).unwrap();
+        let own = forward_signer(&refs("env:INBOX_TEST_DEST_OWN"), &resolver)
+            .await
+            .unwrap();
+        let fwd = forward_signer(&refs("env:INBOX_TEST_DEST_FWD"), &resolver)
+            .await
+            .unwrap()
+            .expect("signed");
+        let sources = crate::SourceSpecs::parse(
+            r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+        )
+        .unwrap();
+        let routes = Routes::parse(
+            r#"{"plain": {"target": "https://a.example/in", "sources": ["s"]},
+                "open": {"target": "https://b.example/in", "sources": ["s"], "unsigned": true}}"#,
+            &sources,
+        )
+        .unwrap();
+        let (plain, open) = (routes.get("plain").unwrap(), routes.get("open").unwrap());
+        let signature = |s: Option<ForwardSigner>| s.map(|s| s.sign("k", None, 1, b"x").signature);
+        let forward_signature = signature(Some(fwd.clone()));
+        assert!(forward_signature.is_some());
+        // No secret of its own: the forward's.
+        assert_eq!(
+            signature(destination_signer(plain, None, Some(&fwd))),
+            forward_signature
+        );
+        // Its own wins.
+        let mine = signature(destination_signer(plain, own.clone(), Some(&fwd)));
+        assert_eq!(mine, signature(own));
+        assert_ne!(mine, forward_signature);
+        // Declared unsigned: none; no forward secret either: none.
+        assert_eq!(signature(destination_signer(open, None, Some(&fwd))), None);
+        assert_eq!(signature(destination_signer(plain, None, None)), None);
     }
 
     #[tokio::test]

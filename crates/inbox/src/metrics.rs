@@ -31,6 +31,9 @@ pub enum Metric {
     ReplayCompleted,
     /// A message whose envelope's parts disagree, refused before any effect.
     Refused,
+    /// An event that no destination takes and no `FORWARD_URL` receives: completed, gone
+    /// nowhere (docs/routing.md).
+    Unrouted,
 }
 
 impl Metric {
@@ -50,6 +53,7 @@ impl Metric {
             Metric::DeadLettered => "DeadLettered",
             Metric::ReplayCompleted => "ReplayCompleted",
             Metric::Refused => "Refused",
+            Metric::Unrouted => "Unrouted",
         }
     }
 }

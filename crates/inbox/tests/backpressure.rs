@@ -348,3 +348,68 @@ async fn without_a_dead_letter_queue_failures_are_left_to_max_receive_count() {
         assert_eq!(answer.batch_item_failures.len(), 1);
     }
 }
+
+/// No `FORWARD_URL` and no destination (docs/routing.md): an event completes with no call and
+/// is counted `Unrouted` once (a second copy is a `DuplicateDelivery`); an at-most-once
+/// source's event, which keeps no item, is counted too and leaves none.
+#[tokio::test]
+async fn without_a_forward_url_an_event_no_destination_takes_completes_uncalled_as_unrouted() {
+    let sources = r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true,
+        "key": {"from": "json", "pointers": ["/id"]}, "group": {"from": "json", "pointers": ["/g"]}},
+        "once": {"signature": {"scheme": "none"}, "allow_unsigned": true, "delivery": "at_most_once",
+        "key": {"from": "json", "pointers": ["/id"]}}}"#;
+    let (metrics, lines) = Metrics::memory("consumer");
+    let ledger = Arc::new(MemoryLedger::new());
+    let side_effect = Scripted::default();
+    let cx = Consumer::new(
+        SourceSpecs::parse(sources).unwrap(),
+        ledger.clone(),
+        Some(side_effect.clone()),
+        SystemClock,
+        settings(2, 5),
+        metrics,
+    )
+    .with_destinations(
+        inbox::route::Routes::none().without_forward(),
+        inbox::consumer::NoDestinations,
+    );
+    let first = message("m-1", "g", "e-1", 1);
+    devstack::testkit::accept_messages(cx.ledger(), std::slice::from_ref(&first))
+        .await
+        .expect("accepted");
+    let deadline = SystemClock.now_ms() + 30_000;
+    let again = message("m-2", "g", "e-1", 1);
+    for m in [&first, &again] {
+        let answer = cx
+            .handle_batch(std::slice::from_ref(m), "inv", Some(deadline))
+            .await;
+        assert!(answer.batch_item_failures.is_empty());
+    }
+    assert_eq!(
+        ledger.get("s:e-1").await.unwrap().map(|r| r.status),
+        Some(Status::Completed)
+    );
+    assert!(side_effect.runs().is_empty(), "nothing is called");
+    assert_eq!(count(&lines, Metric::Unrouted), 1);
+    assert_eq!(count(&lines, Metric::DuplicateDelivery), 1);
+
+    let body = r#"{"id":"o-1"}"#;
+    let env = Envelope::new(
+        "once:o-1",
+        "once",
+        SystemClock.now_ms(),
+        &sha256_hex(body.as_bytes()),
+        BTreeMap::new(),
+        body.as_bytes(),
+    );
+    let mut m = SqsMessage::default();
+    m.message_id = Some("m-3".into());
+    m.body = Some(env.to_json());
+    let answer = cx
+        .handle_batch(std::slice::from_ref(&m), "inv", Some(deadline))
+        .await;
+    assert!(answer.batch_item_failures.is_empty());
+    assert!(side_effect.runs().is_empty());
+    assert_eq!(tally(&lines.lock().unwrap(), "once", Metric::Unrouted), 1);
+    assert!(ledger.get("once:o-1").await.unwrap().is_none(), "no item");
+}

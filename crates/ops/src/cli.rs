@@ -33,6 +33,14 @@ pub struct Cli {
     /// Without one, the help is printed.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Act as this role, assumed with STS AssumeRole over your credentials: the stack's
+    /// OperatorRoleArn output for replay, redrive, why, pause, resume and the console.
+    #[arg(long, global = true, env = "INBOX_OPS_ROLE_ARN", value_name = "ARN", value_parser = NonEmptyStringValueParser::new())]
+    pub role_arn: Option<String>,
+    /// The AWS config's profile to take credentials (and a role_arn) from [default:
+    /// AWS_PROFILE, else the default chain].
+    #[arg(long, global = true, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub profile: Option<String>,
 }
 
 /// One command.
@@ -46,8 +54,12 @@ pub enum Command {
     /// replace-me, the docs' whsec_…), a ForwardUrl that is missing or not https://,
     /// WebhookSources the functions would refuse, and each referenced secret that is missing,
     /// an env: reference, invalid for its scheme or outside what the receiver may read
-    /// (SecretArns; when empty, the secrets named <stack>/*). Secrets are read with your own
-    /// credentials, as the receiver reads them; no value is printed. Exits 1 on any problem.
+    /// (SecretArns; when empty, the secrets named <stack>/*); Destinations as the consumer
+    /// reads it (its ARNs against Destination*Arns, its signing secrets against
+    /// DestinationSecretArns, a source whose every event would go nowhere). Warns of events
+    /// that would go nowhere, unsigned destinations and a bus with no rule for a source.
+    /// Secrets are read with your own credentials, as the functions read them; no value is
+    /// printed. Exits 1 on any problem.
     Preflight(PreflightArgs),
     /// What each source does when a webhook arrives twice, what identifies a repeat, what the
     /// sender is told when we fail; decisions worth a second look flagged.
@@ -203,6 +215,14 @@ pub struct AuditArgs {
     /// template sets them]; blank: unsigned, which is flagged.
     #[arg(long, env = "FORWARD_SIGNING_SECRET", value_name = "REFERENCES")]
     pub forward_signing_secret: Option<String>,
+    /// The destinations (JSON, as WEBHOOK_DESTINATIONS takes it) [default:
+    /// $WEBHOOK_DESTINATIONS, else the template's Destinations default].
+    #[arg(long = "destinations", value_name = "FILE")]
+    pub destinations_file: Option<PathBuf>,
+    /// The stack's ForwardUrl, the default destination; blank: none, and what no destination
+    /// takes goes nowhere, which is flagged [default: assumed set].
+    #[arg(long, env = "FORWARD_URL", value_name = "URL")]
+    pub forward_url: Option<String>,
 }
 
 /// `why`'s arguments.
@@ -356,6 +376,11 @@ impl Cli {
             let _ = Cli::command().print_long_help();
             return ExitCode::SUCCESS;
         };
+        let identity = crate::aws::Identity {
+            profile: self.profile,
+            role_arn: self.role_arn,
+        };
+        crate::aws::act_as(identity.clone());
         let (name, outcome) = match &command {
             Command::Preflight(args) => ("preflight", preflight::run(args).await),
             Command::Audit(args) => (
@@ -385,7 +410,11 @@ impl Cli {
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).
-            eprintln!("{name}: {}", crate::text::shown_lines(&format!("{e:#}")));
+            let text = format!("{e:#}");
+            eprintln!("{name}: {}", crate::text::shown_lines(&text));
+            if let Some(hint) = crate::aws::denied_hint(&text, &identity) {
+                eprintln!("{name}: {hint}");
+            }
             ExitCode::FAILURE
         })
     }

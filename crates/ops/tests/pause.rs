@@ -151,3 +151,49 @@ async fn pause_and_resume_one_destination_on_the_pause_board() {
     );
     assert_eq!(paused_destinations(&aws).await, ["crm"]);
 }
+
+/// `--role-arn` (issue 37): `inbox-ops` acts as the stack's `OperatorRole`, assumed with STS
+/// `AssumeRole` over the caller's credentials: the command runs with the role's temporary
+/// credentials (moto's STS issues them; it enforces no policy, so what the role may do is
+/// `tests/template_hardening/side_doors.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_role_is_assumed_with_role_arn() {
+    use aws_sdk_sqs::config::ProvideCredentials as _;
+    let aws = LocalAws::new("ops-role-arn").await;
+    let role = "arn:aws:iam::123456789012:role/OperatorRole";
+    let base = inbox_ops::aws::config_as(&inbox_ops::aws::Identity::default()).await;
+    let assumed = inbox_ops::aws::config_as(&inbox_ops::aws::Identity {
+        profile: None,
+        role_arn: Some(role.into()),
+    })
+    .await;
+    let key = |sdk: aws_config::SdkConfig| async move {
+        sdk.credentials_provider()
+            .expect("credentials")
+            .provide_credentials()
+            .await
+            .expect("credentials resolve")
+            .access_key_id()
+            .to_owned()
+    };
+    let (base_key, role_key) = (key(base).await, key(assumed).await);
+    assert_ne!(base_key, role_key, "the role's own credentials");
+    assert!(
+        role_key.starts_with("ASIA"),
+        "temporary credentials: {role_key}"
+    );
+
+    let (code, out, err) = inbox_ops(&[
+        "--role-arn",
+        role,
+        "pause",
+        "--destination",
+        "billing",
+        "--table",
+        &aws.stack.table,
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("paused destinations: billing\n"), "{out}");
+    assert_eq!(paused_destinations(&aws).await, ["billing"]);
+}

@@ -466,3 +466,141 @@ async fn an_empty_region_in_samconfig_or_in_an_arn_is_named() {
         run.stderr
     );
 }
+
+/// A directory holding a samconfig.toml for `stack` with the two sources (their secrets the
+/// stack's own) and these further overrides, each a TOML string as written.
+fn samconfig_with(stack: &str, overrides: &[String]) -> PathBuf {
+    let sources = two_sources(
+        &format!("secretsmanager:{stack}/github"),
+        &format!("secretsmanager:{stack}/acme"),
+    );
+    let dir = std::env::temp_dir().join(unique("preflight"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let text = format!(
+        "version = 0.1\n\n[default.global.parameters]\nstack_name = \"{stack}\"\n\n[default.deploy.parameters]\ncapabilities = \"CAPABILITY_IAM\"\nparameter_overrides = [\n  '''WebhookSources='{sources}'''',\n{}]\n",
+        overrides
+            .iter()
+            .map(|o| format!("  {o},\n"))
+            .collect::<String>()
+    );
+    std::fs::write(dir.join("samconfig.toml"), text).expect("write samconfig.toml");
+    dir
+}
+
+/// `Destinations` read with the consumer's own parser (issue 37): with no `ForwardUrl`, a
+/// source no destination takes is refused and the types that would go nowhere are said; an
+/// ARN target missing from its list and a signing secret the consumer may not read are
+/// refused, each naming its parameter; a bus with no rule for its source is warned of. Fixed,
+/// the same destinations pass, what no destination takes said as going to `ForwardUrl`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario: refused, then fixed, on the same destinations"
+)]
+async fn destinations_are_read_as_the_consumer_reads_them_and_checked_against_the_stack() {
+    let stack = unique("pf-dest");
+    create_secret(&format!("{stack}/github"), GITHUB_SECRET).await;
+    create_secret(&format!("{stack}/acme"), ACME_SECRET).await;
+    let billing = create_secret(&format!("{stack}/billing-forward"), ACME_SECRET).await;
+    let sdk = inbox_ops::aws::config().await;
+    let events = aws_sdk_eventbridge::Client::new(&sdk);
+    let bus = events
+        .create_event_bus()
+        .name(unique("payments"))
+        .send()
+        .await
+        .expect("CreateEventBus on moto")
+        .event_bus_arn()
+        .expect("an ARN")
+        .to_owned();
+    let destinations = format!(
+        r#"'''Destinations='{{"billing": {{"target": "https://billing.acme-corp.io/in", "sources": ["github"], "event_types": ["push"], "signing_secret": ["secretsmanager:{stack}/billing-forward"]}}, "bus": {{"target": "{bus}", "sources": ["acme"]}}}}''''"#
+    );
+
+    let dir = samconfig_with(&stack, &[destinations.clone(), "\"ForwardUrl=\"".into()]);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    assert_eq!(
+        run.problems_of("DestinationBusArns"),
+        [format!("DestinationBusArns: destination `bus`'s target {bus} is not in it: the consumer's role may not call it, so each event routed there would fail MaxFailures times and be dead-lettered; add it to DestinationBusArns")],
+        "{}",
+        run.stderr
+    );
+    let secret = run.problems_of("DestinationSecretArns");
+    assert_eq!(secret.len(), 1, "{}", run.stderr);
+    assert!(
+        secret[0].starts_with(&format!(
+            "DestinationSecretArns: destination `billing`'s signing secret {billing}: the consumer's role may not read it"
+        )),
+        "{}",
+        secret[0]
+    );
+    assert!(run.problems_of("ForwardUrl").is_empty(), "{}", run.stderr);
+    let warned = |text: &str| {
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("warning: ") && l.contains(text))
+    };
+    assert!(
+        warned("github: every type but push and events without a type go nowhere (ForwardUrl is empty)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        warned(&format!(
+            "destination `bus`: bus {bus} has no enabled rule whose pattern takes source webhook-inbox.acme"
+        )),
+        "{}",
+        run.stderr
+    );
+
+    // A destination left out of the routes: its source's every event would go nowhere.
+    let only_billing = r#"'''Destinations='{"billing": {"target": "https://billing.acme-corp.io/in", "sources": ["github"]}}''''"#.to_owned();
+    let dir = samconfig_with(&stack, &[only_billing, "\"ForwardUrl=\"".into()]);
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(
+        run.problems_of("ForwardUrl"),
+        ["ForwardUrl: empty, and no destination takes source `acme`: its every event would go nowhere; set ForwardUrl or route `acme` in Destinations"],
+        "{}",
+        run.stderr
+    );
+
+    // Fixed: the ARN and the secret listed, a rule on the bus, a ForwardUrl.
+    events
+        .put_rule()
+        .name(unique("acme-rule"))
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source": ["webhook-inbox.acme"]}"#)
+        .send()
+        .await
+        .expect("PutRule on moto");
+    let dir = samconfig_with(
+        &stack,
+        &[
+            destinations,
+            "\"ForwardUrl=https://records.acme-corp.io/webhooks\"".into(),
+            format!("\"DestinationBusArns={bus}\""),
+            format!(
+                "\"DestinationSecretArns={}\"",
+                with_suffix_wildcard(&billing)
+            ),
+        ],
+    );
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.text());
+    for line in [
+        "ok: Destinations parses as the consumer reads it: 2 destinations".to_owned(),
+        "ok: source `github`: what no destination takes (every type but push and events without a type) goes to ForwardUrl".to_owned(),
+        "ok: source `acme`: every event goes to a destination".to_owned(),
+        format!("ok: destination `bus`: the consumer may call {bus} (DestinationBusArns entry {bus})"),
+        "ok: destination `billing`'s signing secrets exist, are whsec_ keys and are readable by the consumer".to_owned(),
+        format!("ok: destination `bus`: bus {bus} has an enabled rule for source webhook-inbox.acme"),
+    ] {
+        assert!(run.stdout.contains(&line), "{line}\n{}", run.stdout);
+    }
+    assert!(!run.text().contains("warning:"), "{}", run.text());
+    assert!(
+        !run.text().contains(ACME_SECRET),
+        "a secret's value printed"
+    );
+}

@@ -66,6 +66,10 @@ pub const OPTIONAL_RESOURCES_ON: &[(&str, &str)] = &[
         "DestinationFunctionArns",
         "arn:aws:lambda:us-east-1:123456789012:function:crm-sync",
     ),
+    (
+        "DestinationSecretArns",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:webhook-inbox/billing-forward-??????",
+    ),
 ];
 
 /// The resource types of SAM CLI's `aws-sam-cli-managed-default` stack (its artifact bucket

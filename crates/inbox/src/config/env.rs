@@ -147,7 +147,9 @@ pub fn optional(name: &'static str) -> Option<String> {
 #[derive(Clone, Debug)]
 pub struct ConsumerEnv {
     pub ledger_table: String,
-    pub forward_url: String,
+    /// `FORWARD_URL`, the default destination: every event no destination takes. Unset or
+    /// blank: none; such an event goes nowhere and is counted `Unrouted` (docs/routing.md).
+    pub forward_url: Option<String>,
     pub forward_timeout_ms: u64,
     pub max_concurrent_groups: usize,
     /// `FORWARD_SIGNING_SECRET`: the references of the secrets forwards are signed with (each
@@ -226,7 +228,7 @@ impl ConsumerEnv {
         }
         Ok(Self {
             ledger_table: required("LEDGER_TABLE")?,
-            forward_url: required("FORWARD_URL")?,
+            forward_url: optional("FORWARD_URL"),
             forward_timeout_ms: check_forward_timeout_ms(number_or(
                 "FORWARD_TIMEOUT_MS",
                 DEFAULT_FORWARD_TIMEOUT_MS,

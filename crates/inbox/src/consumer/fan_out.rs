@@ -1,6 +1,7 @@
 //! The routed path (docs/routing.md, docs/design.md §13): an event of a source that
 //! destinations name goes to each destination its filter admits, each (event, destination)
-//! pair applied once, on its own.
+//! pair applied once, on its own. An event that none takes, where no `FORWARD_URL` is set,
+//! runs here with no pair: taken, completed, and counted `Unrouted`.
 //!
 //! Each pair has its own ledger item ([`destination_key`]), moved by the same conditional
 //! transitions as an event's item (take, complete, fail, defer; a replay's take, complete and
@@ -298,6 +299,16 @@ where
             return match self.ledger.complete(key, owner, self.clock.now_ms()).await {
                 Ok(true) => {
                     self.metrics.count(source, Metric::Completed);
+                    if names.is_empty() {
+                        self.metrics.count(source, Metric::Unrouted);
+                        warn!(
+                            key,
+                            source,
+                            outcome = LogOutcome::Completed.as_str(),
+                            "{}",
+                            super::UNROUTED
+                        );
+                    }
                     info!(
                         key,
                         source,

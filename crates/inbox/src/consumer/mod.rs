@@ -58,6 +58,9 @@ pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
 pub use crate::defaults::DEFAULT_MAX_FAILURES;
 
+/// What the log says of an event that no destination takes, without a `FORWARD_URL`.
+const UNROUTED: &str = "no destination takes the event and no FORWARD_URL is set: it went nowhere";
+
 /// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`, `ARCHIVE_BODIES`).
 #[derive(Clone, Copy, Debug)]
 pub struct ConsumerSettings {
@@ -379,10 +382,11 @@ impl<
             replay_id: envelope.replay_id.clone(),
             event_type: envelope.event_type.clone(),
         };
-        if self.routes.routes(source) {
-            return self
-                .routed(msg, job, &envelope, spec.retention_hours, inv, archived)
-                .await;
+        if let Some(verdict) = self
+            .off_the_forward(msg, &job, &envelope, spec, inv, archived)
+            .await
+        {
+            return verdict;
         }
         // A throttle of the forward holds what would go to it (routed events: per destination).
         if inv.throttled().is_some() {
@@ -400,6 +404,46 @@ impl<
         let take = self.take_of(&envelope, spec.retention_hours, owner, inv, archived);
         self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
             .await
+    }
+
+    /// An event that does not go to the forward: to the destinations that take it; where none
+    /// does and no `FORWARD_URL` is set, nowhere (the routed path with no pair: taken,
+    /// completed, `Unrouted`; an at-most-once event, which keeps no item, counted here).
+    /// `None`: it goes to the forward, the default destination.
+    async fn off_the_forward(
+        &self,
+        msg: &SqsMessage,
+        job: &Job,
+        envelope: &Envelope,
+        spec: &crate::config::SourceSpec,
+        inv: &Invocation<'_>,
+        archived: &Archived,
+    ) -> Option<Verdict> {
+        let source = job.source.as_str();
+        let taken = self.routes.routes(source)
+            && !self
+                .routes
+                .destinations_for(source, job.event_type.as_deref())
+                .is_empty();
+        if taken || !self.routes.has_forward() {
+            if !taken && spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
+                self.metrics.count(source, Metric::Unrouted);
+                warn!(
+                    message_id = msg.message_id.as_deref().unwrap_or_default(),
+                    source,
+                    key = job.key,
+                    outcome = LogOutcome::Completed.as_str(),
+                    "{UNROUTED}"
+                );
+                return Some(Verdict::Done);
+            }
+            let job = job.clone();
+            return Some(
+                self.routed(msg, job, envelope, spec.retention_hours, inv, archived)
+                    .await,
+            );
+        }
+        None
     }
 
     /// What the consumer checks of an envelope before any ledger write (docs/design.md §5):

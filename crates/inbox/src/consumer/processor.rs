@@ -73,5 +73,22 @@ impl<T: Processor> Processor for std::sync::Arc<T> {
     }
 }
 
+/// No processor (`FORWARD_URL` blank: no default destination). The consumer never calls it
+/// then ([`crate::route::Routes::has_forward`]); were it called, every event would fail.
+impl<T: Processor> Processor for Option<T> {
+    async fn process(&self, job: &Job) -> Result<(), ProcessError> {
+        match self {
+            Some(p) => p.process(job).await,
+            None => Err(ProcessError("no FORWARD_URL is set".into())),
+        }
+    }
+    async fn run(&self, job: &Job) -> Outcome {
+        match self {
+            Some(p) => p.run(job).await,
+            None => Outcome::Failed(ProcessError("no FORWARD_URL is set".into())),
+        }
+    }
+}
+
 /// Time kept back from the lease for completing the item after the call.
 pub const LEASE_MARGIN_MS: i64 = 500;

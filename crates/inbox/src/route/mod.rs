@@ -12,9 +12,11 @@ use serde_json::Value;
 
 use crate::config::{ConfigError, Delivery, SecretRef, SourceSpecs};
 
+pub mod coverage;
 pub mod filter;
 pub mod target;
 
+pub use coverage::Gap;
 pub use filter::{Filter, Pattern};
 pub use target::Target;
 
@@ -37,8 +39,11 @@ pub struct Destination {
     pub sources: BTreeSet<String>,
     pub filter: Filter,
     /// An `https://` target's signing secrets (Standard Webhooks, as `FORWARD_SIGNING_SECRET`);
-    /// empty: unsigned.
+    /// empty: signed with `FORWARD_SIGNING_SECRET`'s, unless [`Destination::unsigned`].
     pub signing_secrets: Vec<SecretRef>,
+    /// `"unsigned": true`: an `https://` target declared to take its forwards unsigned (the
+    /// audit flags it); never with `signing_secret`.
+    pub unsigned: bool,
     /// An `https://` target's timeout; `None`: `FORWARD_TIMEOUT_MS`.
     pub timeout_ms: Option<u64>,
 }
@@ -57,6 +62,8 @@ struct Written {
     signing_secret: Vec<String>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    unsigned: bool,
 }
 
 fn bad(name: &str, field: &str, message: impl std::fmt::Display) -> ConfigError {
@@ -82,6 +89,42 @@ fn patterns(name: &str, field: &str, list: &[String]) -> Result<Vec<Pattern>, Co
                     name,
                     field,
                     format!("`{p}` is not an event type or a prefix pattern such as `invoice.*`"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The fields only an `https://` target takes (`signing_secret`, `unsigned`, `timeout_ms`),
+/// checked; its signing secrets.
+fn https_fields(name: &str, w: &Written, https: bool) -> Result<Vec<SecretRef>, ConfigError> {
+    if !https && (!w.signing_secret.is_empty() || w.timeout_ms.is_some() || w.unsigned) {
+        return Err(bad(
+            name,
+            "signing_secret",
+            "only an https:// target signs and times out",
+        ));
+    }
+    if w.unsigned && !w.signing_secret.is_empty() {
+        return Err(bad(
+            name,
+            "unsigned",
+            "declared unsigned and given a signing_secret: one or the other",
+        ));
+    }
+    if let Some(ms) = w.timeout_ms {
+        if ms == 0 || ms > crate::config::env::MAX_FORWARD_TIMEOUT_MS {
+            return Err(bad(name, "timeout_ms", "must be between 1 and 900000"));
+        }
+    }
+    w.signing_secret
+        .iter()
+        .map(|r| {
+            SecretRef::parse(r).ok_or_else(|| {
+                bad(
+                    name,
+                    "signing_secret",
+                    format!("`{r}` is not env:NAME or secretsmanager:NAME_OR_ARN"),
                 )
             })
         })
@@ -131,48 +174,42 @@ impl Destination {
             None => None,
         };
         let exclude = patterns(name, "exclude_event_types", &w.exclude_event_types)?;
-        let https = matches!(target, Target::Https(_));
-        if !https && (!w.signing_secret.is_empty() || w.timeout_ms.is_some()) {
-            return Err(bad(
-                name,
-                "signing_secret",
-                "only an https:// target signs and times out",
-            ));
-        }
-        let signing_secrets = w
-            .signing_secret
-            .iter()
-            .map(|r| {
-                SecretRef::parse(r).ok_or_else(|| {
-                    bad(
-                        name,
-                        "signing_secret",
-                        format!("`{r}` is not env:NAME or secretsmanager:NAME_OR_ARN"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        if let Some(ms) = w.timeout_ms {
-            if ms == 0 || ms > crate::config::env::MAX_FORWARD_TIMEOUT_MS {
-                return Err(bad(name, "timeout_ms", "must be between 1 and 900000"));
-            }
-        }
+        let signing_secrets = https_fields(name, &w, matches!(target, Target::Https(_)))?;
         Ok(Destination {
             name: name.to_owned(),
             target,
             sources: w.sources.into_iter().collect(),
             filter: Filter { include, exclude },
             signing_secrets,
+            unsigned: w.unsigned,
             timeout_ms: w.timeout_ms,
         })
     }
 }
 
-/// Every destination, by name.
+/// Every destination, by name, and whether there is a default destination (`FORWARD_URL`)
+/// for the events none takes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Routes(BTreeMap<String, Destination>);
+pub struct Routes(BTreeMap<String, Destination>, NoForward);
+
+/// `true` where `FORWARD_URL` is not set (the default, `false`: it is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NoForward(bool);
 
 impl Routes {
+    /// The same routes with no default destination (`FORWARD_URL` blank): an event that no
+    /// destination takes goes nowhere, completes, and is counted `Unrouted`.
+    #[must_use]
+    pub fn without_forward(mut self) -> Routes {
+        self.1 = NoForward(true);
+        self
+    }
+
+    /// Whether `FORWARD_URL` takes the events no destination takes.
+    pub fn has_forward(&self) -> bool {
+        !self.1 .0
+    }
+
     /// No destination: every source forwards to `FORWARD_URL`.
     pub fn none() -> Routes {
         Routes::default()
@@ -197,7 +234,7 @@ impl Routes {
                 return Err(bad(&name, "name", "declared more than once"));
             }
         }
-        Ok(Routes(out))
+        Ok(Routes(out, NoForward::default()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -212,8 +249,9 @@ impl Routes {
         self.0.values()
     }
 
-    /// Whether some destination names this source: its events go to destinations, never to
-    /// `FORWARD_URL`.
+    /// Whether some destination names this source: its events go to the destinations that
+    /// take them; an event none takes goes to `FORWARD_URL` where one is set (the default
+    /// destination), else nowhere (counted `Unrouted`).
     pub fn routes(&self, source: &str) -> bool {
         self.0.values().any(|d| d.sources.contains(source))
     }

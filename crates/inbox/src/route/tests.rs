@@ -37,7 +37,15 @@ fn the_route_of_an_event_is_its_source_and_its_type() {
         billing.signing_secrets,
         [SecretRef::Env("BILLING_SECRET".into())]
     );
+    assert!(!billing.unsigned);
     assert!(Routes::parse("  ", &sources()).unwrap().is_empty());
+    let open = Routes::parse(
+        r#"{"open": {"target": "https://open.example/in", "sources": ["stripe"], "unsigned": true}}"#,
+        &sources(),
+    )
+    .unwrap();
+    let open = open.get("open").unwrap();
+    assert!(open.unsigned && open.signing_secrets.is_empty());
 }
 
 #[test]
@@ -77,6 +85,14 @@ fn a_bad_destination_stops_start_up_naming_it_and_the_field() {
         ),
         (
             r#"{"b": {"target": "arn:aws:sqs:us-east-1:123456789012:q", "sources": ["stripe"], "timeout_ms": 5}}"#,
+            "only an https:// target",
+        ),
+        (
+            r#"{"b": {"target": "https://x", "sources": ["stripe"], "unsigned": true, "signing_secret": ["env:S"]}}"#,
+            "field `unsigned`: declared unsigned and given a signing_secret",
+        ),
+        (
+            r#"{"b": {"target": "arn:aws:sqs:us-east-1:123456789012:q", "sources": ["stripe"], "unsigned": true}}"#,
             "only an https:// target",
         ),
         (

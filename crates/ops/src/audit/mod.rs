@@ -13,6 +13,7 @@
 
 mod forwarding;
 mod report;
+pub mod routing;
 
 use anyhow::{anyhow, Context as _};
 use inbox::config::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec, SourceSpecs};
@@ -20,6 +21,7 @@ use inbox::signature::Scheme;
 
 pub use self::forwarding::{Forwarding, FORWARD_UNSIGNED, MAX_FAILURES_PARAMETER};
 pub use self::report::Report;
+pub use self::routing::Routing;
 use crate::cli::AuditArgs;
 use crate::template::{template_path, Template};
 
@@ -361,13 +363,50 @@ pub fn run(opts: &AuditArgs, env_sources: Option<String>) -> anyhow::Result<Stri
     };
     let specs = SourceSpecs::parse(&text).map_err(|e| anyhow!("{e} (sources from {origin})"))?;
     let forwarding = Forwarding::new(opts.forward_signing_secret.as_deref(), &template)?;
+    let routing = routing_of(opts, &template, &specs)?;
     let report = Report::new(&specs, QueueFacts::from_template(&template), origin)
-        .with_forwarding(forwarding);
+        .with_forwarding(forwarding)
+        .with_routing(routing);
     Ok(if opts.json {
         format!("{:#}\n", report.to_json())
     } else {
         report.to_table()
     })
+}
+
+/// The routes: `--destinations FILE`, else `$WEBHOOK_DESTINATIONS`, else the template's
+/// `Destinations` default; `FORWARD_URL` as given (blank: none), else assumed set.
+fn routing_of(
+    opts: &AuditArgs,
+    template: &Template,
+    specs: &SourceSpecs,
+) -> anyhow::Result<Routing> {
+    let (origin, text) = match &opts.destinations_file {
+        Some(file) => (
+            file.display().to_string(),
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?,
+        ),
+        None => match std::env::var(inbox::route::DESTINATIONS_VAR) {
+            Ok(text) if !text.trim().is_empty() => ("$WEBHOOK_DESTINATIONS".to_owned(), text),
+            _ => (
+                "the Destinations default in the template".to_owned(),
+                template
+                    .parameter_default("Destinations")
+                    .and_then(serde_yaml::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+        },
+    };
+    let (forward, forward_origin) = match &opts.forward_url {
+        Some(url) if url.trim().is_empty() => (false, "FORWARD_URL given blank".to_owned()),
+        Some(_) => (true, "FORWARD_URL as given".to_owned()),
+        None => (
+            true,
+            "FORWARD_URL assumed set (--forward-url '' audits a stack without one)".to_owned(),
+        ),
+    };
+    Routing::new(&text, origin, specs, forward, forward_origin)
 }
 
 #[cfg(test)]

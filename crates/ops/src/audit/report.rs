@@ -4,7 +4,7 @@
 use inbox::config::SourceSpecs;
 use serde_json::{json, Value};
 
-use super::{audit_source, hours, Flag, Forwarding, QueueFacts, SourceAudit};
+use super::{audit_source, hours, Flag, Forwarding, QueueFacts, Routing, SourceAudit};
 
 /// Retention against the chain it must outlast, or why it does not apply.
 fn retention_text(s: &SourceAudit, queue: &QueueFacts) -> String {
@@ -28,6 +28,8 @@ pub struct Report {
     pub sources: Vec<SourceAudit>,
     /// The forward every source shares, when audited.
     pub forwarding: Option<Forwarding>,
+    /// Where each source's events go, when audited.
+    pub routing: Option<Routing>,
 }
 
 impl Report {
@@ -37,7 +39,18 @@ impl Report {
             queue,
             sources: specs.iter().map(|s| audit_source(s, &queue)).collect(),
             forwarding: None,
+            routing: None,
         }
+    }
+
+    /// With the routes' audit (where events go, unsigned destinations).
+    pub fn with_routing(mut self, routing: Routing) -> Report {
+        self.routing = Some(routing);
+        self
+    }
+
+    fn routing_flags(&self) -> &[(&'static str, String, String)] {
+        self.routing.as_ref().map_or(&[], |r| r.flags.as_slice())
     }
 
     /// With the forward's audit (signed or not).
@@ -53,6 +66,7 @@ impl Report {
     pub fn flag_count(&self) -> usize {
         self.sources.iter().map(|s| s.flags.len()).sum::<usize>()
             + usize::from(self.forwarding_flag().is_some())
+            + self.routing_flags().len()
     }
 
     pub fn to_json(&self) -> Value {
@@ -71,6 +85,13 @@ impl Report {
                 "origin": f.origin,
                 "max_failures": f.max_failures,
                 "flags": f.flag().iter().map(|(code, why)| json!({"code": code, "why": why})).collect::<Vec<_>>(),
+            })),
+            "routing": self.routing.as_ref().map(|r| json!({
+                "origin": r.origin,
+                "forward_url": r.forward,
+                "forward_origin": r.forward_origin,
+                "sources": r.lines,
+                "flags": r.flags.iter().map(|(code, subject, why)| json!({"code": code, "subject": subject, "why": why})).collect::<Vec<_>>(),
             })),
             "sources": self.sources.iter().map(|s| json!({
                 "source": s.source,
@@ -106,6 +127,15 @@ impl Report {
         ));
         if let Some(f) = &self.forwarding {
             out.push_str(&format!("Forwards: {}\n", f.describe()));
+        }
+        if let Some(r) = &self.routing {
+            out.push_str(&format!(
+                "Routes (destinations from {}; {}):\n",
+                r.origin, r.forward_origin
+            ));
+            for line in &r.lines {
+                out.push_str(&format!("  {line}\n"));
+            }
         }
         out.push('\n');
         let header = [
@@ -173,6 +203,9 @@ impl Report {
             }
         }
         if let Some((code, why)) = self.forwarding_flag() {
+            out.push_str(&format!("\nFLAG {code}: {why}\n"));
+        }
+        for (code, _, why) in self.routing_flags() {
             out.push_str(&format!("\nFLAG {code}: {why}\n"));
         }
         out.push_str(&format!(

@@ -258,3 +258,53 @@ fn a_configuration_error_is_reported_with_its_message() {
     );
     assert!(err.contains("$WEBHOOK_SOURCES"), "{err}");
 }
+
+#[test]
+fn routes_without_a_forward_url_say_what_goes_nowhere_and_flag_unsigned_destinations() {
+    let dir = std::env::temp_dir().join(format!("audit-routes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("destinations.json");
+    std::fs::write(
+        &file,
+        r#"{"ci": {"target": "https://ci.acme-corp.io/in", "sources": ["github"], "event_types": ["push"], "unsigned": true}}"#,
+    )
+    .expect("write");
+    let args = AuditArgs {
+        destinations_file: Some(file.clone()),
+        forward_url: Some(String::new()),
+        ..AuditArgs::default()
+    };
+    let out = run(&args, None).expect("audit");
+    assert!(
+        out.contains("  github: destinations ci by their filters; every type but push and events without a type go NOWHERE\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FLAG events_go_nowhere: github: every type but push and events without a type go nowhere: no destination takes them and no FORWARD_URL is set"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FLAG destination_unsigned: destination `ci`"),
+        "{out}"
+    );
+    let v: Value =
+        serde_json::from_str(&run(&AuditArgs { json: true, ..args }, None).expect("audit"))
+            .expect("JSON");
+    assert_eq!(v["routing"]["forward_url"], false);
+    assert_eq!(v["routing"]["flags"][0]["code"], "events_go_nowhere");
+    assert_eq!(v["routing"]["flags"][1]["code"], "destination_unsigned");
+    // With a ForwardUrl (assumed when not given): the rest goes there, nothing goes nowhere.
+    let out = run(
+        &AuditArgs {
+            destinations_file: Some(file),
+            ..AuditArgs::default()
+        },
+        None,
+    )
+    .expect("audit");
+    assert!(
+        out.contains("every type but push and events without a type to FORWARD_URL"),
+        "{out}"
+    );
+    assert!(!out.contains("events_go_nowhere"), "{out}");
+}

@@ -162,7 +162,9 @@ fn parses_each_command_with_env_fallbacks() {
             sources_file: Some("s.json".into()),
             template: Some("t.yaml".into()),
             json: true,
-            forward_signing_secret: None
+            forward_signing_secret: None,
+            destinations_file: None,
+            forward_url: None,
         }))
     );
 }

@@ -7,7 +7,8 @@
 //!   host, `replace-me`, the docs' `whsec_…`), an `https://` URL (`ForwardUrl`, or a target in
 //!   `Destinations`) whose host is a reserved placeholder name (RFC 2606, RFC 6761:
 //!   `.example`, `.test`, `.invalid`, `.localhost`, example.com/.net/.org), a `ForwardUrl` that
-//!   is missing or not `https://`, a stack name CloudFormation refuses ([`values`]);
+//!   is missing or not `https://` (empty is no default destination: [`destinations`] decides),
+//!   a stack name CloudFormation refuses ([`values`]);
 //! - no deploy region, or an empty one (samconfig.toml's `region`, else `AWS_REGION` /
 //!   `AWS_DEFAULT_REGION`, else the AWS config), and an ARN with an empty region field in a
 //!   `*Arns`/`*Arn` parameter ([`values::check_arn_regions`]);
@@ -15,12 +16,18 @@
 //!   retention check against the template's queues, and `PayloadRetentionDays` against the
 //!   same chain;
 //! - each referenced secret that is missing, an `env:` reference, invalid for its scheme, or
-//!   outside what the receiver's role may read ([`secrets`], [`access`]).
+//!   outside what the receiver's role may read ([`secrets`], [`access`]);
+//! - `Destinations` as the consumer reads it: a source whose events would all go nowhere, an
+//!   ARN target missing from its `Destination*Arns`, a signing secret missing, invalid or
+//!   outside `DestinationSecretArns` ([`destinations`]). Warned of, the deploy going ahead:
+//!   events that would go nowhere (no `ForwardUrl`), a destination declared unsigned, a bus
+//!   with no rule for a source routed there.
 //!
 //! Passed checks are printed one a line on stdout (exit 0); the problems on stderr (exit 1).
 //! No secret's value is printed or logged.
 
 pub mod access;
+pub mod destinations;
 pub mod parameters;
 pub mod report;
 pub mod secrets;
@@ -108,9 +115,18 @@ pub async fn check(
     let Some(specs) = check_sources(template, &parameters, &mut report) else {
         return report;
     };
+    let routes = destinations::routes(&parameters, &specs, &mut report);
+    if let Some(routes) = &routes {
+        destinations::check_coverage(routes, &specs, &mut report);
+        destinations::check_arns(routes, &parameters, &mut report);
+    }
     let Some(region) = region else {
         return report;
     };
+    if let Some(routes) = &routes {
+        destinations::check_signing(routes, &parameters, stack, region, sdk, &mut report).await;
+        destinations::check_buses(routes, sdk, &mut report).await;
+    }
     let access = Access::new(
         parameters.get("SecretArns").unwrap_or_default(),
         stack,

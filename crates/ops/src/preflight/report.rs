@@ -24,6 +24,9 @@ impl fmt::Display for Problem {
 pub struct Report {
     passed: Vec<String>,
     problems: Vec<Problem>,
+    /// Said, and the deploy may still go ahead (events that would go nowhere, a bus with no
+    /// rule for a source).
+    warnings: Vec<Problem>,
 }
 
 impl Report {
@@ -45,6 +48,28 @@ impl Report {
         if !self.problems.contains(&problem) {
             self.problems.push(problem);
         }
+    }
+
+    /// A warning about `subject`: printed with the outcome, refusing nothing; once.
+    pub fn warn(&mut self, subject: impl Into<String>, message: impl Into<String>) {
+        let warning = Problem {
+            subject: subject.into(),
+            message: message.into(),
+        };
+        if !self.warnings.contains(&warning) {
+            self.warnings.push(warning);
+        }
+    }
+
+    pub fn warnings(&self) -> &[Problem] {
+        &self.warnings
+    }
+
+    fn warnings_text(&self) -> String {
+        self.warnings
+            .iter()
+            .map(|w| format!("warning: {w}\n"))
+            .collect()
     }
 
     /// How many problems so far (a check compares before and after to know whether it passed).
@@ -72,6 +97,7 @@ impl Report {
             text.push_str(line);
             text.push('\n');
         }
+        text.push_str(&self.warnings_text());
         text.push_str(&format!(
             "preflight: {} checks passed; sam deploy may go ahead\n",
             self.passed.len()
@@ -91,6 +117,7 @@ impl Report {
             text.push_str(&problem.to_string());
             text.push('\n');
         }
+        text.push_str(&self.warnings_text());
         text
     }
 }
@@ -123,6 +150,13 @@ mod tests {
         assert_eq!(
             report.passed_text("h"),
             "h\nok: a\nok: b\npreflight: 2 checks passed; sam deploy may go ahead\n"
+        );
+        report.warn("Destinations", "stripe: customer.* goes nowhere");
+        report.warn("Destinations", "stripe: customer.* goes nowhere");
+        assert!(report.is_ready());
+        assert_eq!(
+            report.passed_text("h"),
+            "h\nok: a\nok: b\nwarning: Destinations: stripe: customer.* goes nowhere\npreflight: 2 checks passed; sam deploy may go ahead\n"
         );
     }
 }

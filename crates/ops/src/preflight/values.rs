@@ -176,18 +176,16 @@ pub fn forward_host(url: &str) -> Result<String, String> {
     Ok(host.to_ascii_lowercase())
 }
 
-/// `ForwardUrl` is there, https, with a host (a reserved placeholder host is
+/// `ForwardUrl` is there (empty: none), https, with a host (a reserved placeholder host is
 /// [`check_placeholders`]').
 pub fn check_forward_url(parameters: &Parameters, report: &mut Report) {
     // A missing value is already refused as a parameter with no value.
     let Some(url) = parameters.get(FORWARD_URL) else {
         return;
     };
+    // Empty: no default destination; whether every event still goes somewhere is
+    // `destinations::check_coverage`'s.
     if url.trim().is_empty() {
-        report.refuse(
-            FORWARD_URL,
-            "empty: the consumer needs the system of record's https:// URL",
-        );
         return;
     }
     match forward_host(url) {
