@@ -31,6 +31,8 @@ pub enum Metric {
     ReplayCompleted,
     /// A message whose envelope's parts disagree, refused before any effect.
     Refused,
+    /// A request to a pending source whose secret is not stored yet, answered 503.
+    SourcePending,
 }
 
 impl Metric {
@@ -50,6 +52,7 @@ impl Metric {
             Metric::DeadLettered => "DeadLettered",
             Metric::ReplayCompleted => "ReplayCompleted",
             Metric::Refused => "Refused",
+            Metric::SourcePending => "SourcePending",
         }
     }
 }

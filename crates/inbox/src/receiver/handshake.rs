@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq as _;
 
 use crate::config::{Handshake, Source};
 use crate::json_fields::{self, Field};
-use crate::signature::{Inbound, SignatureError};
+use crate::signature::{Inbound, SignatureError, Verifier};
 
 use super::answer::{json_response, Rejection};
 
@@ -99,6 +99,7 @@ pub(super) fn answer_get(
 /// A verified `POST` that is the source's handshake rather than an event: its answer.
 pub(super) fn answer_signed_post(
     source: &Source,
+    verifier: Option<&Verifier>,
     req: &Request,
     body: &[u8],
 ) -> Result<Option<Response<Body>>, Rejection> {
@@ -120,9 +121,7 @@ pub(super) fn answer_signed_post(
         }
         Handshake::Zoom if string("/event").as_deref() == Some("endpoint.url_validation") => {
             let plain = challenge(string("/payload/plainToken"))?;
-            let mac = source
-                .verifier
-                .as_ref()
+            let mac = verifier
                 .and_then(|v| v.handshake_mac(plain.as_bytes()))
                 .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
             Some(json(&serde_json::json!({
