@@ -1,7 +1,7 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
 //! ([`preflight`] before a deploy, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for
 //! pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
-//! [`handshake`] to open a handshake's window),
+//! [`handshake`] to open a handshake's window, [`secret`] to store a source's secret),
 //! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
 //! escaped), the AWS clients
@@ -19,6 +19,7 @@ pub mod lookup;
 pub mod preflight;
 pub mod redrive;
 pub mod replay;
+pub mod secret;
 pub mod smoke;
 pub mod stack;
 pub mod status;

@@ -150,21 +150,6 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             stored: Default::default(),
         }
     }
-
-    /// The same receiver reading its sources' `secretsmanager:` secrets again through
-    /// `resolver` without a cold start: a pending source's until it is stored, a rotated one's
-    /// ([`stored_secret`]'s timings), as the deployed function does.
-    pub fn with_secret_resolver<R: crate::config::SecretResolver + Send + Sync + 'static>(
-        mut self,
-        resolver: R,
-    ) -> Self {
-        self.stored = stored_secret::StoredSecrets::new(
-            std::sync::Arc::new(resolver),
-            self.sources.iter(),
-            self.clock.now_ms(),
-        );
-        self
-    }
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
@@ -182,6 +167,21 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             established: self.established,
             stored: self.stored,
         }
+    }
+
+    /// The same receiver reading its sources' `secretsmanager:` secrets again through
+    /// `resolver` without a cold start: a pending source's until it is stored, a rotated one's
+    /// ([`stored_secret`]'s timings), as the deployed function does.
+    pub fn with_secret_resolver<R: crate::config::SecretResolver + Send + Sync + 'static>(
+        mut self,
+        resolver: R,
+    ) -> Self {
+        self.stored = stored_secret::StoredSecrets::new(
+            std::sync::Arc::new(resolver),
+            self.sources.iter(),
+            self.clock.now_ms(),
+        );
+        self
     }
 
     /// Whether a payload bucket is configured.

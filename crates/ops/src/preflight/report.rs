@@ -24,6 +24,7 @@ impl fmt::Display for Problem {
 pub struct Report {
     passed: Vec<String>,
     problems: Vec<Problem>,
+    notes: Vec<String>,
 }
 
 impl Report {
@@ -45,6 +46,19 @@ impl Report {
         if !self.problems.contains(&problem) {
             self.problems.push(problem);
         }
+    }
+
+    /// Something the deploy may go ahead with but the operator must do after it (a pending
+    /// source's secret to store); printed as a `note:` line either way.
+    pub fn note(&mut self, line: impl Into<String>) {
+        let line = line.into();
+        if !self.notes.contains(&line) {
+            self.notes.push(line);
+        }
+    }
+
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// How many problems so far (a check compares before and after to know whether it passed).
@@ -72,6 +86,11 @@ impl Report {
             text.push_str(line);
             text.push('\n');
         }
+        for line in &self.notes {
+            text.push_str("note: ");
+            text.push_str(line);
+            text.push('\n');
+        }
         text.push_str(&format!(
             "preflight: {} checks passed; sam deploy may go ahead\n",
             self.passed.len()
@@ -89,6 +108,11 @@ impl Report {
         for problem in &self.problems {
             text.push_str("  - ");
             text.push_str(&problem.to_string());
+            text.push('\n');
+        }
+        for line in &self.notes {
+            text.push_str("note: ");
+            text.push_str(line);
             text.push('\n');
         }
         text
