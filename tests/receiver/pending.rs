@@ -10,16 +10,20 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use clap::Parser as _;
 use devstack::local_stack::Secret;
 use devstack::senders;
-use devstack::testkit::{self, github_headers, post, unique, LocalAws, TEST_SECRET};
+use devstack::testkit::{self, github_headers, post, unique, LocalAws, MetricLines, TEST_SECRET};
 use inbox::clock::{Clock, ManualClock};
 use inbox::config::{AwsSecretResolver, SecretRef, SecretResolver};
+use inbox::ledger::dynamo::DynamoLedger;
 use inbox::metrics::{tally, Metric};
+use inbox::queue::SqsQueue;
+use inbox::receiver::Receiver;
 use inbox::receiver::{
     ReceiverSettings, PENDING_RETRY_AFTER_SECONDS, PREVIOUS_SECRET_MS, SECRET_RETRY_MS,
 };
-use clap::Parser as _;
+use inbox::store::S3Store;
 use inbox_ops::cli::Cli;
 
 /// Two Stripe endpoint secrets, as Stripe shows them (`whsec_` and 32 characters).
@@ -50,7 +54,10 @@ async fn stack(label: &str) -> (LocalAws, String) {
             "github": {{"preset": "github", "signature": {{"secrets": ["secretsmanager:{prefix}/github"]}}, "replay_guard_seconds": null}}}}"#
     );
     let secrets = [Secret::new(format!("{prefix}/github"), TEST_SECRET)];
-    (LocalAws::with_sources(label, &sources, &secrets).await, prefix)
+    (
+        LocalAws::with_sources(label, &sources, &secrets).await,
+        prefix,
+    )
 }
 
 fn stripe_event(id: &str, secret: &str, t: i64) -> lambda_http::Request {
@@ -63,7 +70,10 @@ fn stripe_event(id: &str, secret: &str, t: i64) -> lambda_http::Request {
 async fn secret_set(stack: &str, how: &[&str]) -> ExitCode {
     let mut args = vec!["inbox-ops", "secret", "set", "stripe", "--stack", stack];
     args.extend_from_slice(how);
-    Cli::try_parse_from(args).expect("the command line parses").run().await
+    Cli::try_parse_from(args)
+        .expect("the command line parses")
+        .run()
+        .await
 }
 
 fn error_code(resp: &lambda_http::Response<lambda_http::Body>) -> String {
@@ -71,22 +81,83 @@ fn error_code(resp: &lambda_http::Response<lambda_http::Body>) -> String {
     v["error"].as_str().unwrap_or_default().to_owned()
 }
 
+/// A warm receiver over [`stack`], on a manual clock, its secret reads counted.
+struct Warm {
+    aws: LocalAws,
+    prefix: String,
+    clock: ManualClock,
+    reads: Arc<AtomicU64>,
+    rx: Receiver<DynamoLedger, SqsQueue, ManualClock, S3Store>,
+    lines: MetricLines,
+}
+
+impl Warm {
+    async fn new(label: &str) -> Warm {
+        let (aws, prefix) = stack(label).await;
+        let clock = ManualClock::at_ms(testkit::now_ms());
+        let reads = Arc::new(AtomicU64::new(0));
+        let (rx, lines) = aws
+            .receiver_at(clock.clone(), ReceiverSettings::default())
+            .await;
+        let rx = rx.with_secret_resolver(Counting {
+            inner: Arc::new(AwsSecretResolver::new(&aws.sdk)),
+            reads: reads.clone(),
+        });
+        aws.faults.reset_calls();
+        Warm {
+            aws,
+            prefix,
+            clock,
+            reads,
+            rx,
+            lines,
+        }
+    }
+
+    fn reads(&self) -> u64 {
+        self.reads.load(Ordering::SeqCst)
+    }
+
+    /// A Stripe event signed with `secret` now, answered.
+    async fn stripe(&self, id: &str, secret: &str) -> lambda_http::Response<lambda_http::Body> {
+        self.rx
+            .handle(stripe_event(id, secret, self.clock.now_secs()))
+            .await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_source_waits_with_503_then_verifies_once_its_secret_is_set_and_rotated() {
-    let (aws, prefix) = stack("pending").await;
-    let clock = ManualClock::at_ms(testkit::now_ms());
-    let reads = Arc::new(AtomicU64::new(0));
-    let (rx, lines) = aws.receiver_at(clock.clone(), ReceiverSettings::default()).await;
-    let rx = rx.with_secret_resolver(Counting {
-        inner: Arc::new(AwsSecretResolver::new(&aws.sdk)),
-        reads: reads.clone(),
-    });
-    let t = || clock.now_secs();
-    aws.faults.reset_calls();
+    let w = Warm::new("pending").await;
+    waits_while_pending(&w).await;
+    secret_set_refuses_then_stores(&w).await;
+    // Within the bound the warm receiver has not looked yet; past it, it verifies.
+    let resp = w.stripe("evt_1", STRIPE_FIRST).await;
+    assert_eq!(resp.status(), 503, "within the bound");
+    assert_eq!(w.reads(), 1);
+    w.clock.advance_ms(SECRET_RETRY_MS);
+    let resp = w.stripe("evt_1", STRIPE_FIRST).await;
+    assert_eq!(resp.status(), 200, "{:?}", resp.body());
+    assert_eq!(w.reads(), 2);
+    let keys: Vec<String> = w
+        .aws
+        .ledger_items()
+        .await
+        .into_iter()
+        .map(|i| i.key)
+        .collect();
+    assert!(keys.contains(&"stripe:evt_1".to_owned()), "{keys:?}");
+    // Verifying needs no read now.
+    assert_eq!(w.stripe("evt_2", STRIPE_FIRST).await.status(), 200);
+    assert_eq!(w.reads(), 2);
+    rotation_reaches_it(&w).await;
+}
 
-    // Deployed without its secret: 503, Retry-After, nothing written; the other source runs.
+/// Deployed without its secret: 503, Retry-After, nothing written; the other source runs;
+/// past the bound the source reads again, finds nothing, and still waits.
+async fn waits_while_pending(w: &Warm) {
     for attempt in 0..3 {
-        let resp = rx.handle(stripe_event("evt_1", STRIPE_FIRST, t())).await;
+        let resp = w.stripe("evt_1", STRIPE_FIRST).await;
         assert_eq!(resp.status(), 503, "attempt {attempt}");
         assert_eq!(error_code(&resp), "source_pending");
         assert_eq!(
@@ -94,26 +165,38 @@ async fn a_pending_source_waits_with_503_then_verifies_once_its_secret_is_set_an
             PENDING_RETRY_AFTER_SECONDS.to_string().as_str()
         );
     }
-    assert_eq!(reads.load(Ordering::SeqCst), 0, "read at start-up only");
-    assert_eq!(aws.faults.all_calls(), BTreeMap::new(), "no claim, no send");
-    assert_eq!(tally(&lines.lock().expect("metrics"), "stripe", Metric::SourcePending), 3);
+    assert_eq!(w.reads(), 0, "read at start-up only");
+    assert_eq!(
+        w.aws.faults.all_calls(),
+        BTreeMap::new(),
+        "no claim, no send"
+    );
+    let lines = w.lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "stripe", Metric::SourcePending), 3);
     let body = br#"{"action":"opened","number":1}"#;
-    let resp = rx.handle(post("github", &github_headers("d-1", body), body)).await;
+    let resp =
+        w.rx.handle(post("github", &github_headers("d-1", body), body))
+            .await;
     assert_eq!(resp.status(), 200, "the other sources run");
+    w.clock.advance_ms(SECRET_RETRY_MS);
+    assert_eq!(w.stripe("evt_1", STRIPE_FIRST).await.status(), 503);
+    assert_eq!(w.reads(), 1);
+}
 
-    // Past the bound, the waiting source reads again: still nothing stored, still 503.
-    clock.advance_ms(SECRET_RETRY_MS);
-    let resp = rx.handle(stripe_event("evt_1", STRIPE_FIRST, t())).await;
-    assert_eq!(resp.status(), 503);
-    assert_eq!(reads.load(Ordering::SeqCst), 1);
-
-    // A value Stripe would not issue is refused before anything is written.
-    let code = secret_set(&aws.stack.name, &["--value", "sk_live_0123456789abcdefghij"]).await;
+/// `secret set`: a value Stripe would not issue is refused before anything is written; then
+/// from a file, the secret is created where WebhookSources says, its line end dropped.
+async fn secret_set_refuses_then_stores(w: &Warm) {
+    let code = secret_set(
+        &w.aws.stack.name,
+        &["--value", "sk_live_0123456789abcdefghij"],
+    )
+    .await;
     assert_eq!(code, ExitCode::FAILURE);
-    let sm = aws_sdk_secretsmanager::Client::new(&aws.sdk);
+    let sm = aws_sdk_secretsmanager::Client::new(&w.aws.sdk);
+    let id = format!("{}/stripe", w.prefix);
     let missing = sm
         .describe_secret()
-        .secret_id(format!("{prefix}/stripe"))
+        .secret_id(&id)
         .send()
         .await
         .expect_err("not created by a refused value");
@@ -123,67 +206,47 @@ async fn a_pending_source_waits_with_503_then_verifies_once_its_secret_is_set_an
             .is_some_and(|e| e.is_resource_not_found_exception()),
         "{missing:?}"
     );
-
-    // `secret set` from a file: the secret is created where WebhookSources says.
     let file = std::env::temp_dir().join(unique("stripe-secret"));
     std::fs::write(&file, format!("{STRIPE_FIRST}\n")).expect("write the secret file");
     let from_file = file.display().to_string();
-    let code = secret_set(&aws.stack.name, &["--from-file", &from_file]).await;
+    let code = secret_set(&w.aws.stack.name, &["--from-file", &from_file]).await;
     assert_eq!(code, ExitCode::SUCCESS);
     let stored = sm
         .get_secret_value()
-        .secret_id(format!("{prefix}/stripe"))
+        .secret_id(&id)
         .send()
         .await
         .expect("stored");
-    assert_eq!(stored.secret_string(), Some(STRIPE_FIRST), "the line end dropped");
+    assert_eq!(stored.secret_string(), Some(STRIPE_FIRST));
+}
 
-    // Within the bound the warm receiver has not looked yet; past it, it verifies.
-    let resp = rx.handle(stripe_event("evt_1", STRIPE_FIRST, t())).await;
-    assert_eq!(resp.status(), 503, "within the bound");
-    assert_eq!(reads.load(Ordering::SeqCst), 1);
-    clock.advance_ms(SECRET_RETRY_MS);
-    let resp = rx.handle(stripe_event("evt_1", STRIPE_FIRST, t())).await;
-    assert_eq!(resp.status(), 200, "{:?}", resp.body());
-    assert_eq!(reads.load(Ordering::SeqCst), 2);
-    let keys: Vec<String> = aws.ledger_items().await.into_iter().map(|i| i.key).collect();
-    assert!(keys.contains(&"stripe:evt_1".to_owned()), "{keys:?}");
-    // Verifying needs no read now.
-    let resp = rx.handle(stripe_event("evt_2", STRIPE_FIRST, t())).await;
-    assert_eq!(resp.status(), 200);
-    assert_eq!(reads.load(Ordering::SeqCst), 2);
-
-    // Rotation: the new value stored in place; the first request it signs, past the bound
-    // since the last read, makes the warm receiver read it again.
-    let code = secret_set(&aws.stack.name, &["--value", STRIPE_ROLLED]).await;
+/// Rotation: the new value stored in place; the first request it signs, past the bound since
+/// the last read, makes the warm receiver read it again; the previous value verifies for its
+/// overlap, then no longer.
+async fn rotation_reaches_it(w: &Warm) {
+    let code = secret_set(&w.aws.stack.name, &["--value", STRIPE_ROLLED]).await;
     assert_eq!(code, ExitCode::SUCCESS);
-    clock.advance_ms(SECRET_RETRY_MS);
-    let resp = rx.handle(stripe_event("evt_3", STRIPE_ROLLED, t())).await;
+    w.clock.advance_ms(SECRET_RETRY_MS);
+    let resp = w.stripe("evt_3", STRIPE_ROLLED).await;
     assert_eq!(resp.status(), 200, "the rotated secret verifies");
-    assert_eq!(reads.load(Ordering::SeqCst), 3);
-    // The previous value still verifies for a while (a delivery signed before the switch) ...
-    let resp = rx.handle(stripe_event("evt_4", STRIPE_FIRST, t())).await;
-    assert_eq!(resp.status(), 200, "the previous secret, within its overlap");
-    // ... and no longer after it.
-    clock.advance_ms(PREVIOUS_SECRET_MS);
-    let resp = rx.handle(stripe_event("evt_5", STRIPE_FIRST, t())).await;
+    assert_eq!(w.reads(), 3);
+    let resp = w.stripe("evt_4", STRIPE_FIRST).await;
+    assert_eq!(
+        resp.status(),
+        200,
+        "the previous secret, within its overlap"
+    );
+    w.clock.advance_ms(PREVIOUS_SECRET_MS);
+    let resp = w.stripe("evt_5", STRIPE_FIRST).await;
     assert_eq!(resp.status(), 401);
     assert_eq!(error_code(&resp), "invalid_signature");
-    let resp = rx.handle(stripe_event("evt_6", STRIPE_ROLLED, t())).await;
-    assert_eq!(resp.status(), 200);
+    assert_eq!(w.stripe("evt_6", STRIPE_ROLLED).await.status(), 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_bad_signatures_reads_the_secret_at_most_once_per_bound() {
-    let (aws, _) = stack("pending-storm").await;
-    let clock = ManualClock::at_ms(testkit::now_ms());
-    let reads = Arc::new(AtomicU64::new(0));
-    let (rx, _) = aws.receiver_at(clock.clone(), ReceiverSettings::default()).await;
-    let rx = rx.with_secret_resolver(Counting {
-        inner: Arc::new(AwsSecretResolver::new(&aws.sdk)),
-        reads: reads.clone(),
-    });
-    aws.faults.reset_calls();
+    let w = Warm::new("pending-storm").await;
+    let (rx, clock) = (&w.rx, &w.clock);
     // 100 forged requests a second apart (a real storm is denser: the bound is per time).
     let forged = senders::Stripe::new("whsec_forgedforgedforgedforgedforged");
     let step_ms = 1_000;
@@ -210,6 +273,10 @@ async fn a_storm_of_bad_signatures_reads_the_secret_at_most_once_per_bound() {
     }
     // 100 s of storm, one read per source every SECRET_RETRY_MS at most: 20 each.
     let bound = u64::try_from(requests * step_ms / SECRET_RETRY_MS).expect("positive");
-    assert_eq!(reads.load(Ordering::SeqCst), 2 * bound);
-    assert_eq!(aws.faults.all_calls(), BTreeMap::new(), "no ledger, no queue");
+    assert_eq!(w.reads(), 2 * bound);
+    assert_eq!(
+        w.aws.faults.all_calls(),
+        BTreeMap::new(),
+        "no ledger, no queue"
+    );
 }

@@ -137,11 +137,11 @@ pub async fn secret_arns(
                 continue;
             }
             let described = described.with_context(|| {
-                    format!(
-                        "source {}: DescribeSecret {id} (is it in Secrets Manager?)",
-                        spec.name
-                    )
-                })?;
+                format!(
+                    "source {}: DescribeSecret {id} (is it in Secrets Manager?)",
+                    spec.name
+                )
+            })?;
             let arn = described
                 .arn()
                 .ok_or_else(|| anyhow!("DescribeSecret {id} returned no ARN"))?;

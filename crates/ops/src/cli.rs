@@ -17,8 +17,7 @@ pub use crate::smoke::SmokeArgs;
 use crate::stack::DEFAULT_STACK;
 use crate::why::DEFAULT_PEEK_SECONDS;
 use crate::{
-    audit, console, esm, handshake, lookup, preflight, redrive, replay, secret, smoke, status,
-    why,
+    audit, console, esm, handshake, lookup, preflight, redrive, replay, secret, smoke, status, why,
 };
 
 /// The operator's commands against a deployed inbox.

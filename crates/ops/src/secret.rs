@@ -34,8 +34,9 @@ pub struct Stored {
 pub async fn set(args: &SecretSetArgs) -> anyhow::Result<ExitCode> {
     let sdk = crate::aws::config().await;
     let sources = match &args.sources_file {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?,
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
         None => crate::stack::resolve(&sdk, &args.stack)
             .await?
             .sources_json
@@ -49,7 +50,11 @@ pub async fn set(args: &SecretSetArgs) -> anyhow::Result<ExitCode> {
     let stored = store(&client, &reference, value).await?;
     println!(
         "{} secret {} for source `{}` ({} scheme){}",
-        if stored.created { "created" } else { "stored a new value of" },
+        if stored.created {
+            "created"
+        } else {
+            "stored a new value of"
+        },
         stored.name,
         spec.name,
         spec.scheme.name(),
@@ -261,7 +266,10 @@ mod tests {
         let slack = spec(
             r#"{"preset": "slack", "pending": true, "signature": {"secrets": ["secretsmanager:webhook-inbox/s"]}}"#,
         );
-        assert_eq!(check_value(&slack, "8f742231b10e8888abcd99edabcd85a5"), Ok(()));
+        assert_eq!(
+            check_value(&slack, "8f742231b10e8888abcd99edabcd85a5"),
+            Ok(())
+        );
         let e = check_value(&slack, "8f742231b10e").unwrap_err();
         assert!(e.contains("at least 16"), "{e}");
         let sw = spec(
@@ -284,14 +292,26 @@ mod tests {
             r#"{"preset": "github", "signature": {"secrets": ["secretsmanager:a", "secretsmanager:b"]}}"#,
         );
         let e = reference(&two, None).unwrap_err().to_string();
-        assert!(e.contains("2 secretsmanager: secrets (#1, #2)") && e.contains("--position"), "{e}");
+        assert!(
+            e.contains("2 secretsmanager: secrets (#1, #2)") && e.contains("--position"),
+            "{e}"
+        );
         assert_eq!(reference(&two, Some(2)).unwrap(), "b");
         let env = spec(r#"{"preset": "github", "signature": {"secrets": ["env:X"]}}"#);
         let e = reference(&env, None).unwrap_err().to_string();
-        assert!(e.contains("no secretsmanager: secret") && e.contains("env:X"), "{e}");
-        let e = source_spec(r#"{"s": {"preset": "github", "signature": {"secrets": ["env:X"]}}}"#, "t")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no source `t`") && e.contains("(sources: s)"), "{e}");
+        assert!(
+            e.contains("no secretsmanager: secret") && e.contains("env:X"),
+            "{e}"
+        );
+        let e = source_spec(
+            r#"{"s": {"preset": "github", "signature": {"secrets": ["env:X"]}}}"#,
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("no source `t`") && e.contains("(sources: s)"),
+            "{e}"
+        );
     }
 }

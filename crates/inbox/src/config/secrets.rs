@@ -154,7 +154,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("source `s`, field `pending`: a pending source needs a `secretsmanager:` secret"),
+            e.starts_with(
+                "source `s`, field `pending`: a pending source needs a `secretsmanager:` secret"
+            ),
             "{e}"
         );
         let resolve = |pending: bool, secret: &str| {
@@ -167,7 +169,9 @@ mod tests {
             }
         };
         // Secrets Manager unreachable here: nothing can be read.
-        let sources = resolve(true, "secretsmanager:webhook-inbox/s").await.unwrap();
+        let sources = resolve(true, "secretsmanager:webhook-inbox/s")
+            .await
+            .unwrap();
         let source = sources.get("s").unwrap();
         assert!(source.awaiting() && source.verifier.is_none());
         let e = resolve(false, "secretsmanager:webhook-inbox/s")
@@ -187,7 +191,10 @@ mod tests {
         .resolve(&AwsSecretResolver::env_only())
         .await
         .unwrap();
-        assert!(sources.get("s").unwrap().awaiting(), "one secret missing: waits");
+        assert!(
+            sources.get("s").unwrap().awaiting(),
+            "one secret missing: waits"
+        );
     }
 
     /// A secret shorter than its scheme's minimum stops start-up, naming the source and the

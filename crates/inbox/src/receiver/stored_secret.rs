@@ -178,12 +178,19 @@ impl StoredSecrets {
 
     /// The held verifier, the previous one while it verifies, and whether a read is due now
     /// (a pending source's, or an old copy's), under the lock.
-    fn snapshot(&self, name: &str, now_ms: i64) -> (Option<Verifier>, Option<Verifier>, Option<Reason>) {
+    fn snapshot(
+        &self,
+        name: &str,
+        now_ms: i64,
+    ) -> (Option<Verifier>, Option<Verifier>, Option<Reason>) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(h) = held.get_mut(name) else {
             return (None, None, None);
         };
-        if h.previous.as_ref().is_some_and(|(_, until)| *until <= now_ms) {
+        if h.previous
+            .as_ref()
+            .is_some_and(|(_, until)| *until <= now_ms)
+        {
             h.previous = None;
         }
         let age = now_ms.saturating_sub(h.read_at);
