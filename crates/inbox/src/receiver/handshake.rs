@@ -23,6 +23,7 @@ const MAX_CHALLENGE_BYTES: usize = 512;
 /// A `GET` of a source whose handshake is a `GET` check: its answer, or why not.
 pub(super) fn answer_get(
     source: &Source,
+    verifier: Option<&Verifier>,
     handshake: Handshake,
     req: &Request,
     now_secs: i64,
@@ -59,9 +60,7 @@ pub(super) fn answer_get(
                     "crc_token is not a plain token",
                 ));
             }
-            let mac = source
-                .verifier
-                .as_ref()
+            let mac = verifier
                 .and_then(|v| v.handshake_mac(token.as_bytes()))
                 .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
             let answer = format!(
@@ -71,10 +70,7 @@ pub(super) fn answer_get(
             Ok(json(&serde_json::json!({ "response_token": answer })))
         }
         Handshake::Okta => {
-            let verifier = source
-                .verifier
-                .as_ref()
-                .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
+            let verifier = verifier.ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
             let inbound = Inbound {
                 method: "GET",
                 headers: req.headers(),

@@ -19,7 +19,7 @@ use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Delivery, GroupSpec, Source, Sources};
+use crate::config::{Delivery, GroupSpec, Handshake, Source, Sources};
 use crate::json_fields::Fields;
 use crate::key::{self, KeyError};
 use crate::ledger::LedgerStore;
@@ -354,7 +354,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if req.method() != Method::POST {
             return match source.and_then(|s| handshake::get_handshake(s).map(|h| (s, h))) {
                 Some((source, h)) if req.method() == Method::GET => {
-                    handshake::answer_get(source, h, req, self.clock.now_secs())
+                    // X's and Okta's checks sign with the source's secret: the one held now.
+                    let held = if matches!(h, Handshake::X | Handshake::Okta) {
+                        self.stored.held(source, self.clock.now_ms()).await?
+                    } else {
+                        None
+                    };
+                    let verifier = held.as_ref().or(source.verifier.as_ref());
+                    handshake::answer_get(source, verifier, h, req, self.clock.now_secs())
                         .map(Checked::Answered)
                 }
                 _ => Err(Rejection::MethodNotAllowed),

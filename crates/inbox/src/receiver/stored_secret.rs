@@ -141,19 +141,7 @@ impl StoredSecrets {
                 None => Err(pending(name, "its secret was not stored at start-up")),
             };
         };
-        let (verifier, previous, due) = self.snapshot(name, now_ms);
-        let verifier = match (verifier, due) {
-            (None, Some(_)) => self
-                .read(reader, source, Reason::Pending, now_ms)
-                .await
-                .map_err(|why| pending(name, &why))?,
-            (None, None) => return Err(pending(name, "read again within seconds")),
-            (Some(held), Some(Reason::Age)) => self
-                .read(reader, source, Reason::Age, now_ms)
-                .await
-                .unwrap_or(held),
-            (Some(held), _) => held,
-        };
+        let (verifier, previous) = self.current(reader, source, now_ms).await?;
         let first = verifier.verify_request(inbound, now_secs);
         let Err(SignatureError::Mismatch) = first else {
             first?;
@@ -174,6 +162,54 @@ impl StoredSecrets {
             }
             Err(_) => Err(SignatureError::Mismatch.into()),
         }
+    }
+
+    /// The verifier held for `source` now, for a check that signs with it (X's and Okta's
+    /// `GET`): a pending source's read where due, 503 while it waits; `None` where the
+    /// start-up one stands (not re-readable, or no resolver).
+    pub(super) async fn held(
+        &self,
+        source: &Source,
+        now_ms: i64,
+    ) -> Result<Option<Verifier>, Rejection> {
+        let name = source.spec.name.as_str();
+        let Some(reader) = self.reader.as_deref().filter(|_| re_readable(source)) else {
+            return match &source.verifier {
+                None if source.awaiting() => {
+                    Err(pending(name, "its secret was not stored at start-up"))
+                }
+                _ => Ok(None),
+            };
+        };
+        self.current(reader, source, now_ms)
+            .await
+            .map(|(verifier, _)| Some(verifier))
+    }
+
+    /// The verifier held now and the previous one while it still verifies: a pending
+    /// source's read where due (503 while it waits), an old copy read again (kept where the
+    /// read fails).
+    async fn current(
+        &self,
+        reader: &dyn ReadSecrets,
+        source: &Source,
+        now_ms: i64,
+    ) -> Result<(Verifier, Option<Verifier>), Rejection> {
+        let name = source.spec.name.as_str();
+        let (held, previous, due) = self.snapshot(name, now_ms);
+        let verifier = match (held, due) {
+            (None, Some(_)) => self
+                .read(reader, source, Reason::Pending, now_ms)
+                .await
+                .map_err(|why| pending(name, &why))?,
+            (None, None) => return Err(pending(name, "read again within seconds")),
+            (Some(held), Some(Reason::Age)) => self
+                .read(reader, source, Reason::Age, now_ms)
+                .await
+                .unwrap_or(held),
+            (Some(held), _) => held,
+        };
+        Ok((verifier, previous))
     }
 
     /// The held verifier, the previous one while it verifies, and whether a read is due now
