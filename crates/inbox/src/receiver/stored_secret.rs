@@ -325,3 +325,71 @@ fn pending(name: &str, why: &str) -> Rejection {
         "source `{name}` has no usable secret yet ({why}); store it: inbox-ops secret set {name}"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::config::{AwsSecretResolver, SourceSpecs};
+
+    /// A Secrets Manager stand-in: nothing stored until a value is put; reads counted.
+    #[derive(Default)]
+    struct Store {
+        value: Mutex<Option<String>>,
+        reads: AtomicU64,
+    }
+
+    impl SecretResolver for Arc<Store> {
+        async fn resolve(&self, _: &SecretRef) -> Result<String, String> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            self.value
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .ok_or_else(|| "no value stored".to_owned())
+        }
+    }
+
+    /// The secret X's `GET` check signs with, for a pending X source: 503 while nothing is
+    /// stored, read at most every SECRET_RETRY_MS, then the stored one.
+    #[tokio::test]
+    async fn the_held_secret_of_a_pending_source_is_read_at_most_every_retry_interval() {
+        let sources = SourceSpecs::parse(
+            r#"{"x": {"preset": "x", "pending": true, "signature": {"secrets": ["secretsmanager:webhook-inbox/x"]}}}"#,
+        )
+        .unwrap()
+        .resolve(&AwsSecretResolver::env_only())
+        .await
+        .unwrap();
+        let source = sources.get("x").unwrap();
+        assert!(source.awaiting());
+        let without = StoredSecrets::default();
+        assert!(matches!(
+            without.held(source, 0).await,
+            Err(Rejection::SourcePending(_))
+        ));
+        let store = Arc::new(Store::default());
+        let stored = StoredSecrets::new(Arc::new(store.clone()), sources.iter(), 0);
+        let is_pending = |r: &Result<Option<Verifier>, Rejection>| matches!(r, Err(Rejection::SourcePending(why)) if why.contains("inbox-ops secret set x"));
+        assert!(is_pending(&stored.held(source, 1).await));
+        assert_eq!(store.reads.load(Ordering::SeqCst), 0);
+        assert!(is_pending(&stored.held(source, SECRET_RETRY_MS).await));
+        assert_eq!(store.reads.load(Ordering::SeqCst), 1);
+        *store.value.lock().unwrap() = Some("an-x-consumer-secret-of-some-length".to_owned());
+        assert!(is_pending(&stored.held(source, SECRET_RETRY_MS + 1).await));
+        assert_eq!(store.reads.load(Ordering::SeqCst), 1, "within the bound");
+        let held = stored.held(source, 2 * SECRET_RETRY_MS).await.unwrap();
+        let mac = held.expect("the stored secret").handshake_mac(b"token");
+        assert!(mac.is_some());
+        assert_eq!(store.reads.load(Ordering::SeqCst), 2);
+        // Held now: no read until the copy is SECRET_MAX_AGE_MS old.
+        assert!(stored.held(source, 3 * SECRET_RETRY_MS).await.is_ok());
+        assert_eq!(store.reads.load(Ordering::SeqCst), 2);
+        assert!(stored
+            .held(source, 2 * SECRET_RETRY_MS + SECRET_MAX_AGE_MS)
+            .await
+            .is_ok());
+        assert_eq!(store.reads.load(Ordering::SeqCst), 3);
+    }
+}
