@@ -101,7 +101,7 @@ impl Rejection {
 
 /// `Retry-After` on a pending source's 503, in seconds: a hint (Stripe and Slack retry on
 /// their own schedules); the receiver reads the secret again at most every
-/// [`super::stored_secret::SECRET_RETRY_MS`].
+/// [`crate::receiver::SECRET_RETRY_MS`].
 pub const PENDING_RETRY_AFTER_SECONDS: u64 = 60;
 
 pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> {

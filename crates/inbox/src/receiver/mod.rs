@@ -171,7 +171,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
 
     /// The same receiver reading its sources' `secretsmanager:` secrets again through
     /// `resolver` without a cold start: a pending source's until it is stored, a rotated one's
-    /// ([`stored_secret`]'s timings), as the deployed function does.
+    /// ([`SECRET_RETRY_MS`], [`SECRET_MAX_AGE_MS`], [`PREVIOUS_SECRET_MS`]), as the deployed function does.
     pub fn with_secret_resolver<R: crate::config::SecretResolver + Send + Sync + 'static>(
         mut self,
         resolver: R,
