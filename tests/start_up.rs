@@ -132,3 +132,56 @@ fn the_consumer_that_cannot_start_says_why_in_one_line() {
         "environment variable FORWARD_TIMEOUT_MS: 0 must be between 1 and 900000",
     );
 }
+
+/// A pending source whose secret cannot be read does not stop the receiver: a WARN line names
+/// it (`error: source_pending`, never a value) and start-up goes on to the runtime (here,
+/// nowhere: that is the one ERROR). The same source not pending stops start-up, naming it.
+#[test]
+fn a_pending_source_without_its_secret_does_not_stop_the_receiver() {
+    let receiver = env!("CARGO_BIN_EXE_chaos-receiver");
+    let sources = |pending: bool| {
+        format!(
+            r#"{{"stripe": {{"preset": "stripe", "pending": {pending}, "signature": {{"secrets": ["secretsmanager:webhook-inbox/stripe"]}}}}}}"#
+        )
+    };
+    let vars = |sources: &str| {
+        vec![
+            ("LEDGER_TABLE", "ledger".to_owned()),
+            ("QUEUE_URL", "http://q.invalid/q.fifo".to_owned()),
+            ("WEBHOOK_SOURCES", sources.to_owned()),
+            // Secrets Manager unreachable: the secret cannot be read.
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9".to_owned()),
+            ("AWS_MAX_ATTEMPTS", "1".to_owned()),
+        ]
+    };
+    let pending = vars(&sources(true));
+    let pending: Vec<(&str, &str)> = pending.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run(receiver, Some("JSON"), &pending);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let waiting = lines
+        .iter()
+        .find(|l| l["fields"]["error"] == "source_pending")
+        .unwrap_or_else(|| panic!("a source_pending line: {stdout}"));
+    assert_eq!(waiting["level"], "WARN", "{stdout}");
+    assert_eq!(waiting["fields"]["source"], "stripe", "{stdout}");
+    assert!(
+        !stdout.contains("field `signature.secrets`"),
+        "start-up went on: {stdout}"
+    );
+
+    let plain = vars(&sources(false));
+    let plain: Vec<(&str, &str)> = plain.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = run(receiver, Some("JSON"), &plain);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "source `stripe`, field `signature.secrets`: `secretsmanager:webhook-inbox/stripe`"
+        ),
+        "{stdout}"
+    );
+}

@@ -14,6 +14,7 @@ use inbox::store::ObjectStore;
 use lambda_http::{Body, Response};
 
 mod inputs;
+mod pending;
 
 fn body_json(resp: &Response<Body>) -> serde_json::Value {
     serde_json::from_slice(resp.body().as_ref()).expect("JSON body")

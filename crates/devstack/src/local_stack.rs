@@ -127,17 +127,21 @@ pub async fn secret_arns(
             let SecretRef::SecretsManager(id) = reference else {
                 continue;
             };
-            let described = client
-                .describe_secret()
-                .secret_id(id)
-                .send()
-                .await
-                .with_context(|| {
-                    format!(
-                        "source {}: DescribeSecret {id} (is it in Secrets Manager?)",
-                        spec.name
-                    )
-                })?;
+            let described = client.describe_secret().secret_id(id).send().await;
+            // A pending source's secret may be stored after the deploy (`inbox-ops secret set`).
+            let not_yet = described.as_ref().is_err_and(|e| {
+                e.as_service_error()
+                    .is_some_and(|se| se.is_resource_not_found_exception())
+            });
+            if spec.pending && not_yet {
+                continue;
+            }
+            let described = described.with_context(|| {
+                format!(
+                    "source {}: DescribeSecret {id} (is it in Secrets Manager?)",
+                    spec.name
+                )
+            })?;
             let arn = described
                 .arn()
                 .ok_or_else(|| anyhow!("DescribeSecret {id} returned no ARN"))?;

@@ -156,7 +156,8 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
             replay_cache_max_age: Duration::from_secs(env.replay_cache_seconds),
         },
         Metrics::stdout("receiver"),
-    );
+    )
+    .with_secret_resolver(AwsSecretResolver::new(&sdk));
     if env.payload_bucket.is_none() {
         tracing::warn!("PAYLOAD_BUCKET is not set: a body whose envelope would not fit the queue is refused with 413");
     }

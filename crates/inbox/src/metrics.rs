@@ -34,6 +34,8 @@ pub enum Metric {
     /// An event that no destination takes and no `FORWARD_URL` receives: completed, gone
     /// nowhere (docs/routing.md).
     Unrouted,
+    /// A request to a pending source whose secret is not stored yet, answered 503.
+    SourcePending,
 }
 
 impl Metric {
@@ -54,6 +56,7 @@ impl Metric {
             Metric::ReplayCompleted => "ReplayCompleted",
             Metric::Refused => "Refused",
             Metric::Unrouted => "Unrouted",
+            Metric::SourcePending => "SourcePending",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `init`, `preflight`,
 //! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`,
-//! `handshake open`. The
+//! `handshake open`, `secret set`. The
 //! queue, table and bucket flags fall back to the environment variable names the functions get
 //! in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`.
 //! A flag or variable given but empty counts as missing.
@@ -17,7 +17,7 @@ pub use crate::smoke::SmokeArgs;
 use crate::stack::DEFAULT_STACK;
 use crate::why::DEFAULT_PEEK_SECONDS;
 use crate::{
-    audit, console, esm, handshake, lookup, preflight, redrive, replay, smoke, status, why,
+    audit, console, esm, handshake, lookup, preflight, redrive, replay, secret, smoke, status, why,
 };
 
 /// The operator's commands against a deployed inbox.
@@ -113,6 +113,46 @@ pub enum Command {
     /// request 200, prints one line per request (its Idempotency-Key, webhook-id, whether the
     /// forward's signature verifies with --verify-with, its size).
     Receive(crate::receive::ReceiveArgs),
+    /// A source's signing secret in Secrets Manager: `set SOURCE` stores it where the stack's
+    /// WebhookSources says the receiver reads it, checked first as the receiver checks it. A
+    /// pending source (Stripe, Slack: the secret comes after the URL) starts verifying within
+    /// seconds, with no deploy; a rotated secret reaches the warm receivers the same way.
+    #[command(subcommand)]
+    Secret(SecretCommand),
+}
+
+/// `secret`'s actions.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum SecretCommand {
+    /// Stores SOURCE's secret: typed at a prompt that does not echo it, or piped on standard
+    /// input, or --from-file; creates the secret where it does not exist yet. Prints the
+    /// secret's name, never its value. Exits 1 when the value is not one the receiver would take.
+    Set(SecretSetArgs),
+}
+
+/// `secret set`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct SecretSetArgs {
+    /// The source (its name in WebhookSources, the URL's last segment).
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// The stack whose WebhookSources parameter names the source's secret.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it) instead of the stack's.
+    #[arg(long = "sources", value_name = "FILE")]
+    pub sources_file: Option<PathBuf>,
+    /// Which of the source's secrets, by position (1-based), where it has several
+    /// secretsmanager: references [default: its only one].
+    #[arg(long, value_name = "N")]
+    pub position: Option<usize>,
+    /// Read the value from this file (one trailing line end dropped).
+    #[arg(long, value_name = "FILE", conflicts_with = "value")]
+    pub from_file: Option<PathBuf>,
+    /// The value itself, for scripts: your shell's history keeps it; prefer the prompt,
+    /// standard input or --from-file.
+    #[arg(long, value_name = "SECRET")]
+    pub value: Option<String>,
 }
 
 /// `handshake`'s actions.
@@ -407,6 +447,7 @@ impl Cli {
             }
             Command::Init(args) => ("init", crate::init::run(args).await),
             Command::Receive(args) => ("receive", crate::receive::run(args).await),
+            Command::Secret(SecretCommand::Set(args)) => ("secret", secret::set(args).await),
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).

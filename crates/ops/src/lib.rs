@@ -1,7 +1,8 @@
 //! `inbox-ops`: the operator's commands against a deployed inbox, one module per command
 //! ([`init`] and [`preflight`] before a deploy, with [`samconfig`] read as the SAM CLI reads
-//! it, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`], [`smoke`], [`replay`], [`console`] in a browser,
-//! [`handshake`] to open a handshake's window, [`receive`] a throwaway system of record),
+//! it, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`],
+//! [`smoke`], [`replay`], [`console`] in a browser, [`handshake`] to open a handshake's window,
+//! [`secret`] to store a source's secret, [`receive`] a throwaway system of record),
 //! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
 //! escaped), the AWS clients
@@ -22,6 +23,7 @@ pub mod receive;
 pub mod redrive;
 pub mod replay;
 pub mod samconfig;
+pub mod secret;
 pub mod smoke;
 pub mod stack;
 pub mod status;

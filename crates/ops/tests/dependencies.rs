@@ -23,6 +23,8 @@ const ALLOWED: &[&str] = &[
     "jiff",
     // `replay`'s progress bar.
     "indicatif",
+    // `secret set`'s prompt that does not echo the secret (indicatif's own terminal crate).
+    "console",
     // `smoke` signs a test event and sends it over HTTPS: the library's own HMAC crates and
     // HTTP client (in the tree already through the consumer's forwarder).
     "hmac",

@@ -603,4 +603,96 @@ async fn destinations_are_read_as_the_consumer_reads_them_and_checked_against_th
         !run.text().contains(ACME_SECRET),
         "a secret's value printed"
     );
+/// A Stripe source on `<stack>/stripe`, `pending` or not, beside a stored github one.
+fn with_stripe(stack: &str, pending: bool) -> String {
+    format!(
+        r#"{{"github": {{"signature": {{"scheme": "github", "secrets": ["secretsmanager:{stack}/github"]}}, "key": {{"from": "header", "name": "X-GitHub-Delivery"}}, "replay_guard_seconds": 259200}}, "stripe": {{"preset": "stripe", "pending": {pending}, "signature": {{"secrets": ["secretsmanager:{stack}/stripe"]}}}}}}"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_source_passes_without_its_secret_with_a_note_and_a_plain_one_does_not() {
+    let stack = unique("pf-pending");
+    create_secret(&format!("{stack}/github"), GITHUB_SECRET).await;
+    let note = "note: source `stripe` is pending: until its secret is stored its requests are answered 503 with Retry-After";
+
+    // The secret does not exist: pending passes, with the note and the step to take.
+    let dir = samconfig(&stack, "", &with_stripe(&stack, true));
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.text());
+    assert!(run.stdout.contains(note), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("inbox-ops secret set stripe"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "ok: secret {stack}/stripe of pending source `stripe` does not exist yet; once stored the receiver may read it"
+        )),
+        "{}",
+        run.stdout
+    );
+    // ... but not under a name the receiver could not read once stored.
+    let run = preflight(
+        &dir,
+        &["--template", &template_arg(), "--stack", "other-stack"],
+        &[],
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    assert!(
+        run.problems_of("SecretArns")
+            .iter()
+            .any(|l| l.contains("pending source `stripe`") && l.contains("other-stack/*")),
+        "{}",
+        run.stderr
+    );
+
+    // The same source not pending: refused, as before, and told about `pending`.
+    let dir = samconfig(&stack, "", &with_stripe(&stack, false));
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    let problems = run.problems_of("WebhookSources");
+    assert_eq!(problems.len(), 1, "{}", run.stderr);
+    assert!(
+        problems[0].contains("source `stripe`")
+            && problems[0].contains("no such secret in us-east-1")
+            && problems[0].contains("\"pending\": true"),
+        "{}",
+        problems[0]
+    );
+
+    // Created without a value (what a console's "store a new secret" may leave): still pending.
+    devstack::moto::shared();
+    let sdk = inbox_ops::aws::config().await;
+    aws_sdk_secretsmanager::Client::new(&sdk)
+        .create_secret()
+        .name(format!("{stack}/stripe"))
+        .send()
+        .await
+        .expect("CreateSecret without a value");
+    let dir = samconfig(&stack, "", &with_stripe(&stack, true));
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 0, "{}", run.text());
+    assert!(run.stdout.contains(note), "{}", run.stdout);
+
+    // A value stored that the receiver would not take is refused, pending or not.
+    aws_sdk_secretsmanager::Client::new(&sdk)
+        .put_secret_value()
+        .secret_id(format!("{stack}/stripe"))
+        .secret_string("whsec_short")
+        .send()
+        .await
+        .expect("PutSecretValue");
+    let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    assert!(
+        run.problems_of("WebhookSources")
+            .iter()
+            .any(|l| l.contains("source `stripe`") && l.contains("at least 16")),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.text().contains("whsec_short"), "{}", run.text());
 }

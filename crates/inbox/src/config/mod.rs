@@ -166,6 +166,8 @@ pub struct Source {
     pub verify_token: Option<String>,
     /// [`SourceSpec::envelope_headers`], worked out once at start-up, not per request.
     pub envelope_headers: Vec<String>,
+    /// [`secrets_digest`] of the secrets read at start-up (empty: none read).
+    pub(crate) secrets_digest: String,
 }
 
 impl std::fmt::Debug for Source {
@@ -183,26 +185,28 @@ impl std::fmt::Debug for Source {
 }
 
 impl Source {
-    /// Reads the source's secrets and builds its verifier.
+    /// Reads the source's secrets and builds its verifier. A `pending` source whose secrets
+    /// cannot be read yet, or do not check, starts without a verifier ([`Source::awaiting`]):
+    /// its requests wait (503) while the others run; any other source stops start-up.
     async fn resolve<R: SecretResolver>(
         spec: SourceSpec,
         resolver: &R,
     ) -> Result<Self, ConfigError> {
-        let mut secrets = Vec::with_capacity(spec.secrets.len());
-        for (index, reference) in spec.secrets.iter().enumerate() {
-            let secret = resolver
-                .resolve(reference)
-                .await
-                .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
-            crate::signature::check_secret_length_at_least(
-                &spec.scheme,
-                index + 1,
-                &secret,
-                spec.min_secret_bytes,
-            )
-            .map_err(|message| field_error(&spec.name, "signature.secrets", message))?;
-            secrets.push(secret);
-        }
+        let (verifier, secrets_digest) = match read_verifier(&spec, resolver).await {
+            Ok(read) => read,
+            Err(message) if spec.pending => {
+                tracing::warn!(
+                    source = %spec.name,
+                    error = SOURCE_PENDING_CODE,
+                    reason = %message,
+                    "source `{}` is pending: its requests are answered 503 until its secret is stored (inbox-ops secret set {})",
+                    spec.name,
+                    spec.name
+                );
+                (None, String::new())
+            }
+            Err(message) => return Err(field_error(&spec.name, "signature.secrets", message)),
+        };
         if spec.scheme == crate::signature::Scheme::None {
             tracing::warn!(
                 source = %spec.name,
@@ -222,21 +226,19 @@ impl Source {
                 Some(token)
             }
         };
-        let verifier = if secrets.is_empty() && spec.handshake == Some(Handshake::Asana) {
-            None
-        } else {
-            Some(
-                Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
-                    .map_err(|message| field_error(&spec.name, "signature.secrets", message))?,
-            )
-        };
         let envelope_headers = spec.envelope_headers();
         Ok(Source {
             spec,
             verifier,
             verify_token,
             envelope_headers,
+            secrets_digest,
         })
+    }
+
+    /// Whether this is a `pending` source whose secret is not stored yet (as read at start-up).
+    pub fn awaiting(&self) -> bool {
+        self.verifier.is_none() && !self.spec.secrets.is_empty()
     }
 
     /// A verifier of this source's scheme with the secret its handshake established.
@@ -247,6 +249,61 @@ impl Source {
             self.spec.tolerance_seconds,
         )
     }
+}
+
+/// The `error` code of a request to a pending source whose secret is not stored yet (503).
+pub const SOURCE_PENDING_CODE: &str = "source_pending";
+
+/// The verifier of `spec`'s secrets, each read through `resolver` and checked for the scheme
+/// (`None` for a source whose handshake establishes its secret, Asana's), and the digest of
+/// the values read ([`secrets_digest`]); the message names the secret by position, never its
+/// value. Start-up and the receiver's re-reads (`crate::receiver`) both build it here.
+pub async fn read_verifier<R: SecretResolver>(
+    spec: &SourceSpec,
+    resolver: &R,
+) -> Result<(Option<Verifier>, String), String> {
+    let secrets = secret_values(&spec.secrets, resolver).await?;
+    let digest = secrets_digest(&secrets);
+    if secrets.is_empty() && spec.handshake == Some(Handshake::Asana) {
+        return Ok((None, digest));
+    }
+    verifier_from(spec, secrets).map(|v| (Some(v), digest))
+}
+
+/// Each reference's value, in order, or why one could not be read.
+pub async fn secret_values<R: SecretResolver>(
+    references: &[SecretRef],
+    resolver: &R,
+) -> Result<Vec<String>, String> {
+    let mut values = Vec::with_capacity(references.len());
+    for reference in references {
+        values.push(resolver.resolve(reference).await?);
+    }
+    Ok(values)
+}
+
+/// The verifier of `spec`'s scheme over these values, each checked for the scheme first.
+pub fn verifier_from(spec: &SourceSpec, secrets: Vec<String>) -> Result<Verifier, String> {
+    for (index, secret) in secrets.iter().enumerate() {
+        crate::signature::check_secret_length_at_least(
+            &spec.scheme,
+            index + 1,
+            secret,
+            spec.min_secret_bytes,
+        )?;
+    }
+    Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
+}
+
+/// What tells two reads of a source's secrets apart without keeping them: the SHA-256 of the
+/// values, each length-prefixed.
+pub fn secrets_digest(values: &[String]) -> String {
+    let mut joined = Vec::new();
+    for value in values {
+        joined.extend_from_slice(&u64::try_from(value.len()).unwrap_or(u64::MAX).to_be_bytes());
+        joined.extend_from_slice(value.as_bytes());
+    }
+    crate::key::sha256_hex(&joined)
 }
 
 /// The fewest characters a handshake's shared token (Meta's `verify_token`) may have: whoever
@@ -272,5 +329,9 @@ pub struct Sources(BTreeMap<String, Source>);
 impl Sources {
     pub fn get(&self, name: &str) -> Option<&Source> {
         self.0.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Source> {
+        self.0.values()
     }
 }

@@ -140,6 +140,63 @@ mod tests {
         );
     }
 
+    /// A pending source starts without its secret (nothing to read, or a value the scheme
+    /// refuses); the same source not pending stops start-up; `pending` needs a secret that can
+    /// be stored after the deploy.
+    #[tokio::test]
+    async fn a_pending_source_starts_without_its_secret_and_another_does_not() {
+        let entry = |pending: bool, secret: &str| {
+            format!(
+                r#"{{"s": {{"preset": "stripe", "pending": {pending}, "signature": {{"secrets": ["{secret}"]}}}}}}"#
+            )
+        };
+        let e = SourceSpecs::parse(&entry(true, "env:INBOX_TEST_PENDING_ENV"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "source `s`, field `pending`: a pending source needs a `secretsmanager:` secret"
+            ),
+            "{e}"
+        );
+        let resolve = |pending: bool, secret: &str| {
+            let json = entry(pending, secret);
+            async move {
+                SourceSpecs::parse(&json)
+                    .unwrap()
+                    .resolve(&AwsSecretResolver::env_only())
+                    .await
+            }
+        };
+        // Secrets Manager unreachable here: nothing can be read.
+        let sources = resolve(true, "secretsmanager:webhook-inbox/s")
+            .await
+            .unwrap();
+        let source = sources.get("s").unwrap();
+        assert!(source.awaiting() && source.verifier.is_none());
+        let e = resolve(false, "secretsmanager:webhook-inbox/s")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("source `s`, field `signature.secrets`: `secretsmanager:webhook-inbox/s`: Secrets Manager is not available"),
+            "{e}"
+        );
+        // Beside an env: secret, a secretsmanager: one makes `pending` possible; one of the
+        // two missing is enough to wait.
+        let sources = SourceSpecs::parse(
+            r#"{"s": {"preset": "stripe", "pending": true, "signature": {"secrets": ["env:INBOX_TEST_SECRET_UNSET_P", "secretsmanager:webhook-inbox/s"]}}}"#,
+        )
+        .unwrap()
+        .resolve(&AwsSecretResolver::env_only())
+        .await
+        .unwrap();
+        assert!(
+            sources.get("s").unwrap().awaiting(),
+            "one secret missing: waits"
+        );
+    }
+
     /// A secret shorter than its scheme's minimum stops start-up, naming the source and the
     /// secret's position, never its value.
     #[tokio::test]

@@ -51,6 +51,9 @@ struct RawSource {
     answer: Option<String>,
     #[serde(default)]
     body_check: Option<String>,
+    /// `true`: the secret is stored after the deploy (`inbox-ops secret set`).
+    #[serde(default)]
+    pending: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -104,7 +107,9 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         raw.replay_guard_seconds,
     )?;
     let handshake = parse_handshake(name, raw.handshake.as_deref(), &scheme)?;
+    let pending = parse_pending(name, raw.pending, &secrets)?;
     Ok(SourceSpec {
+        pending,
         name: name.to_owned(),
         tolerance_seconds: parse_tolerance(name, &scheme, raw.signature.tolerance_seconds)?,
         public_url: parse_public_url(name, &scheme, raw.public_url)?,
@@ -352,6 +357,28 @@ fn parse_secrets(
         Some(message) => Err(field_error(name, "signature.secrets", message)),
         None => Ok(secrets),
     }
+}
+
+/// `pending`: the source's secret may be stored after the deploy (a sender that issues it
+/// only once the URL exists: Stripe, Slack). It needs a `secretsmanager:` reference, the only
+/// kind a running receiver can see filled in (an `env:` variable is fixed at deploy).
+fn parse_pending(
+    name: &str,
+    pending: Option<bool>,
+    secrets: &[SecretRef],
+) -> Result<bool, ConfigError> {
+    let pending = pending.unwrap_or(false);
+    let stored_later = secrets
+        .iter()
+        .any(|s| matches!(s, SecretRef::SecretsManager(_)));
+    if pending && !stored_later {
+        return Err(field_error(
+            name,
+            "pending",
+            "a pending source needs a `secretsmanager:` secret (the one `inbox-ops secret set` stores); an `env:` variable or no secret cannot be stored after the deploy",
+        ));
+    }
+    Ok(pending)
 }
 
 /// `allow_unsigned`: scheme `none` needs it, `true`, written out; no other scheme takes it.

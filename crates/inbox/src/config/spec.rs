@@ -252,6 +252,9 @@ pub struct SourceSpec {
     /// The shortest secret taken: [`crate::signature::MIN_SECRET_BYTES`], or a preset's
     /// floor for the secrets its provider issues.
     pub min_secret_bytes: usize,
+    /// `pending`: the secret is stored after the deploy. Until the receiver reads a valid one,
+    /// the source's requests are answered 503 with `Retry-After` (docs/design.md §3).
+    pub pending: bool,
 }
 
 impl SourceSpec {

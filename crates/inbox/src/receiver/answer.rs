@@ -33,6 +33,10 @@ pub enum Rejection {
     PayloadMismatch,
     #[error("this body came within the replay guard's window under another key")]
     ReplayedBody,
+    /// A `pending` source whose secret is not stored yet (or not readable, or not valid):
+    /// nothing is accepted unsigned, the sender is asked to come back.
+    #[error("source pending: {0}")]
+    SourcePending(String),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -66,6 +70,10 @@ impl Rejection {
             Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
             Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
             Rejection::ReplayedBody => (StatusCode::CONFLICT, "replayed_body"),
+            Rejection::SourcePending(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                crate::config::SOURCE_PENDING_CODE,
+            ),
             Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -74,13 +82,27 @@ impl Rejection {
     pub fn into_response(self) -> Response<Body> {
         let (status, code) = self.status_and_code();
         let mut resp = json_response(status, serde_json::json!({ "error": code }).to_string());
-        if let Rejection::MethodNotAllowed = self {
-            resp.headers_mut()
-                .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+        match self {
+            Rejection::MethodNotAllowed => {
+                resp.headers_mut()
+                    .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            Rejection::SourcePending(_) => {
+                resp.headers_mut().insert(
+                    http::header::RETRY_AFTER,
+                    HeaderValue::from(PENDING_RETRY_AFTER_SECONDS),
+                );
+            }
+            _ => {}
         }
         resp
     }
 }
+
+/// `Retry-After` on a pending source's 503, in seconds: a hint (Stripe and Slack retry on
+/// their own schedules); the receiver reads the secret again at most every
+/// [`crate::receiver::SECRET_RETRY_MS`].
+pub const PENDING_RETRY_AFTER_SECONDS: u64 = 60;
 
 pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> {
     let mut resp = Response::new(Body::Text(body));

@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq as _;
 
 use crate::config::{Handshake, Source};
 use crate::json_fields::{self, Field};
-use crate::signature::{Inbound, SignatureError};
+use crate::signature::{Inbound, SignatureError, Verifier};
 
 use super::answer::{json_response, Rejection};
 
@@ -23,6 +23,7 @@ const MAX_CHALLENGE_BYTES: usize = 512;
 /// A `GET` of a source whose handshake is a `GET` check: its answer, or why not.
 pub(super) fn answer_get(
     source: &Source,
+    verifier: Option<&Verifier>,
     handshake: Handshake,
     req: &Request,
     now_secs: i64,
@@ -59,9 +60,7 @@ pub(super) fn answer_get(
                     "crc_token is not a plain token",
                 ));
             }
-            let mac = source
-                .verifier
-                .as_ref()
+            let mac = verifier
                 .and_then(|v| v.handshake_mac(token.as_bytes()))
                 .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
             let answer = format!(
@@ -71,10 +70,7 @@ pub(super) fn answer_get(
             Ok(json(&serde_json::json!({ "response_token": answer })))
         }
         Handshake::Okta => {
-            let verifier = source
-                .verifier
-                .as_ref()
-                .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
+            let verifier = verifier.ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
             let inbound = Inbound {
                 method: "GET",
                 headers: req.headers(),
@@ -99,6 +95,7 @@ pub(super) fn answer_get(
 /// A verified `POST` that is the source's handshake rather than an event: its answer.
 pub(super) fn answer_signed_post(
     source: &Source,
+    verifier: Option<&Verifier>,
     req: &Request,
     body: &[u8],
 ) -> Result<Option<Response<Body>>, Rejection> {
@@ -120,9 +117,7 @@ pub(super) fn answer_signed_post(
         }
         Handshake::Zoom if string("/event").as_deref() == Some("endpoint.url_validation") => {
             let plain = challenge(string("/payload/plainToken"))?;
-            let mac = source
-                .verifier
-                .as_ref()
+            let mac = verifier
                 .and_then(|v| v.handshake_mac(plain.as_bytes()))
                 .ok_or(Rejection::InvalidSignature(SignatureError::Mismatch))?;
             Some(json(&serde_json::json!({

@@ -19,7 +19,7 @@ use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Delivery, GroupSpec, Source, Sources};
+use crate::config::{Delivery, GroupSpec, Handshake, Source, Sources};
 use crate::json_fields::Fields;
 use crate::key::{self, KeyError};
 use crate::ledger::LedgerStore;
@@ -38,12 +38,14 @@ mod handshake;
 mod payload;
 mod preset_rules;
 mod request;
+mod stored_secret;
 
 pub use crate::answer::accepted_response;
 use answer::stored_response;
-pub use answer::{to_apigw_v2, Rejection};
+pub use answer::{to_apigw_v2, Rejection, PENDING_RETRY_AFTER_SECONDS};
 use payload::{Carry, Event};
 use request::{invocation, source_from, source_name};
+pub use stored_secret::{PREVIOUS_SECRET_MS, SECRET_MAX_AGE_MS, SECRET_RETRY_MS};
 
 pub use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
 
@@ -109,6 +111,9 @@ pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     /// Verifiers of the secrets handshakes established (Asana's), with when each was read
     /// (read again after [`established::ESTABLISHED_SECRET_MAX_AGE_MS`]).
     established: std::sync::Mutex<std::collections::HashMap<String, (Verifier, i64)>>,
+    /// The sources' secrets as this instance holds them, read again where
+    /// [`stored_secret`] says ([`Receiver::with_secret_resolver`]).
+    stored: stored_secret::StoredSecrets,
 }
 
 /// What the checks before the key found: an event to claim (its body as kept: a token it
@@ -142,6 +147,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
                 max_age_ms,
             ),
             established: Default::default(),
+            stored: Default::default(),
         }
     }
 }
@@ -159,7 +165,23 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             store,
             cache: self.cache,
             established: self.established,
+            stored: self.stored,
         }
+    }
+
+    /// The same receiver reading its sources' `secretsmanager:` secrets again through
+    /// `resolver` without a cold start: a pending source's until it is stored, a rotated one's
+    /// ([`SECRET_RETRY_MS`], [`SECRET_MAX_AGE_MS`], [`PREVIOUS_SECRET_MS`]), as the deployed function does.
+    pub fn with_secret_resolver<R: crate::config::SecretResolver + Send + Sync + 'static>(
+        mut self,
+        resolver: R,
+    ) -> Self {
+        self.stored = stored_secret::StoredSecrets::new(
+            std::sync::Arc::new(resolver),
+            self.sources.iter(),
+            self.clock.now_ms(),
+        );
+        self
     }
 
     /// Whether a payload bucket is configured.
@@ -241,6 +263,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         };
         let metric = match &rejection {
             Rejection::InvalidSignature(_) => Metric::SignatureRejected,
+            Rejection::SourcePending(_) => Metric::SourcePending,
             _ => Metric::Rejected,
         };
         self.metrics.count(dimension, metric);
@@ -331,7 +354,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if req.method() != Method::POST {
             return match source.and_then(|s| handshake::get_handshake(s).map(|h| (s, h))) {
                 Some((source, h)) if req.method() == Method::GET => {
-                    handshake::answer_get(source, h, req, self.clock.now_secs())
+                    // X's and Okta's checks sign with the source's secret: the one held now.
+                    let held = if matches!(h, Handshake::X | Handshake::Okta) {
+                        self.stored.held(source, self.clock.now_ms()).await?
+                    } else {
+                        None
+                    };
+                    let verifier = held.as_ref().or(source.verifier.as_ref());
+                    handshake::answer_get(source, verifier, h, req, self.clock.now_secs())
                         .map(Checked::Answered)
                 }
                 _ => Err(Rejection::MethodNotAllowed),
@@ -356,14 +386,18 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             public_url: source.spec.public_url.as_deref(),
         };
         let now = self.clock.now_secs();
-        match &source.verifier {
-            Some(verifier) => verifier.verify_request(&inbound, now)?,
-            None => self
-                .established_verifier(source)
+        // No verifier and no secret configured: the secret a handshake established (Asana's).
+        let held = if source.verifier.is_none() && source.spec.secrets.is_empty() {
+            let verifier = self.established_verifier(source).await?;
+            verifier.verify_request(&inbound, now)?;
+            Some(verifier)
+        } else {
+            self.stored
+                .verify(source, &inbound, self.clock.now_ms(), now)
                 .await?
-                .verify_request(&inbound, now)?,
-        }
-        if let Some(resp) = handshake::answer_signed_post(source, req, body)? {
+        };
+        let verifier = held.as_ref().or(source.verifier.as_ref());
+        if let Some(resp) = handshake::answer_signed_post(source, verifier, req, body)? {
             return Ok(Checked::Answered(resp));
         }
         if let Some(resp) = preset_rules::answered_unclaimed(source, body) {

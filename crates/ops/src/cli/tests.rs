@@ -365,3 +365,44 @@ fn the_help_lists_every_command_and_its_variables() {
         "{why}"
     );
 }
+
+#[test]
+fn secret_set_takes_the_value_one_way_and_never_from_a_bare_argument() {
+    assert_eq!(
+        parse(&["secret", "set", "stripe", "--from-file", "s.txt"], &[]).unwrap(),
+        Some(Command::Secret(SecretCommand::Set(SecretSetArgs {
+            source: "stripe".into(),
+            stack: DEFAULT_STACK.into(),
+            sources_file: None,
+            position: None,
+            from_file: Some(PathBuf::from("s.txt")),
+            value: None,
+        })))
+    );
+    assert!(
+        parse(
+            &[
+                "secret",
+                "set",
+                "stripe",
+                "--from-file",
+                "s.txt",
+                "--value",
+                "v"
+            ],
+            &[]
+        )
+        .is_err(),
+        "one source of the value"
+    );
+    assert!(
+        parse(&["secret", "set", "stripe", "whsec_abc"], &[]).is_err(),
+        "a value is never a bare argument"
+    );
+    assert!(
+        parse(&["secret", "set"], &[]).is_err(),
+        "the source is needed"
+    );
+    let help = Cli::command().render_long_help().to_string();
+    assert!(help.contains("secret"), "{help}");
+}

@@ -27,6 +27,7 @@ pub struct Report {
     /// Said, and the deploy may still go ahead (events that would go nowhere, a bus with no
     /// rule for a source).
     warnings: Vec<Problem>,
+    notes: Vec<String>,
 }
 
 impl Report {
@@ -72,6 +73,23 @@ impl Report {
             .collect()
     }
 
+    /// Something the deploy may go ahead with but the operator must do after it (a pending
+    /// source's secret to store); printed as a `note:` line either way.
+    pub fn note(&mut self, line: impl Into<String>) {
+        let line = line.into();
+        if !self.notes.contains(&line) {
+            self.notes.push(line);
+        }
+    }
+
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn notes_text(&self) -> String {
+        self.notes.iter().map(|n| format!("note: {n}\n")).collect()
+    }
+
     /// How many problems so far (a check compares before and after to know whether it passed).
     pub fn problem_count(&self) -> usize {
         self.problems.len()
@@ -98,6 +116,7 @@ impl Report {
             text.push('\n');
         }
         text.push_str(&self.warnings_text());
+        text.push_str(&self.notes_text());
         text.push_str(&format!(
             "preflight: {} checks passed; sam deploy may go ahead\n",
             self.passed.len()
@@ -118,6 +137,7 @@ impl Report {
             text.push('\n');
         }
         text.push_str(&self.warnings_text());
+        text.push_str(&self.notes_text());
         text
     }
 }

@@ -66,6 +66,25 @@ impl SecretResolver for ReadOnce {
 struct Described {
     arn: String,
     name: String,
+    /// Whether it holds a value (a version staged `AWSCURRENT`).
+    has_value: bool,
+}
+
+/// Why `DescribeSecret` found nothing usable.
+#[derive(Clone, Debug)]
+enum NotDescribed {
+    /// No such secret.
+    Missing(String),
+    /// Scheduled for deletion, or the call failed.
+    Other(String),
+}
+
+impl NotDescribed {
+    fn message(&self) -> &str {
+        match self {
+            NotDescribed::Missing(m) | NotDescribed::Other(m) => m,
+        }
+    }
 }
 
 /// The checks of every source's secrets against one Secrets Manager (the deploy's region).
@@ -74,7 +93,7 @@ pub struct SecretChecks<'a> {
     resolver: ReadOnce,
     access: &'a Access,
     region: String,
-    described: HashMap<String, Result<Described, String>>,
+    described: HashMap<String, Result<Described, NotDescribed>>,
 }
 
 impl<'a> SecretChecks<'a> {
@@ -98,10 +117,16 @@ impl<'a> SecretChecks<'a> {
         let entries: Map<String, Value> = serde_json::from_str(sources_json).unwrap_or_default();
         for spec in specs.iter() {
             let before = report.problem_count();
+            let mut waiting = false;
             for (index, reference) in spec.secrets.iter().enumerate() {
-                self.check_secret(spec, index + 1, reference, report).await;
+                waiting |= self.check_secret(spec, index + 1, reference, report).await;
             }
-            if report.problem_count() == before {
+            if waiting {
+                report.note(format!(
+                    "source `{}` is pending: until its secret is stored its requests are answered 503 with Retry-After (the sender retries; nothing is accepted unsigned); once the sender shows the secret: inbox-ops secret set {} --stack <stack> (docs/deploying.md, \"A sender whose secret comes after the URL\")",
+                    spec.name, spec.name
+                ));
+            } else if report.problem_count() == before {
                 if let Some(entry) = entries.get(&spec.name) {
                     self.cold_start(spec, entry, report).await;
                 }
@@ -109,32 +134,37 @@ impl<'a> SecretChecks<'a> {
         }
     }
 
-    /// Secret number `position` of `spec`.
+    /// Secret number `position` of `spec`; `true` where the source is pending and this
+    /// secret does not exist yet or holds no value (which only a pending source may).
     async fn check_secret(
         &mut self,
         spec: &SourceSpec,
         position: usize,
         reference: &SecretRef,
         report: &mut Report,
-    ) {
+    ) -> bool {
         let id = match reference {
             SecretRef::Env(name) => {
                 let why = format!(
                     "secret #{position} `{reference}`: an env: reference cannot be deployed (the deployed functions have no variable {name}); store the secret in Secrets Manager and reference it as secretsmanager:NAME"
                 );
                 report.refuse(SOURCES_PARAMETER, field(spec, why));
-                return;
+                return false;
             }
             SecretRef::SecretsManager(id) => id,
         };
         let described = match self.describe(reference, id).await {
             Ok(described) => described,
+            Err(NotDescribed::Missing(_)) if spec.pending && !id.starts_with("arn:") => {
+                self.check_future_access(spec, position, id, report);
+                return true;
+            }
             Err(why) => {
                 report.refuse(
                     SOURCES_PARAMETER,
-                    field(spec, format!("secret #{position} {why}")),
+                    field(spec, format!("secret #{position} {}", why.message())),
                 );
-                return;
+                return false;
             }
         };
         match self.access.grant(&described.arn) {
@@ -153,8 +183,45 @@ impl<'a> SecretChecks<'a> {
                 ),
             ),
         }
+        if spec.pending && !described.has_value {
+            return true;
+        }
         self.check_value(spec, position, reference, &described.name, report)
             .await;
+        false
+    }
+
+    /// A pending source's secret that `inbox-ops secret set` will create under the name `id`:
+    /// the receiver must be allowed to read it then. With `SecretArns` empty, the name must
+    /// start `<stack>/`; a listed ARN cannot be matched before the secret (and its ARN's
+    /// suffix) exists, which the note says.
+    fn check_future_access(
+        &self,
+        spec: &SourceSpec,
+        position: usize,
+        id: &str,
+        report: &mut Report,
+    ) {
+        match self.access {
+            Access::StackSecrets { stack, .. } if !id.starts_with(&format!("{stack}/")) => {
+                report.refuse(
+                    SECRET_ARNS,
+                    format!(
+                        "secret {id}, secret #{position} of pending source `{}`: the receiver's role may not read it once stored: {}",
+                        spec.name,
+                        self.access.describe()
+                    ),
+                );
+            }
+            Access::StackSecrets { .. } => report.pass(format!(
+                "secret {id} of pending source `{}` does not exist yet; once stored the receiver may read it (the stack's own secrets)",
+                spec.name
+            )),
+            Access::Listed(_) => report.note(format!(
+                "secret {id} of pending source `{}` does not exist yet: once stored, run preflight again to check SecretArns lets the receiver read it",
+                spec.name
+            )),
+        }
     }
 
     /// The value, read as the receiver reads it, is valid for the source's scheme.
@@ -191,34 +258,45 @@ impl<'a> SecretChecks<'a> {
     }
 
     /// `DescribeSecret`, once per id.
-    async fn describe(&mut self, reference: &SecretRef, id: &str) -> Result<Described, String> {
+    async fn describe(
+        &mut self,
+        reference: &SecretRef,
+        id: &str,
+    ) -> Result<Described, NotDescribed> {
         if let Some(known) = self.described.get(id) {
             return known.clone();
         }
         let described = match self.client.describe_secret().secret_id(id).send().await {
-            Ok(out) if out.deleted_date().is_some() => Err(format!(
+            Ok(out) if out.deleted_date().is_some() => Err(NotDescribed::Other(format!(
                 "`{reference}`: the secret is scheduled for deletion (restore it: aws secretsmanager restore-secret)"
-            )),
+            ))),
             Ok(out) => match out.arn() {
                 Some(arn) => Ok(Described {
                     arn: arn.to_owned(),
                     name: out.name().unwrap_or(id).to_owned(),
+                    has_value: out.version_ids_to_stages().is_some_and(|versions| {
+                        versions
+                            .values()
+                            .any(|stages| stages.iter().any(|s| s == "AWSCURRENT"))
+                    }),
                 }),
-                None => Err(format!("`{reference}`: DescribeSecret gave no ARN")),
+                None => Err(NotDescribed::Other(format!(
+                    "`{reference}`: DescribeSecret gave no ARN"
+                ))),
             },
             Err(e)
                 if e.as_service_error()
                     .is_some_and(|se| se.is_resource_not_found_exception()) =>
             {
-                Err(format!(
-                    "`{reference}`: no such secret in {} (create it: docs/deploying.md, \"Secrets\")",
+                Err(NotDescribed::Missing(format!(
+                    "`{reference}`: no such secret in {} (create it: docs/deploying.md, \"Secrets\"; or, for a sender that gives its secret only after the URL exists, declare the source \"pending\": true)",
                     self.region
-                ))
+                )))
             }
-            Err(e) => Err(format!(
+            Err(e) => Err(NotDescribed::Other(format!(
                 "`{reference}`: DescribeSecret: {}",
                 DisplayErrorContext(e)
-            )),
+            ))),
         };
         self.described.insert(id.to_owned(), described.clone());
         described
