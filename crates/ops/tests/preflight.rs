@@ -603,6 +603,8 @@ async fn destinations_are_read_as_the_consumer_reads_them_and_checked_against_th
         !run.text().contains(ACME_SECRET),
         "a secret's value printed"
     );
+}
+
 /// A Stripe source on `<stack>/stripe`, `pending` or not, beside a stored github one.
 fn with_stripe(stack: &str, pending: bool) -> String {
     format!(
