@@ -1,8 +1,9 @@
 //! An event's type, read where its source says (a header, a JSON pointer, a form field):
 //! carried in the envelope and the ledger item, logged, and what routing filters on. Read
 //! after the signature check, from the sender's own request; never an error: a type that is
-//! absent, not text, longer than [`MAX_EVENT_TYPE_BYTES`] or holding a control character is
-//! no type.
+//! absent, not text, longer than [`MAX_EVENT_TYPE_BYTES`], or holding a control character, a
+//! noncharacter (U+FFFE, U+FFFF, …) or any character SQS refuses in a message body is no type
+//! (the envelope carries the type as text: SQS would refuse every send of it).
 
 use http::HeaderMap;
 
@@ -34,7 +35,9 @@ pub fn read(spec: &EventTypeSpec, headers: &HeaderMap, body: &[u8]) -> Option<St
     };
     let usable = !text.is_empty()
         && text.len() <= MAX_EVENT_TYPE_BYTES
-        && !text.chars().any(char::is_control);
+        && text.chars().all(|c| {
+            !c.is_control() && !crate::key::is_noncharacter(c) && crate::queue::sqs_can_carry(c)
+        });
     usable.then_some(text)
 }
 
@@ -69,6 +72,9 @@ mod tests {
             &br#"{"type":{"a":1}}"#[..],
             br#"{"type":""}"#,
             br#"{"type":"a\u0000b"}"#,
+            br#"{"type":"a\ufffeb"}"#,
+            br#"{"type":"\uffff"}"#,
+            br#"{"type":"a\ufdd0"}"#,
             br#"{"other":"x"}"#,
             b"not json",
         ] {
