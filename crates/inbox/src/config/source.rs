@@ -51,6 +51,9 @@ struct RawSource {
     answer: Option<String>,
     #[serde(default)]
     body_check: Option<String>,
+    /// Several events per body (docs/design.md §14).
+    #[serde(default)]
+    batch: Option<super::batch::RawBatch>,
 }
 
 #[derive(Deserialize)]
@@ -104,14 +107,18 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         raw.replay_guard_seconds,
     )?;
     let handshake = parse_handshake(name, raw.handshake.as_deref(), &scheme)?;
+    let key = parse_key(name, raw.key)?;
+    let batch =
+        super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
     Ok(SourceSpec {
+        batch,
         name: name.to_owned(),
         tolerance_seconds: parse_tolerance(name, &scheme, raw.signature.tolerance_seconds)?,
         public_url: parse_public_url(name, &scheme, raw.public_url)?,
         verify_token: parse_verify_token(name, handshake, raw.verify_token.as_deref())?,
         scheme,
         secrets,
-        key: parse_key(name, raw.key)?,
+        key,
         group: parse_group(name, raw.group)?,
         delivery,
         retention_hours,
