@@ -66,6 +66,19 @@ pub struct Envelope {
     /// Set by `inbox-ops replay --destination`: the replay runs for this destination only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
+    /// Where the event sat in a signed batch (docs/design.md §14); absent for a request of
+    /// one event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchPlace>,
+}
+
+/// An event of a batch: the SHA-256 of the whole signed body its bytes were cut from, its
+/// position there (from 0) and the number of events (docs/design.md §14).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchPlace {
+    pub sha256: String,
+    pub index: usize,
+    pub count: usize,
 }
 
 /// A message that cannot be read back.
@@ -126,6 +139,7 @@ impl Envelope {
             replay_id: None,
             event_type: None,
             destination: None,
+            batch: None,
         }
     }
 
@@ -142,6 +156,7 @@ impl Envelope {
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
             destination: self.destination.as_deref(),
+            batch: self.batch.as_ref(),
             ..Wire::event(
                 &self.key,
                 &self.source,
@@ -164,7 +179,32 @@ impl Envelope {
         event_type: Option<&str>,
         body_ref: &BodyRef,
     ) -> String {
+        Self::json_with_ref_in_batch(
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            event_type,
+            None,
+            body_ref,
+        )
+    }
+
+    /// [`Self::json_with_ref`] of an event of a batch (`batch`: where it sat).
+    #[allow(clippy::too_many_arguments)]
+    pub fn json_with_ref_in_batch(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
+        batch: Option<&BatchPlace>,
+        body_ref: &BodyRef,
+    ) -> String {
         Wire {
+            batch,
             body_ref: Some(body_ref),
             ..Wire::event(
                 key,
@@ -190,8 +230,33 @@ impl Envelope {
         event_type: Option<&str>,
         body: &[u8],
     ) -> String {
+        Self::json_of_in_batch(
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            event_type,
+            None,
+            body,
+        )
+    }
+
+    /// [`Self::json_of`] of an event of a batch (`batch`: where it sat).
+    #[allow(clippy::too_many_arguments)]
+    pub fn json_of_in_batch(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
+        batch: Option<&BatchPlace>,
+        body: &[u8],
+    ) -> String {
         let (body, body_encoding) = encode_body(body);
         Wire {
+            batch,
             body: Some(body),
             body_encoding,
             ..Wire::event(
@@ -277,6 +342,8 @@ struct Wire<'a> {
     event_type: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     destination: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch: Option<&'a BatchPlace>,
 }
 
 impl<'a> Wire<'a> {
@@ -303,6 +370,7 @@ impl<'a> Wire<'a> {
             replay_id: None,
             event_type,
             destination: None,
+            batch: None,
         }
     }
 
@@ -365,12 +433,118 @@ pub struct QueueError(pub String);
 /// moves into the request instead of being copied.
 pub trait Queue: Send + Sync + 'static {
     fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Sends the events of one request (docs/design.md §14): one result per message, in
+    /// order. Messages sharing a FIFO group go in the order given. By default each is
+    /// [`Queue::send`], concurrently, a group's messages one after another; [`SqsQueue`]
+    /// sends SendMessageBatch calls.
+    fn send_batch(
+        &self,
+        msgs: Vec<Outgoing>,
+    ) -> impl Future<Output = Vec<Result<(), QueueError>>> + Send {
+        async move {
+            let n = msgs.len();
+            let runs = group_runs(&msgs, 1, usize::MAX);
+            let mut slots: Vec<Option<Outgoing>> = msgs.into_iter().map(Some).collect();
+            let runs: Vec<Vec<(usize, Outgoing)>> = runs
+                .into_iter()
+                .map(|run| {
+                    run.into_iter()
+                        .flatten()
+                        .filter_map(|i| slots[i].take().map(|m| (i, m)))
+                        .collect()
+                })
+                .collect();
+            let done = futures::future::join_all(runs.into_iter().map(|run| async move {
+                let mut out = Vec::with_capacity(run.len());
+                for (i, msg) in run {
+                    out.push((i, self.send(msg).await));
+                }
+                out
+            }))
+            .await;
+            let mut results: Vec<Result<(), QueueError>> =
+                vec![Err(QueueError("not sent".to_owned())); n];
+            for (i, r) in done.into_iter().flatten() {
+                results[i] = r;
+            }
+            results
+        }
+    }
 }
 
 impl<T: Queue> Queue for std::sync::Arc<T> {
     fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send {
         (**self).send(msg)
     }
+    fn send_batch(
+        &self,
+        msgs: Vec<Outgoing>,
+    ) -> impl Future<Output = Vec<Result<(), QueueError>>> + Send {
+        (**self).send_batch(msgs)
+    }
+}
+
+/// SendMessageBatch's limits: 10 entries, 1 MiB for the whole request.
+pub const SEND_BATCH_ENTRIES: usize = 10;
+pub const SEND_BATCH_BYTES: usize = SQS_MAX_MESSAGE_BYTES;
+
+/// The messages cut into calls of at most `entries` messages and `bytes` of bodies, in order,
+/// and the calls into runs that must go one after another: calls that share no FIFO group
+/// with any other call are runs of their own (sent at once); calls linked by a group form one
+/// run, in order. Each call is a list of indices into `msgs`.
+pub fn group_runs(msgs: &[Outgoing], entries: usize, bytes: usize) -> Vec<Vec<Vec<usize>>> {
+    let mut calls: Vec<Vec<usize>> = Vec::new();
+    let mut size = 0usize;
+    for (i, m) in msgs.iter().enumerate() {
+        let len = m.body.len();
+        match calls.last_mut() {
+            Some(call) if call.len() < entries && size + len <= bytes => {
+                call.push(i);
+                size += len;
+            }
+            _ => {
+                calls.push(vec![i]);
+                size = len;
+            }
+        }
+    }
+    // Union the calls that share a group (a group's messages must keep their order).
+    let mut run_of: Vec<usize> = (0..calls.len()).collect();
+    let mut first_call: std::collections::HashMap<&str, usize> = Default::default();
+    for (c, call) in calls.iter().enumerate() {
+        for &i in call {
+            let g = msgs[i].group_id.as_str();
+            match first_call.get(g) {
+                Some(&earlier) => {
+                    let (a, b) = (find(&mut run_of, earlier), find(&mut run_of, c));
+                    run_of[b.max(a)] = a.min(b);
+                }
+                None => {
+                    first_call.insert(g, c);
+                }
+            }
+        }
+    }
+    let mut runs: Vec<Vec<Vec<usize>>> = Vec::new();
+    let mut index_of_root: std::collections::HashMap<usize, usize> = Default::default();
+    for (c, call) in calls.into_iter().enumerate() {
+        let root = find(&mut run_of, c);
+        let at = *index_of_root.entry(root).or_insert_with(|| {
+            runs.push(Vec::new());
+            runs.len() - 1
+        });
+        runs[at].push(call);
+    }
+    runs
+}
+
+fn find(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
 }
 
 /// SQS: FIFO where the URL ends in `.fifo` (group and deduplication ids set), standard
@@ -406,6 +580,97 @@ impl Queue for SqsQueue {
             .await
             .map(|_| ())
             .map_err(|e| QueueError(aws_sdk_sqs::error::DisplayErrorContext(e).to_string()))
+    }
+
+    /// SendMessageBatch, 10 entries and 1 MiB a call; calls sharing no group at once, calls
+    /// linked by a group one after another. An entry SQS lists as failed, or every entry of
+    /// a call that failed, is that message's error.
+    async fn send_batch(&self, msgs: Vec<Outgoing>) -> Vec<Result<(), QueueError>> {
+        let runs = group_runs(&msgs, SEND_BATCH_ENTRIES, SEND_BATCH_BYTES);
+        let msgs = &msgs;
+        let done = futures::future::join_all(runs.into_iter().map(|run| async move {
+            let mut out = Vec::new();
+            for call in run {
+                out.extend(self.send_call(msgs, &call).await);
+            }
+            out
+        }))
+        .await;
+        let mut results: Vec<Result<(), QueueError>> =
+            vec![Err(QueueError("not sent".to_owned())); msgs.len()];
+        for (i, r) in done.into_iter().flatten() {
+            results[i] = r;
+        }
+        results
+    }
+}
+
+impl SqsQueue {
+    /// One SendMessageBatch of `msgs[call]`; entry ids are the indices.
+    async fn send_call(
+        &self,
+        msgs: &[Outgoing],
+        call: &[usize],
+    ) -> Vec<(usize, Result<(), QueueError>)> {
+        use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+        let entries: Result<Vec<_>, _> = call
+            .iter()
+            .map(|&i| {
+                let msg = &msgs[i];
+                let mut e = SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(msg.body.clone());
+                if self.fifo {
+                    e = e
+                        .message_group_id(msg.group_id.clone())
+                        .message_deduplication_id(msg.dedup_id.clone());
+                }
+                e.build()
+            })
+            .collect();
+        let failed_all = |why: String| {
+            call.iter()
+                .map(|&i| (i, Err(QueueError(why.clone()))))
+                .collect::<Vec<_>>()
+        };
+        let entries = match entries {
+            Ok(entries) => entries,
+            Err(e) => return failed_all(e.to_string()),
+        };
+        let out = match self
+            .client
+            .send_message_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) => return failed_all(aws_sdk_sqs::error::DisplayErrorContext(e).to_string()),
+        };
+        let failed: std::collections::HashMap<String, String> = out
+            .failed()
+            .iter()
+            .map(|f| {
+                (
+                    f.id().to_owned(),
+                    format!("{}: {}", f.code(), f.message().unwrap_or_default()),
+                )
+            })
+            .collect();
+        let succeeded: std::collections::HashSet<&str> =
+            out.successful().iter().map(|s| s.id()).collect();
+        call.iter()
+            .map(|&i| {
+                let id = i.to_string();
+                let r = match failed.get(&id) {
+                    Some(why) => Err(QueueError(why.clone())),
+                    None if succeeded.contains(id.as_str()) => Ok(()),
+                    None => Err(QueueError("not in SendMessageBatch's answer".to_owned())),
+                };
+                (i, r)
+            })
+            .collect()
     }
 }
 
