@@ -33,6 +33,8 @@ pub enum Rejection {
     PayloadMismatch,
     #[error("this body came within the replay guard's window under another key")]
     ReplayedBody,
+    #[error("the batch holds {0} events, over the source's max_events")]
+    TooManyEvents(usize),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -66,6 +68,7 @@ impl Rejection {
             Rejection::InvalidKey(_) => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
             Rejection::PayloadMismatch => (StatusCode::UNPROCESSABLE_ENTITY, "payload_mismatch"),
             Rejection::ReplayedBody => (StatusCode::CONFLICT, "replayed_body"),
+            Rejection::TooManyEvents(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_many_events"),
             Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
