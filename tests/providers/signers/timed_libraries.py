@@ -44,7 +44,7 @@ def hubspot(ctx: Context) -> list:
 
     signed_by = f"{package('hubspot-api-client')} Signature.get_signature (v3 and v1), verified by Signature.is_valid v3"
     return _pair(ctx, "hubspot", "contact.propertyChange batch", signed, secret, wrong,
-                 event_expect("1234567890", "contact.propertyChange"), signed_by, {"public_url": url})
+                 event_expect("62515|2761183|1234567890|1714572000000", "contact.propertyChange"), signed_by, {"public_url": url})
 
 
 class _PaddleRequest:

@@ -131,7 +131,7 @@ def okta(ctx: Context) -> list:
     challenge = derived_text("okta/challenge", 40)
     verification = request(ctx, "okta", {"Authorization": secret, "x-okta-verification-challenge": challenge}, b"", "GET")
     return [
-        _case("okta", "user.session.start event hook", doc, secret, wrong, req, event_id, "user.session.start",
+        _case("okta", "user.session.start event hook", doc, secret, wrong, req, "79cd0f6b-8f8d-11eb-8c66-a3b4e5dda4d7", "user.session.start",
               "Authorization header"),
         make_case("okta", "handshake", "one-time verification", f"algorithm from {doc}", secret, wrong, verification,
                   {"status": 200, "json": {"verification": challenge}, "headers": {"X-Content-Type-Options": "nosniff"}}),
