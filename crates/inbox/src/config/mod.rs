@@ -27,8 +27,8 @@ mod tests;
 pub use batch::{DEFAULT_MAX_EVENTS, MAX_BATCH_EVENTS};
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
 pub use spec::{
-    AcceptedAnswer, BatchFormat, BatchSpec, BodyCheck, Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec,
-    OnPayloadMismatch, SourceSpec,
+    AcceptedAnswer, BatchFormat, BatchSpec, BodyCheck, Delivery, EventTypeSpec, GroupSpec,
+    Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
 };
 
 /// The longest event type carried (docs/design.md §5): a longer one is no type at all.

@@ -108,8 +108,7 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
     )?;
     let handshake = parse_handshake(name, raw.handshake.as_deref(), &scheme)?;
     let key = parse_key(name, raw.key)?;
-    let batch =
-        super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
+    let batch = super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
     Ok(SourceSpec {
         batch,
         name: name.to_owned(),

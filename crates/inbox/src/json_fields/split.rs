@@ -249,10 +249,17 @@ mod tests {
         let r = json_lines(lines).unwrap();
         assert_eq!(
             slices(lines, &r),
-            [r#"{"log_id":"1"}"#, r#"{"log_id":"2"}"#, r#"{"log_id":"3"}"#]
+            [
+                r#"{"log_id":"1"}"#,
+                r#"{"log_id":"2"}"#,
+                r#"{"log_id":"3"}"#
+            ]
         );
         let one = b"{\n  \"log_id\": \"1\"\n}";
-        assert_eq!(slices(one, &json_lines(one).unwrap()), [std::str::from_utf8(one).unwrap()]);
+        assert_eq!(
+            slices(one, &json_lines(one).unwrap()),
+            [std::str::from_utf8(one).unwrap()]
+        );
         let array = br#" [{"log_id":"1"}, {"log_id":"2"}]"#;
         assert_eq!(
             slices(array, &json_lines(array).unwrap()),

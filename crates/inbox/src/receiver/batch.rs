@@ -168,7 +168,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             out.keys.push(event_key.clone());
             if let Some(&first) = seen.get(&event_key) {
                 if out.events[first].0.body_sha256 != sha {
-                    self.metrics.count(&source.spec.name, Metric::PayloadMismatch);
+                    self.metrics
+                        .count(&source.spec.name, Metric::PayloadMismatch);
                     warn!(source = %source.spec.name, key = %event_key, "same key twice in one batch, different payload");
                 }
                 continue;
@@ -242,7 +243,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
 
     /// Sends the events `to_send` (index, receipt time) together: their bodies to the bucket
     /// where they go there, then one [`Queue::send_batch`]. The indices of those not sent.
-    async fn send_events(&self, events: &[(Event<'_>, Carry)], to_send: &[(usize, i64)]) -> Vec<usize> {
+    async fn send_events(
+        &self,
+        events: &[(Event<'_>, Carry)],
+        to_send: &[(usize, i64)],
+    ) -> Vec<usize> {
         let built = futures::future::join_all(to_send.iter().map(|&(i, at)| async move {
             let (event, carry) = &events[i];
             (i, self.outgoing(event, carry.again(), at).await)
@@ -278,7 +283,12 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     }
 
     /// Releases the claims of `which` (this request's), concurrently.
-    async fn release_events(&self, events: &[(Event<'_>, Carry)], which: &[usize], inv: &Invocation) {
+    async fn release_events(
+        &self,
+        events: &[(Event<'_>, Carry)],
+        which: &[usize],
+        inv: &Invocation,
+    ) {
         futures::future::join_all(which.iter().map(|&i| {
             let event = &events[i].0;
             self.release_claim(&event.source.spec.name, &event.key, inv)
@@ -290,10 +300,21 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     fn accepted_event(&self, event: &Event<'_>) {
         let (name, key) = (event.source.spec.name.as_str(), event.key.as_str());
         let (status, accepted) = preset_rules::accepted_answer(event.source, key, event.body);
-        self.remember(key, event.body_sha256.clone(), status, accepted, event.measured_at);
+        self.remember(
+            key,
+            event.body_sha256.clone(),
+            status,
+            accepted,
+            event.measured_at,
+        );
         self.metrics.count(name, Metric::Accepted);
         self.count_event_type(event);
-        info!(source = name, key, outcome = LogOutcome::Accepted.as_str(), batch_index = event.batch.as_ref().map_or(0, |b| b.index));
+        info!(
+            source = name,
+            key,
+            outcome = LogOutcome::Accepted.as_str(),
+            batch_index = event.batch.as_ref().map_or(0, |b| b.index)
+        );
     }
 }
 
