@@ -679,6 +679,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn send_batch_calls_hold_10_entries_and_1_mib_and_a_shared_group_links_them_in_order() {
+        let msg = |group: &str, len: usize| Outgoing::new(group, group, "x".repeat(len));
+        // 25 messages, each its own group: 10 + 10 + 5, three runs sent at once.
+        let alone: Vec<Outgoing> = (0..25).map(|i| msg(&format!("g{i}"), 10)).collect();
+        let runs = group_runs(&alone, SEND_BATCH_ENTRIES, SEND_BATCH_BYTES);
+        assert_eq!(runs.len(), 3);
+        assert_eq!(
+            runs.iter().map(|r| r[0].len()).collect::<Vec<_>>(),
+            [10, 10, 5]
+        );
+        // Bodies of 400 KiB: two a call (1 MiB).
+        let big: Vec<Outgoing> = (0..5).map(|i| msg(&format!("b{i}"), 400 * 1024)).collect();
+        let runs = group_runs(&big, SEND_BATCH_ENTRIES, SEND_BATCH_BYTES);
+        assert_eq!(
+            runs.iter().map(|r| r[0].len()).collect::<Vec<_>>(),
+            [2, 2, 1]
+        );
+        // A group in the first and third calls: those two are one run, in order; the second
+        // call goes at once.
+        let mut linked: Vec<Outgoing> = (0..30).map(|i| msg(&format!("h{i}"), 10)).collect();
+        linked[3] = msg("same", 10);
+        linked[25] = msg("same", 10);
+        let runs = group_runs(&linked, SEND_BATCH_ENTRIES, SEND_BATCH_BYTES);
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0].len(), 2);
+        assert_eq!((runs[0][0][0], runs[0][1][0]), (0, 20));
+        assert_eq!(runs[1], vec![(10..20).collect::<Vec<_>>()]);
+    }
+
+    #[test]
     fn outgoing_ids_are_made_sqs_safe() {
         let msg = Outgoing::new("acme:cus_1", "acme:msg_1", "{}".to_owned());
         assert_eq!(msg.group_id(), "acme:cus_1");
