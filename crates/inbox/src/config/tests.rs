@@ -550,6 +550,10 @@ fn a_batch_is_declared_with_a_per_event_key_and_checked() {
             max_events: DEFAULT_MAX_EVENTS
         })
     );
+}
+
+#[test]
+fn a_batch_with_a_header_key_a_replay_guard_or_out_of_range_stops_start_up() {
     let with = |batch: &str, rest: &str| {
         err(&format!(
             r#"{{"x": {{"signature": {{"scheme": "github", "secrets": ["env:X"]}}, "batch": {batch}, {rest}}}}}"#
