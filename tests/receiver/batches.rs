@@ -29,7 +29,10 @@ const SOURCES: &str = r#"{
   "few": {"signature": {"scheme": "github", "secrets": ["secretsmanager:batches/few"]},
           "batch": {"format": "json_array", "at": "/events", "max_events": 3},
           "key": {"from": "json", "pointers": ["/id"]},
-          "event_type": {"from": "json", "pointer": "/type"}}
+          "event_type": {"from": "json", "pointer": "/type"}},
+  "strict": {"signature": {"scheme": "github", "secrets": ["secretsmanager:batches/few"]},
+             "batch": {"format": "json_array"}, "key": {"from": "json", "pointers": ["/id"]},
+             "on_payload_mismatch": "reject"}
 }"#;
 
 async fn stack(label: &str) -> LocalAws {
@@ -325,4 +328,60 @@ async fn auth0_json_lines_are_split_into_their_log_events_and_the_array_format_i
             .into_iter()
             .collect()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_claim_releases_the_requests_other_claims_and_the_retry_accepts_all() {
+    let aws = stack("batch-claim").await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    // A claim that never reached DynamoDB, then one applied with its answer lost.
+    for (when, ids) in [
+        (When::Before, [200u64, 201, 202]),
+        (When::After, [300, 301, 302]),
+    ] {
+        aws.faults.fail("PutItem", when, 1);
+        let (_, req) = hubspot_batch(&ids, 0);
+        let resp = rx.handle(req).await;
+        assert_eq!(resp.status(), 500, "{when:?}");
+        assert_eq!(
+            aws.faults.calls("SendMessageBatch"),
+            0,
+            "{when:?}: nothing sent"
+        );
+        let keys: BTreeSet<String> = ids.iter().map(|&id| hubspot_key(id)).collect();
+        assert!(
+            ledger_keys(&aws).await.is_disjoint(&keys),
+            "{when:?}: every claim released"
+        );
+        let (_, retry) = hubspot_batch(&ids, 1);
+        assert_eq!(rx.handle(retry).await.status(), 200, "{when:?}");
+        assert!(ledger_keys(&aws).await.is_superset(&keys), "{when:?}");
+        let sent: BTreeSet<String> = queued(&aws).await.into_iter().map(|e| e.key).collect();
+        assert_eq!(sent, keys, "{when:?}");
+        aws.faults.reset_calls();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_payload_mismatch_in_a_batch_releases_the_new_events_claims() {
+    let aws = stack("batch-422").await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let first = br#"[{"id":"a","v":1}]"#;
+    let resp = rx
+        .handle(post("strict", &github_headers("s-1", first), first))
+        .await;
+    assert_eq!(resp.status(), 200);
+    // `a` with other bytes beside a new `b`: 422, and `b` is not kept.
+    let changed = br#"[{"id":"a","v":2},{"id":"b","v":1}]"#;
+    let resp = rx
+        .handle(post("strict", &github_headers("s-2", changed), changed))
+        .await;
+    assert_eq!(resp.status(), 422);
+    assert_eq!(body_json(&resp), json!({"error": "payload_mismatch"}));
+    assert_eq!(
+        ledger_keys(&aws).await,
+        BTreeSet::from(["strict:a".to_owned()])
+    );
+    let sent: Vec<String> = queued(&aws).await.into_iter().map(|e| e.key).collect();
+    assert_eq!(sent, ["strict:a"]);
 }
