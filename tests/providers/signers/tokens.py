@@ -113,7 +113,15 @@ def auth0(ctx: Context) -> list:
                                         "user_name": "alice@example.com", "log_id": log_id}}]
     req = request(ctx, "auth0", {**JSON, "Authorization": secret}, body_json(body))
     _require_equal("auth0", header(req, "Authorization"), secret)
-    return [_case("auth0", "success login log", doc, secret, wrong, req, log_id, "s", "Authorization header")]
+    # The stream's default content format: JSON Lines, one log event a line ("The payload will be
+    # delivered in JSON lines format", same page); each line is an event of its own.
+    lines_ids = ["90020240501140001123456789012345678901234567890123", "90020240501140002123456789012345678901234567890123"]
+    lines = b"".join(body_json({"log_id": i, "data": {**body[0]["data"], "type": t, "log_id": i}}) + b"\n"
+                     for i, t in zip(lines_ids, ("s", "f")))
+    lines_req = request(ctx, "auth0", {**JSON, "Authorization": secret}, lines)
+    return [_case("auth0", "success login log", doc, secret, wrong, req, log_id, "s", "Authorization header"),
+            _case("auth0", "two logs in JSON Lines", doc, secret, wrong, lines_req, lines_ids[1], "f",
+                  "Authorization header")]
 
 
 def okta(ctx: Context) -> list:
