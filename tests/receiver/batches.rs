@@ -385,3 +385,45 @@ async fn a_refused_payload_mismatch_in_a_batch_releases_the_new_events_claims() 
     let sent: Vec<String> = queued(&aws).await.into_iter().map(|e| e.key).collect();
     assert_eq!(sent, ["strict:a"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_partly_claimed_by_a_receiver_that_died_is_queued_whole_by_the_retry() {
+    let aws = stack("batch-died").await;
+    let body =
+        br#"{"events":[{"id":"d-0","type":"t"},{"id":"d-1","type":"t"},{"id":"d-2","type":"t"}]}"#;
+    // A receiver whose process freezes once one claim has been applied: its other calls never
+    // answer, and it never sends. Dropped there, as an invocation that died.
+    let dying = aws.sibling(aws.sdk.clone(), devstack::faults::Faults::new());
+    dying.faults.freeze_after("PutItem");
+    let (dead, _) = dying.receiver(ReceiverSettings::default()).await;
+    let request = post("few", &github_headers("d-died", body), body);
+    tokio::select! {
+        _ = dead.handle(request) => panic!("the frozen receiver answered"),
+        () = dying.faults.frozen() => {}
+    }
+    drop(dead);
+    let claimed = ledger_keys(&aws).await;
+    // One claim at least (the claims were in flight together: others may have landed too).
+    assert!(!claimed.is_empty(), "{claimed:?}");
+    assert!(queued(&aws).await.is_empty(), "nothing sent");
+
+    // The sender's retry, same bytes: the dead claims are sent behind (marked, same
+    // deduplication ids), the rest claimed and sent; 200 once all three are on the queue.
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let resp = rx
+        .handle(post("few", &github_headers("d-died", body), body))
+        .await;
+    assert_eq!(resp.status(), 200);
+    let all: BTreeSet<String> = ["few:d-0", "few:d-1", "few:d-2"]
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let sent: BTreeSet<String> = queued(&aws).await.into_iter().map(|e| e.key).collect();
+    assert_eq!(sent, all);
+    assert_eq!(ledger_keys(&aws).await, all);
+    assert_eq!(
+        aws.faults.calls("UpdateItem") as usize,
+        claimed.len(),
+        "a mark per dead claim"
+    );
+}
