@@ -258,3 +258,12 @@ fn a_configuration_error_is_reported_with_its_message() {
     );
     assert!(err.contains("$WEBHOOK_SOURCES"), "{err}");
 }
+
+#[test]
+fn a_batch_source_is_shown_keyed_per_event() {
+    let s = spec(r#"{"preset": "sendgrid", "signature": {"secrets": ["env:X"]}}"#);
+    assert_eq!(
+        audit_source(&s, &QUEUE).repeat_key,
+        "body /sg_event_id of each event of a JSON array, at most 4000 events -> `s:<value>` per event"
+    );
+}
