@@ -384,6 +384,18 @@ async fn a_refused_payload_mismatch_in_a_batch_releases_the_new_events_claims() 
     );
     let sent: Vec<String> = queued(&aws).await.into_iter().map(|e| e.key).collect();
     assert_eq!(sent, ["strict:a"]);
+    // One key twice in one batch with two bodies: refused before any claim.
+    aws.faults.reset_calls();
+    let twice = br#"[{"id":"c","v":1},{"id":"c","v":2}]"#;
+    let resp = rx
+        .handle(post("strict", &github_headers("s-3", twice), twice))
+        .await;
+    assert_eq!(resp.status(), 422);
+    assert!(
+        aws.faults.all_calls().is_empty(),
+        "{:?}",
+        aws.faults.all_calls()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,9 +433,8 @@ async fn a_batch_partly_claimed_by_a_receiver_that_died_is_queued_whole_by_the_r
     let sent: BTreeSet<String> = queued(&aws).await.into_iter().map(|e| e.key).collect();
     assert_eq!(sent, all);
     assert_eq!(ledger_keys(&aws).await, all);
-    assert_eq!(
-        aws.faults.calls("UpdateItem") as usize,
-        claimed.len(),
-        "a mark per dead claim"
-    );
+    // A mark per dead claim: those seen above, and any of its claims that were in flight
+    // when it froze and landed after.
+    let marks = aws.faults.calls("UpdateItem") as usize;
+    assert!((claimed.len()..=3).contains(&marks), "{marks} marks");
 }

@@ -11,7 +11,7 @@ use lambda_http::{Body, Request, Response};
 use tracing::{info, warn};
 
 use crate::clock::Clock;
-use crate::config::{BatchFormat, BatchSpec, Source};
+use crate::config::{BatchFormat, BatchSpec, OnPayloadMismatch, Source};
 use crate::json_fields::{self, FieldsError, SplitError};
 use crate::key;
 use crate::ledger::{LedgerStore, Status};
@@ -171,6 +171,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                     self.metrics
                         .count(&source.spec.name, Metric::PayloadMismatch);
                     warn!(source = %source.spec.name, key = %event_key, "same key twice in one batch, different payload");
+                    if source.spec.on_payload_mismatch == OnPayloadMismatch::Reject {
+                        return Err(Rejection::PayloadMismatch);
+                    }
                 }
                 continue;
             }
