@@ -679,6 +679,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_event_of_a_batch_carries_its_place_last_and_reads_back() {
+        let place = BatchPlace {
+            sha256: "b".repeat(64),
+            index: 2,
+            count: 3,
+        };
+        let text = Envelope::json_of_in_batch(
+            "a:1",
+            "a",
+            5,
+            "h",
+            &BTreeMap::new(),
+            None,
+            Some(&place),
+            b"{}",
+        );
+        assert!(
+            text.ends_with(&format!(
+                r#","batch":{{"sha256":"{}","index":2,"count":3}}}}"#,
+                "b".repeat(64)
+            )),
+            "{text}"
+        );
+        let env = Envelope::parse(&text).expect("reads back");
+        assert_eq!(env.batch.as_ref(), Some(&place));
+        assert_eq!(env.to_json(), text);
+        // Without a place, no field: the text of an event alone is unchanged.
+        assert!(
+            !Envelope::json_of("a:1", "a", 5, "h", &BTreeMap::new(), None, b"{}").contains("batch")
+        );
+    }
+
+    #[test]
     fn send_batch_calls_hold_10_entries_and_1_mib_and_a_shared_group_links_them_in_order() {
         let msg = |group: &str, len: usize| Outgoing::new(group, group, "x".repeat(len));
         // 25 messages, each its own group: 10 + 10 + 5, three runs sent at once.
