@@ -438,3 +438,48 @@ async fn a_batch_partly_claimed_by_a_receiver_that_died_is_queued_whole_by_the_r
     let marks = aws.faults.calls("UpdateItem") as usize;
     assert!((claimed.len()..=3).contains(&marks), "{marks} marks");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_event_of_a_batch_is_forwarded_once_as_its_own_bytes_under_its_own_key() {
+    let aws = stack("batch-forward").await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let (body, req) = hubspot_batch(&[40, 41, 42], 0);
+    assert_eq!(rx.handle(req).await.status(), 200);
+    let sor = testkit::SystemOfRecord::start();
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
+    let bridge = devstack::bridge::Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
+    for _ in 0..20 {
+        let round = bridge
+            .pump_once(|event| testkit::consume(&cx, event))
+            .await
+            .expect("pump");
+        if round.is_none() {
+            break;
+        }
+    }
+    let text = std::str::from_utf8(&body).expect("UTF-8");
+    let mut delivered = sor.deliveries();
+    delivered.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(
+        delivered.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(),
+        [40, 41, 42].map(hubspot_key)
+    );
+    for (d, id) in delivered.iter().zip([40u64, 41, 42]) {
+        let own = std::str::from_utf8(&d.body).expect("UTF-8");
+        assert!(text.contains(own), "{own}: not a slice of the signed batch");
+        assert_eq!(
+            serde_json::from_str::<Value>(own).expect("JSON"),
+            hubspot_event(id, 0)
+        );
+    }
+    for item in aws.ledger_items().await {
+        assert_eq!(
+            item.status,
+            inbox::ledger::Status::Completed,
+            "{}",
+            item.key
+        );
+    }
+}
