@@ -480,3 +480,35 @@ async fn receiver_batches_of_1_10_and_100_events_are_a_put_item_each_and_a_send_
         "one message per event, the resends deduplicated"
     );
 }
+
+/// The claims of a batch of 100 are in flight together, one round trip: when the first claim
+/// has been answered (the process frozen right there), all 100 PutItems have been made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_a_batch_of_100_makes_its_100_claims_before_the_first_answer() {
+    let sources = r#"{"batched": {"signature": {"scheme": "github", "secrets": ["secretsmanager:cc/wave"]},
+        "batch": {"format": "json_array", "max_events": 100},
+        "key": {"from": "json", "pointers": ["/id"]}}}"#;
+    let aws = LocalAws::with_sources(
+        "cc-wave",
+        sources,
+        &[devstack::local_stack::Secret::new(
+            "cc/wave",
+            testkit::TEST_SECRET,
+        )],
+    )
+    .await;
+    let process = aws.sibling(aws.sdk.clone(), Faults::new());
+    process.faults.freeze_after("PutItem");
+    let rx = process.receiver(ReceiverSettings::default()).await.0;
+    let events: Vec<serde_json::Value> = (0..100)
+        .map(|i| serde_json::json!({"id": format!("w-{i}")}))
+        .collect();
+    let body = serde_json::to_vec(&events).expect("JSON");
+    let request = post("batched", &testkit::github_headers("wave", &body), &body);
+    tokio::select! {
+        _ = rx.handle(request) => panic!("the frozen receiver answered"),
+        () = process.faults.frozen() => {}
+    }
+    assert_eq!(process.faults.calls("PutItem"), 100);
+    assert_eq!(process.faults.calls("SendMessageBatch"), 0);
+}
