@@ -82,11 +82,10 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         for (event, _) in &events.events {
             claims.push(self.claim_event(event, &inv));
         }
-        let claimed: Vec<Result<Claimed, Rejection>> = futures::stream::iter(claims)
+        let mut claimed: Vec<Result<Claimed, Rejection>> = futures::stream::iter(claims)
             .buffered(CLAIMS_IN_FLIGHT)
             .collect()
             .await;
-        let mut claimed = claimed;
         let ours: Vec<bool> = claimed
             .iter()
             .map(|c| matches!(c, Ok(Claimed::Ours)))
