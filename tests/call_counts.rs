@@ -412,3 +412,103 @@ async fn the_service_clients_share_one_connection_pool() {
         "six calls through two clients, one connection"
     );
 }
+
+/// A batch of `n` events on a source declaring a root JSON array (docs/design.md §14): one
+/// PutItem per event, all in flight at once (one round of claims), and one SendMessageBatch per
+/// 10 events, sent at once (one round of sends): two sequential round trips whatever `n` up
+/// to 100, against `n` requests of two each for one request per event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_batches_of_1_10_and_100_events_are_a_put_item_each_and_a_send_message_batch_per_10(
+) {
+    let sources = r#"{"batched": {"signature": {"scheme": "github", "secrets": ["secretsmanager:cc/batched"]},
+        "batch": {"format": "json_array", "max_events": 100},
+        "key": {"from": "json", "pointers": ["/id"]}}}"#;
+    let aws = LocalAws::with_sources(
+        "cc-batches",
+        sources,
+        &[devstack::local_stack::Secret::new(
+            "cc/batched",
+            testkit::TEST_SECRET,
+        )],
+    )
+    .await;
+    let rx = aws.receiver(ReceiverSettings::default()).await.0;
+    for n in [1u64, 10, 100] {
+        let events: Vec<serde_json::Value> = (0..n)
+            .map(|i| serde_json::json!({"id": format!("b{n}-{i}"), "type": "t"}))
+            .collect();
+        let body = serde_json::to_vec(&events).expect("JSON");
+        aws.faults.reset_calls();
+        let resp = rx
+            .handle(post(
+                "batched",
+                &testkit::github_headers(&format!("batch-{n}"), &body),
+                &body,
+            ))
+            .await;
+        assert_eq!(resp.status(), 200, "a batch of {n}");
+        assert_eq!(
+            aws.faults.all_calls(),
+            tally(&[("PutItem", n), ("SendMessageBatch", n.div_ceil(10))]),
+            "a batch of {n}"
+        );
+        // Its retry: a claim per event finds each RECEIVED with these bytes; each is marked
+        // and sent again (the queue deduplicates), as a single event's duplicate is.
+        aws.faults.reset_calls();
+        let again = rx
+            .handle(post(
+                "batched",
+                &testkit::github_headers(&format!("batch-{n}"), &body),
+                &body,
+            ))
+            .await;
+        assert_eq!(again.status(), 200);
+        assert!(replayed(&again), "a batch of {n} again");
+        assert_eq!(
+            aws.faults.all_calls(),
+            tally(&[
+                ("PutItem", n),
+                ("UpdateItem", n),
+                ("SendMessageBatch", n.div_ceil(10))
+            ]),
+            "a batch of {n} again"
+        );
+    }
+    let on_queue = aws.receive_all(&aws.resources.queue_url).await.len();
+    assert_eq!(
+        on_queue, 111,
+        "one message per event, the resends deduplicated"
+    );
+}
+
+/// The claims of a batch of 100 are in flight together, one round trip: when the first claim
+/// has been answered (the process frozen right there), all 100 PutItems have been made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receiver_a_batch_of_100_makes_its_100_claims_before_the_first_answer() {
+    let sources = r#"{"batched": {"signature": {"scheme": "github", "secrets": ["secretsmanager:cc/wave"]},
+        "batch": {"format": "json_array", "max_events": 100},
+        "key": {"from": "json", "pointers": ["/id"]}}}"#;
+    let aws = LocalAws::with_sources(
+        "cc-wave",
+        sources,
+        &[devstack::local_stack::Secret::new(
+            "cc/wave",
+            testkit::TEST_SECRET,
+        )],
+    )
+    .await;
+    let process = aws.sibling(aws.sdk.clone(), Faults::new());
+    process.faults.freeze_after("PutItem");
+    let rx = process.receiver(ReceiverSettings::default()).await.0;
+    let events: Vec<serde_json::Value> = (0..100)
+        .map(|i| serde_json::json!({"id": format!("w-{i}")}))
+        .collect();
+    let body = serde_json::to_vec(&events).expect("JSON");
+    let request = post("batched", &testkit::github_headers("wave", &body), &body);
+    tokio::select! {
+        _ = rx.handle(request) => panic!("the frozen receiver answered"),
+        () = process.faults.frozen() => {}
+    }
+    assert_eq!(process.faults.calls("PutItem"), 100);
+    assert_eq!(process.faults.calls("SendMessageBatch"), 0);
+}

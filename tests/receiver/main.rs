@@ -13,6 +13,7 @@ use inbox::receiver::ReceiverSettings;
 use inbox::store::ObjectStore;
 use lambda_http::{Body, Response};
 
+mod batches;
 mod inputs;
 mod pending;
 

@@ -14,7 +14,9 @@
 //! Elsewhere in the body, duplicates and numbers are left alone (they are the system of
 //! record's business, not the key's).
 
+mod split;
 mod strip;
+pub use split::{array_elements, json_lines, SplitError};
 pub use strip::without_member;
 
 /// How deep arrays and objects may nest (serde_json's own limit).

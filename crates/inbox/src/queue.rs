@@ -66,6 +66,19 @@ pub struct Envelope {
     /// Set by `inbox-ops replay --destination`: the replay runs for this destination only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
+    /// Where the event sat in a signed batch (docs/design.md §14); absent for a request of
+    /// one event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchPlace>,
+}
+
+/// An event of a batch: the SHA-256 of the whole signed body its bytes were cut from, its
+/// position there (from 0) and the number of events (docs/design.md §14).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchPlace {
+    pub sha256: String,
+    pub index: usize,
+    pub count: usize,
 }
 
 /// A message that cannot be read back.
@@ -126,6 +139,7 @@ impl Envelope {
             replay_id: None,
             event_type: None,
             destination: None,
+            batch: None,
         }
     }
 
@@ -142,6 +156,7 @@ impl Envelope {
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
             destination: self.destination.as_deref(),
+            batch: self.batch.as_ref(),
             ..Wire::event(
                 &self.key,
                 &self.source,
@@ -164,7 +179,32 @@ impl Envelope {
         event_type: Option<&str>,
         body_ref: &BodyRef,
     ) -> String {
+        Self::json_with_ref_in_batch(
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            event_type,
+            None,
+            body_ref,
+        )
+    }
+
+    /// [`Self::json_with_ref`] of an event of a batch (`batch`: where it sat).
+    #[allow(clippy::too_many_arguments)]
+    pub fn json_with_ref_in_batch(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
+        batch: Option<&BatchPlace>,
+        body_ref: &BodyRef,
+    ) -> String {
         Wire {
+            batch,
             body_ref: Some(body_ref),
             ..Wire::event(
                 key,
@@ -190,8 +230,33 @@ impl Envelope {
         event_type: Option<&str>,
         body: &[u8],
     ) -> String {
+        Self::json_of_in_batch(
+            key,
+            source,
+            received_at,
+            payload_sha256,
+            headers,
+            event_type,
+            None,
+            body,
+        )
+    }
+
+    /// [`Self::json_of`] of an event of a batch (`batch`: where it sat).
+    #[allow(clippy::too_many_arguments)]
+    pub fn json_of_in_batch(
+        key: &str,
+        source: &str,
+        received_at: i64,
+        payload_sha256: &str,
+        headers: &BTreeMap<String, String>,
+        event_type: Option<&str>,
+        batch: Option<&BatchPlace>,
+        body: &[u8],
+    ) -> String {
         let (body, body_encoding) = encode_body(body);
         Wire {
+            batch,
             body: Some(body),
             body_encoding,
             ..Wire::event(
@@ -277,6 +342,8 @@ struct Wire<'a> {
     event_type: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     destination: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch: Option<&'a BatchPlace>,
 }
 
 impl<'a> Wire<'a> {
@@ -303,6 +370,7 @@ impl<'a> Wire<'a> {
             replay_id: None,
             event_type,
             destination: None,
+            batch: None,
         }
     }
 
@@ -365,13 +433,33 @@ pub struct QueueError(pub String);
 /// moves into the request instead of being copied.
 pub trait Queue: Send + Sync + 'static {
     fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Sends the events of one request (docs/design.md §14): one result per message, in
+    /// order. Messages sharing a FIFO group go in the order given. By default each is
+    /// [`Queue::send`], concurrently, a group's messages one after another; [`SqsQueue`]
+    /// sends SendMessageBatch calls.
+    fn send_batch(
+        &self,
+        msgs: Vec<Outgoing>,
+    ) -> impl Future<Output = Vec<Result<(), QueueError>>> + Send {
+        sending::one_by_one(self, msgs)
+    }
 }
 
 impl<T: Queue> Queue for std::sync::Arc<T> {
     fn send(&self, msg: Outgoing) -> impl Future<Output = Result<(), QueueError>> + Send {
         (**self).send(msg)
     }
+    fn send_batch(
+        &self,
+        msgs: Vec<Outgoing>,
+    ) -> impl Future<Output = Vec<Result<(), QueueError>>> + Send {
+        (**self).send_batch(msgs)
+    }
 }
+
+mod sending;
+pub use sending::{group_runs, SEND_BATCH_BYTES, SEND_BATCH_ENTRIES};
 
 /// SQS: FIFO where the URL ends in `.fifo` (group and deduplication ids set), standard
 /// otherwise (neither is allowed there).
@@ -407,11 +495,51 @@ impl Queue for SqsQueue {
             .map(|_| ())
             .map_err(|e| QueueError(aws_sdk_sqs::error::DisplayErrorContext(e).to_string()))
     }
+
+    /// SendMessageBatch, 10 entries and 1 MiB a call; calls sharing no group at once, calls
+    /// linked by a group one after another. An entry SQS lists as failed, or every entry of
+    /// a call that failed, is that message's error.
+    async fn send_batch(&self, msgs: Vec<Outgoing>) -> Vec<Result<(), QueueError>> {
+        self.send_calls(msgs).await
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_of_a_batch_carries_its_place_last_and_reads_back() {
+        let place = BatchPlace {
+            sha256: "b".repeat(64),
+            index: 2,
+            count: 3,
+        };
+        let text = Envelope::json_of_in_batch(
+            "a:1",
+            "a",
+            5,
+            "h",
+            &BTreeMap::new(),
+            None,
+            Some(&place),
+            b"{}",
+        );
+        assert!(
+            text.ends_with(&format!(
+                r#","batch":{{"sha256":"{}","index":2,"count":3}}}}"#,
+                "b".repeat(64)
+            )),
+            "{text}"
+        );
+        let env = Envelope::parse(&text).expect("reads back");
+        assert_eq!(env.batch.as_ref(), Some(&place));
+        assert_eq!(env.to_json(), text);
+        // Without a place, no field: the text of an event alone is unchanged.
+        assert!(
+            !Envelope::json_of("a:1", "a", 5, "h", &BTreeMap::new(), None, b"{}").contains("batch")
+        );
+    }
 
     #[test]
     fn outgoing_ids_are_made_sqs_safe() {

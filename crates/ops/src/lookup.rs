@@ -151,6 +151,14 @@ pub async fn envelope_body(
     Ok(body)
 }
 
+/// Where an event of a batch came from (docs/design.md §14), for `lookup --body`'s stderr.
+pub fn batch_note(place: &inbox::queue::BatchPlace) -> String {
+    format!(
+        "event {} of {} (counted from 0) of a signed batch whose SHA-256 is {}: the body is that event's bytes as sent; the carried signature headers verify the whole batch, not this body",
+        place.index, place.count, place.sha256
+    )
+}
+
 /// The body as a terminal may show it: every control character other than newline and tab
 /// (C0, DEL, C1, so no escape sequence reaches the terminal) and every byte that is not UTF-8
 /// is written as `\xNN` (a C1 character by its code point, `\u{NN}`); the rest is unchanged.
@@ -207,7 +215,14 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
             .await?;
         let store = S3Store::new(inbox::store::s3_client(&sdk), &bucket);
         let ledger = DynamoLedger::new(aws::dynamo(&sdk), table);
-        let body = archived_body(&store, &ledger, key).await?;
+        let envelope = crate::replay::archived_envelope(&store, &ledger, key)
+            .await?
+            .envelope;
+        let body = envelope_body(&store, &envelope).await?;
+        if let Some(place) = &envelope.batch {
+            // docs/design.md §14: the body is a slice of a signed batch.
+            eprintln!("{}", batch_note(place));
+        }
         let stdout = std::io::stdout();
         let output = body_output(&body, stdout.is_terminal());
         stdout.lock().write_all(&output)?;

@@ -117,7 +117,7 @@ def xero(ctx: Context) -> list:
     bad = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(wrong, itr)}, itr)
     return [
         make_case("xero", "event", "INVOICE UPDATE event", _alg(doc), secret, wrong, req,
-                  event_expect(f"{resource}|2024-05-01T14:00:00.123|UPDATE", "UPDATE")),
+                  event_expect(f"{tenant}|INVOICE|UPDATE|{resource}|2024-05-01T14:00:00.123", "UPDATE")),
         make_case("xero", "handshake", "intent to receive, correctly signed", _alg(doc), secret, wrong, good,
                   {"status": 200, "body": ""}),
         make_case("xero", "handshake", "intent to receive, incorrectly signed", _alg(doc), secret, wrong, bad,

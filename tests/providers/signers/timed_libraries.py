@@ -22,29 +22,44 @@ def hubspot(ctx: Context) -> list:
 
     secret, wrong = derived_uuid("hubspot/secret"), derived_uuid("hubspot/wrong")
     url = ctx.url("hubspot")
-    # The body is a batch (a JSON array); each element has its eventId and subscriptionType.
-    body = [{"eventId": 1234567890, "subscriptionId": 2761183, "portalId": 62515, "appId": 1160452,
-             "occurredAt": 1714572000000, "subscriptionType": "contact.propertyChange", "attemptNumber": 0,
-             "objectId": 123, "propertyName": "lifecyclestage", "propertyValue": "marketingqualifiedlead",
-             "changeSource": "CRM", "sourceId": "userId:12345"}]
-    payload = body_json(body).decode("utf-8")
+    # The body is a batch (a JSON array); each element has its eventId and subscriptionType,
+    # and its attemptNumber, which HubSpot changes on each attempt.
+    def event(event_id, attempt):
+        return {"eventId": event_id, "subscriptionId": 2761183, "portalId": 62515, "appId": 1160452,
+                "occurredAt": 1714572000000, "subscriptionType": "contact.propertyChange", "attemptNumber": attempt,
+                "objectId": 123, "propertyName": "lifecyclestage", "propertyValue": "marketingqualifiedlead",
+                "changeSource": "CRM", "sourceId": "userId:12345"}
 
-    def signed(at):
-        ms = str(at * 1000)
-        v3 = Signature.get_signature(secret, payload, "v3", http_uri=url, http_method="POST", timestamp=ms)
-        v1 = Signature.get_signature(secret, payload, "v1")
-        headers = {**JSON, "X-HubSpot-Signature-v3": v3, "X-HubSpot-Request-Timestamp": ms,
-                   "X-HubSpot-Signature": v1, "X-HubSpot-Signature-Version": "v1"}
-        req = request(ctx, "hubspot", headers, payload.encode("utf-8"))
-        verified_by_library("hubspot", "v3", lambda: Signature.is_valid(
-            header(req, "X-HubSpot-Signature-v3"), secret, body_of(req).decode("utf-8"), http_uri=url,
-            http_method="POST", signature_version="v3", timestamp=header(req, "X-HubSpot-Request-Timestamp")),
-            at, ctx.now)
-        return req
+    def signer(events):
+        payload = body_json(events).decode("utf-8")
+
+        def signed(at):
+            ms = str(at * 1000)
+            v3 = Signature.get_signature(secret, payload, "v3", http_uri=url, http_method="POST", timestamp=ms)
+            v1 = Signature.get_signature(secret, payload, "v1")
+            headers = {**JSON, "X-HubSpot-Signature-v3": v3, "X-HubSpot-Request-Timestamp": ms,
+                       "X-HubSpot-Signature": v1, "X-HubSpot-Signature-Version": "v1"}
+            req = request(ctx, "hubspot", headers, payload.encode("utf-8"))
+            verified_by_library("hubspot", "v3", lambda: Signature.is_valid(
+                header(req, "X-HubSpot-Signature-v3"), secret, body_of(req).decode("utf-8"), http_uri=url,
+                http_method="POST", signature_version="v3", timestamp=header(req, "X-HubSpot-Request-Timestamp")),
+                at, ctx.now)
+            return req
+        return signed
 
     signed_by = f"{package('hubspot-api-client')} Signature.get_signature (v3 and v1), verified by Signature.is_valid v3"
-    return _pair(ctx, "hubspot", "contact.propertyChange batch", signed, secret, wrong,
-                 event_expect("1234567890", "contact.propertyChange"), signed_by, {"public_url": url})
+    first = event_expect("62515|2761183|1234567890|1714572000000", "contact.propertyChange")
+    source = {"public_url": url}
+    # Events are split out of the batch (docs/design.md §14): its retry (attemptNumber 1) is a
+    # duplicate of each event, a later batch overlapping it queues only its new event.
+    return _pair(ctx, "hubspot", "contact.propertyChange batch", signer([event(1234567890, 0)]), secret, wrong,
+                 first, signed_by, source) + [
+        make_case("hubspot", "event", "the batch retried, attemptNumber 1: a duplicate", signed_by, secret, wrong,
+                  signer([event(1234567890, 1)])(ctx.now), first, source),
+        make_case("hubspot", "event", "a batch overlapping it: its new event accepted", signed_by, secret, wrong,
+                  signer([event(1234567890, 2), event(1234567891, 0)])(ctx.now),
+                  event_expect("62515|2761183|1234567891|1714572000000", "contact.propertyChange"), source),
+    ]
 
 
 class _PaddleRequest:

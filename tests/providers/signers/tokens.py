@@ -113,7 +113,15 @@ def auth0(ctx: Context) -> list:
                                         "user_name": "alice@example.com", "log_id": log_id}}]
     req = request(ctx, "auth0", {**JSON, "Authorization": secret}, body_json(body))
     _require_equal("auth0", header(req, "Authorization"), secret)
-    return [_case("auth0", "success login log", doc, secret, wrong, req, log_id, "s", "Authorization header")]
+    # The stream's default content format: JSON Lines, one log event a line ("The payload will be
+    # delivered in JSON lines format", same page); each line is an event of its own.
+    lines_ids = ["90020240501140001123456789012345678901234567890123", "90020240501140002123456789012345678901234567890123"]
+    lines = b"".join(body_json({"log_id": i, "data": {**body[0]["data"], "type": t, "log_id": i}}) + b"\n"
+                     for i, t in zip(lines_ids, ("s", "f")))
+    lines_req = request(ctx, "auth0", {**JSON, "Authorization": secret}, lines)
+    return [_case("auth0", "success login log", doc, secret, wrong, req, log_id, "s", "Authorization header"),
+            _case("auth0", "two logs in JSON Lines", doc, secret, wrong, lines_req, lines_ids[1], "f",
+                  "Authorization header")]
 
 
 def okta(ctx: Context) -> list:
@@ -131,7 +139,7 @@ def okta(ctx: Context) -> list:
     challenge = derived_text("okta/challenge", 40)
     verification = request(ctx, "okta", {"Authorization": secret, "x-okta-verification-challenge": challenge}, b"", "GET")
     return [
-        _case("okta", "user.session.start event hook", doc, secret, wrong, req, event_id, "user.session.start",
+        _case("okta", "user.session.start event hook", doc, secret, wrong, req, "79cd0f6b-8f8d-11eb-8c66-a3b4e5dda4d7", "user.session.start",
               "Authorization header"),
         make_case("okta", "handshake", "one-time verification", f"algorithm from {doc}", secret, wrong, verification,
                   {"status": 200, "json": {"verification": challenge}, "headers": {"X-Content-Type-Options": "nosniff"}}),

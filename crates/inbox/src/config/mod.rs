@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::signature::Verifier;
 
+mod batch;
 pub mod env;
 pub mod presets;
 pub mod secrets;
@@ -23,10 +24,11 @@ pub mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use batch::{DEFAULT_MAX_EVENTS, MAX_BATCH_EVENTS};
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
 pub use spec::{
-    AcceptedAnswer, BodyCheck, Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec,
-    OnPayloadMismatch, SourceSpec,
+    AcceptedAnswer, BatchFormat, BatchSpec, BodyCheck, Delivery, EventTypeSpec, GroupSpec,
+    Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
 };
 
 /// The longest event type carried (docs/design.md §5): a longer one is no type at all.

@@ -54,6 +54,9 @@ struct RawSource {
     /// `true`: the secret is stored after the deploy (`inbox-ops secret set`).
     #[serde(default)]
     pending: Option<bool>,
+    /// Several events per body (docs/design.md §14).
+    #[serde(default)]
+    batch: Option<super::batch::RawBatch>,
 }
 
 #[derive(Deserialize)]
@@ -108,15 +111,18 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
     )?;
     let handshake = parse_handshake(name, raw.handshake.as_deref(), &scheme)?;
     let pending = parse_pending(name, raw.pending, &secrets)?;
+    let key = parse_key(name, raw.key)?;
+    let batch = super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
     Ok(SourceSpec {
         pending,
+        batch,
         name: name.to_owned(),
         tolerance_seconds: parse_tolerance(name, &scheme, raw.signature.tolerance_seconds)?,
         public_url: parse_public_url(name, &scheme, raw.public_url)?,
         verify_token: parse_verify_token(name, handshake, raw.verify_token.as_deref())?,
         scheme,
         secrets,
-        key: parse_key(name, raw.key)?,
+        key,
         group: parse_group(name, raw.group)?,
         delivery,
         retention_hours,

@@ -195,6 +195,35 @@ pub enum GroupSpec {
     Json(Vec<String>),
 }
 
+/// How a batch's events sit in the body (`batch.format`, docs/design.md §14).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchFormat {
+    /// The elements of the JSON array at the pointer `at` (`""`: the body itself).
+    JsonArray { at: String },
+    /// JSON values separated by whitespace (JSON Lines, or one object), or one JSON array of
+    /// them.
+    JsonLines,
+}
+
+/// `batch`: the body carries several events, each keyed, claimed and queued on its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchSpec {
+    pub format: BatchFormat,
+    /// The most events one request may carry (more: 413 `too_many_events`).
+    pub max_events: usize,
+}
+
+impl BatchSpec {
+    pub fn describe(&self) -> String {
+        let format = match &self.format {
+            BatchFormat::JsonArray { at } if at.is_empty() => "a JSON array".to_owned(),
+            BatchFormat::JsonArray { at } => format!("the JSON array at {at}"),
+            BatchFormat::JsonLines => "JSON Lines (or one JSON array)".to_owned(),
+        };
+        format!("{format}, at most {} events", self.max_events)
+    }
+}
+
 /// The delivery semantics a source declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delivery {
@@ -255,6 +284,8 @@ pub struct SourceSpec {
     /// `pending`: the secret is stored after the deploy. Until the receiver reads a valid one,
     /// the source's requests are answered 503 with `Retry-After` (docs/design.md §3).
     pub pending: bool,
+    /// `batch`: the body carries several events (docs/design.md §14); `None`: one event.
+    pub batch: Option<BatchSpec>,
 }
 
 impl SourceSpec {

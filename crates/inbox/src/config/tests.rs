@@ -523,3 +523,94 @@ fn a_short_verify_token_stops_start_up() {
     with("éééééééééééééééé").expect("16 characters");
     assert!(with("ééééééééééééééé").is_err(), "15 characters, 30 bytes");
 }
+
+#[test]
+fn a_batch_is_declared_with_a_per_event_key_and_checked() {
+    let specs = SourceSpecs::parse(
+        r#"{"x": {"signature": {"scheme": "github", "secrets": ["env:X"]},
+                  "batch": {"format": "json_array", "at": "/events", "max_events": 10},
+                  "key": {"from": "json", "pointers": ["/id"]}},
+            "l": {"signature": {"scheme": "github", "secrets": ["env:X"]},
+                  "batch": {"format": "json_lines"}, "key": {"from": "payload_sha256"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        specs.get("x").unwrap().batch,
+        Some(BatchSpec {
+            format: BatchFormat::JsonArray {
+                at: "/events".into()
+            },
+            max_events: 10
+        })
+    );
+    assert_eq!(
+        specs.get("l").unwrap().batch,
+        Some(BatchSpec {
+            format: BatchFormat::JsonLines,
+            max_events: DEFAULT_MAX_EVENTS
+        })
+    );
+}
+
+#[test]
+fn a_batch_with_a_header_key_a_replay_guard_or_out_of_range_stops_start_up() {
+    let with = |batch: &str, rest: &str| {
+        err(&format!(
+            r#"{{"x": {{"signature": {{"scheme": "github", "secrets": ["env:X"]}}, "batch": {batch}, {rest}}}}}"#
+        ))
+    };
+    let json_key = r#""key": {"from": "json", "pointers": ["/id"]}"#;
+    for (batch, rest, field, says) in [
+        (
+            r#"{"format": "json_array"}"#,
+            r#""key": {"from": "header", "name": "x-id"}"#,
+            "`batch`",
+            "keyed in each event",
+        ),
+        (
+            r#"{"format": "json_array"}"#,
+            &format!(r#"{json_key}, "replay_guard_seconds": 60"#) as &str,
+            "`batch`",
+            "replay_guard_seconds",
+        ),
+        (
+            r#"{"format": "json_array"}"#,
+            &format!(r#"{json_key}, "delivery": "at_most_once""#),
+            "`batch`",
+            "ledger",
+        ),
+        (
+            r#"{"format": "json_array", "max_events": 0}"#,
+            json_key,
+            "batch.max_events",
+            "between 1 and 4000",
+        ),
+        (
+            r#"{"format": "json_array", "max_events": 4001}"#,
+            json_key,
+            "batch.max_events",
+            "between 1 and 4000",
+        ),
+        (
+            r#"{"format": "xml"}"#,
+            json_key,
+            "batch.format",
+            "json_array, json_lines",
+        ),
+        (
+            r#"{"format": "json_array", "at": "events"}"#,
+            json_key,
+            "batch.at",
+            "not a JSON pointer",
+        ),
+        (
+            r#"{"format": "json_lines", "at": "/events"}"#,
+            json_key,
+            "batch.at",
+            "only goes with `json_array`",
+        ),
+    ] {
+        let e = with(batch, rest);
+        assert!(e.contains(field) && e.contains(says), "{batch} {rest}: {e}");
+    }
+}

@@ -37,6 +37,8 @@ pub enum Rejection {
     /// nothing is accepted unsigned, the sender is asked to come back.
     #[error("source pending: {0}")]
     SourcePending(String),
+    #[error("the batch holds {0} events, over the source's max_events")]
+    TooManyEvents(usize),
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -74,6 +76,7 @@ impl Rejection {
                 StatusCode::SERVICE_UNAVAILABLE,
                 crate::config::SOURCE_PENDING_CODE,
             ),
+            Rejection::TooManyEvents(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_many_events"),
             Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }

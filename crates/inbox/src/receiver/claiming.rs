@@ -103,7 +103,11 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// lease says: a claimant paused between its clock read and its release's write cannot be
     /// told by time alone. `Ok(true)`: send; `Ok(false)`: the item moved on (taken), nothing to
     /// send. A claim released meanwhile is a 500: the sender's retry claims the key anew.
-    async fn mark_resent(&self, event: &Event<'_>, inv: &Invocation) -> Result<bool, Rejection> {
+    pub(super) async fn mark_resent(
+        &self,
+        event: &Event<'_>,
+        inv: &Invocation,
+    ) -> Result<bool, Rejection> {
         let now = self.clock.now_ms();
         match self
             .ledger

@@ -32,6 +32,7 @@ use crate::signature::{Inbound, Verifier};
 use crate::store::{NoStore, ObjectStore};
 
 mod answer;
+mod batch;
 mod claiming;
 mod established;
 mod handshake;
@@ -286,6 +287,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             }
         };
         let body: &[u8] = &body;
+        if let Some(batch) = &source.spec.batch {
+            return self.process_batch(req, source, batch, body).await;
+        }
         let body_sha256 = key::sha256_hex(body);
         let (key, json) = derive_key(source, req, body, &body_sha256)?;
         let event_type = source
@@ -312,6 +316,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             json,
             event_type,
             now,
+            None,
         )?;
         if source.spec.delivery == Delivery::AtMostOnce {
             return self.accept_at_most_once(&event, carry).await;

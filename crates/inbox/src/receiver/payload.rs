@@ -15,7 +15,7 @@ use crate::config::Source;
 use crate::fifo;
 use crate::json_fields::Fields;
 use crate::ledger::LedgerStore;
-use crate::queue::{BodyRef, Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
+use crate::queue::{BatchPlace, BodyRef, Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
 use crate::store::{self, ObjectStore, StoreError};
 
 /// Where the body travels: in the envelope (its text, when already built to measure it) or
@@ -23,6 +23,16 @@ use crate::store::{self, ObjectStore, StoreError};
 pub(super) enum Carry {
     Inline(Option<String>),
     InBucket,
+}
+
+impl Carry {
+    /// The same choice, for a second use: a measured text is copied.
+    pub(super) fn again(&self) -> Carry {
+        match self {
+            Carry::Inline(text) => Carry::Inline(text.clone()),
+            Carry::InBucket => Carry::InBucket,
+        }
+    }
 }
 
 /// The envelope's fields around the body, key and headers, at their longest: field names,
@@ -68,13 +78,21 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         body_sha256: &str,
         headers: &BTreeMap<String, String>,
         event_type: Option<&str>,
+        batch: Option<&BatchPlace>,
         body: &[u8],
     ) -> Result<String, StoreError> {
         let text = match carry {
             Carry::Inline(Some(text)) => text,
-            Carry::Inline(None) => {
-                Envelope::json_of(key, source, now, body_sha256, headers, event_type, body)
-            }
+            Carry::Inline(None) => Envelope::json_of_in_batch(
+                key,
+                source,
+                now,
+                body_sha256,
+                headers,
+                event_type,
+                batch,
+                body,
+            ),
             Carry::InBucket => {
                 let store = &self.store;
                 let body_ref = BodyRef {
@@ -84,13 +102,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 };
                 store.put(&body_ref.s3_key, body.to_vec()).await?;
                 info!(source, key, size = body.len(), object = %body_ref.s3_key, "body stored in the payload bucket");
-                Envelope::json_with_ref(
+                Envelope::json_with_ref_in_batch(
                     key,
                     source,
                     now,
                     body_sha256,
                     headers,
                     event_type,
+                    batch,
                     &body_ref,
                 )
             }
@@ -112,6 +131,8 @@ pub(super) struct Event<'a> {
     pub(super) event_type: Option<String>,
     /// When it was received (and measured, where a [`Carry::Inline`] holds the text).
     pub(super) measured_at: i64,
+    /// Where it sat in a signed batch (docs/design.md §14); `None` for a request of one event.
+    pub(super) batch: Option<BatchPlace>,
 }
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
@@ -129,6 +150,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         json: Option<Fields>,
         event_type: Option<String>,
         now: i64,
+        batch: Option<BatchPlace>,
     ) -> Result<(Event<'a>, Carry), Rejection> {
         let name = source.spec.name.as_str();
         let headers = envelope_headers(source, request_headers);
@@ -136,13 +158,14 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let carry = if envelope_surely_fits(body.len(), &key, &headers) {
             Carry::Inline(None)
         } else {
-            let text = Envelope::json_of(
+            let text = Envelope::json_of_in_batch(
                 &key,
                 name,
                 now,
                 &body_sha256,
                 &headers,
                 event_type.as_deref(),
+                batch.as_ref(),
                 body,
             );
             if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
@@ -164,6 +187,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             headers,
             event_type,
             measured_at: now,
+            batch,
         };
         Ok((event, carry))
     }
@@ -178,6 +202,18 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         carry: Carry,
         received_at: i64,
     ) -> Result<(), String> {
+        let msg = self.outgoing(event, carry, received_at).await?;
+        self.queue.send(msg).await.map_err(|e| e.to_string())
+    }
+
+    /// The event's message as received at `received_at`: its body in the bucket first where
+    /// it goes there.
+    pub(super) async fn outgoing(
+        &self,
+        event: &Event<'_>,
+        carry: Carry,
+        received_at: i64,
+    ) -> Result<Outgoing, String> {
         let name = event.source.spec.name.as_str();
         let carry = match carry {
             // The measured text holds the time it was measured at: reused only for that time.
@@ -193,6 +229,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 &event.body_sha256,
                 &event.headers,
                 event.event_type.as_deref(),
+                event.batch.as_ref(),
                 event.body,
             )
             .await
@@ -203,10 +240,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             name,
             event.json.as_ref(),
         );
-        self.queue
-            .send(Outgoing::new(&group, &event.key, text))
-            .await
-            .map_err(|e| e.to_string())
+        Ok(Outgoing::new(&group, &event.key, text))
     }
 }
 

@@ -276,7 +276,16 @@ pub(crate) fn hours(seconds: impl Into<u64>) -> String {
 
 /// Audits one source against the queue's facts.
 pub fn audit_source(spec: &SourceSpec, queue: &QueueFacts) -> SourceAudit {
-    let repeat_key = format!("{} -> `{}:<value>`", spec.key.describe(), spec.name);
+    let repeat_key = match &spec.batch {
+        None => format!("{} -> `{}:<value>`", spec.key.describe(), spec.name),
+        // docs/design.md §14: each event of the batch keyed in itself.
+        Some(batch) => format!(
+            "{} of each event of {} -> `{}:<value>` per event",
+            spec.key.describe(),
+            batch.describe(),
+            spec.name
+        ),
+    };
     let group = match &spec.group {
         GroupSpec::Key => "the key (per-event order)".to_owned(),
         GroupSpec::Json(pointers) => format!("body {} (ordered per value)", pointers.join(" + ")),

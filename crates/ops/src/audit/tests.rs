@@ -308,3 +308,12 @@ fn routes_without_a_forward_url_say_what_goes_nowhere_and_flag_unsigned_destinat
     );
     assert!(!out.contains("events_go_nowhere"), "{out}");
 }
+
+#[test]
+fn a_batch_source_is_shown_keyed_per_event() {
+    let s = spec(r#"{"preset": "sendgrid", "signature": {"secrets": ["env:X"]}}"#);
+    assert_eq!(
+        audit_source(&s, &QUEUE).repeat_key,
+        "body /sg_event_id of each event of a JSON array, at most 4000 events -> `s:<value>` per event"
+    );
+}
