@@ -26,7 +26,7 @@ mod tests;
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
 pub use spec::{
     AcceptedAnswer, BodyCheck, Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec,
-    OnPayloadMismatch, SourceSpec,
+    OnPayloadMismatch, SignatureRefusal, SourceSpec,
 };
 
 /// The longest event type carried (docs/design.md §5): a longer one is no type at all.
