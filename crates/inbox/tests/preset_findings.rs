@@ -20,8 +20,12 @@ const SECRET: &str = "a-secret-of-enough-bytes";
 struct Secrets;
 
 impl SecretResolver for Secrets {
-    async fn resolve(&self, _reference: &SecretRef) -> Result<String, String> {
-        Ok(SECRET.to_owned())
+    async fn resolve(&self, reference: &SecretRef) -> Result<String, String> {
+        // `env:BASIC`: a basic-auth secret (`user:password`); any other: SECRET.
+        Ok(match reference {
+            SecretRef::Env(name) if name == "BASIC" => format!("postmark:{SECRET}"),
+            _ => SECRET.to_owned(),
+        })
     }
 }
 
@@ -270,7 +274,7 @@ async fn figmas_passcode_is_taken_out_of_the_body_and_every_other_byte_kept() {
 #[tokio::test]
 async fn postmark_inbound_keys_each_mail_by_its_message_id() {
     let (rx, kept) =
-        receiver(r#"{"preset": "postmark-inbound", "signature": {"secrets": ["env:S"]}}"#).await;
+        receiver(r#"{"preset": "postmark-inbound", "signature": {"secrets": ["env:BASIC"]}}"#).await;
     let auth = format!("Basic {}", b64(format!("postmark:{SECRET}").as_bytes()));
     let mail = |id: &str| {
         format!(
