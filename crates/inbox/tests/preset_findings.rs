@@ -274,7 +274,8 @@ async fn figmas_passcode_is_taken_out_of_the_body_and_every_other_byte_kept() {
 #[tokio::test]
 async fn postmark_inbound_keys_each_mail_by_its_message_id() {
     let (rx, kept) =
-        receiver(r#"{"preset": "postmark-inbound", "signature": {"secrets": ["env:BASIC"]}}"#).await;
+        receiver(r#"{"preset": "postmark-inbound", "signature": {"secrets": ["env:BASIC"]}}"#)
+            .await;
     let auth = format!("Basic {}", b64(format!("postmark:{SECRET}").as_bytes()));
     let mail = |id: &str| {
         format!(

@@ -190,6 +190,28 @@ async fn smoke_reads_the_sources_of_the_deployed_stack() {
 const ED25519_PUBLIC_HEX: &str = "03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8";
 const P256_PUBLIC_DER_B64: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEPteijsZI7c5dW34lL2sqr7tEg1EUoks8qo9xD2SZO8JXEaNM3JIpCAtjnwmXf+t8qR7M4WSb/qithccrIGrefg==";
 
+/// One preset source per (source, preset, secret, …), its secret in Secrets Manager under
+/// `webhook-inbox/smoke-families/<source>`; Twilio gets the `public_url` it signs.
+fn family_sources(
+    families: &[(&str, &str, &str, &str, bool)],
+) -> (String, Vec<devstack::local_stack::Secret>) {
+    let mut sources = serde_json::Map::new();
+    let mut secrets = Vec::new();
+    for (source, preset, secret, _, _) in families {
+        let name = format!("webhook-inbox/smoke-families/{source}");
+        let mut entry = serde_json::json!({
+            "preset": preset,
+            "signature": {"secrets": [format!("secretsmanager:{name}")]},
+        });
+        if *preset == "twilio" {
+            entry["public_url"] = serde_json::json!("https://hooks.example/webhooks/twilio");
+        }
+        sources.insert((*source).to_owned(), entry);
+        secrets.push(devstack::local_stack::Secret::new(name, *secret));
+    }
+    (serde_json::Value::Object(sources).to_string(), secrets)
+}
+
 /// `inbox-ops smoke` signs every signature family a preset uses, as the preset declares it,
 /// and the receiver built from the stack verifies it: one source per family (and per place a
 /// family reads its timestamp or writes its signature), its secret in Secrets Manager, the
@@ -198,7 +220,6 @@ const P256_PUBLIC_DER_B64: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEPteijsZI7
 /// receiver's 401 `invalid_signature`, with nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_signs_every_family_a_preset_uses() {
-    const PREFIX: &str = "webhook-inbox/smoke-families";
     let shared = "a-smoke-secret-of-enough-bytes";
     // (source, preset, its secret, the family smoke prints, signed by smoke?)
     let families: [(&str, &str, &str, &str, bool); 12] = [
@@ -239,21 +260,7 @@ async fn smoke_signs_every_family_a_preset_uses() {
             false,
         ),
     ];
-    let mut sources = serde_json::Map::new();
-    let mut secrets = Vec::new();
-    for (source, preset, secret, _, _) in families {
-        let name = format!("{PREFIX}/{source}");
-        let mut entry = serde_json::json!({
-            "preset": preset,
-            "signature": {"secrets": [format!("secretsmanager:{name}")]},
-        });
-        if preset == "twilio" {
-            entry["public_url"] = serde_json::json!("https://hooks.example/webhooks/twilio");
-        }
-        sources.insert(source.to_owned(), entry);
-        secrets.push(devstack::local_stack::Secret::new(name, secret));
-    }
-    let sources = serde_json::Value::Object(sources).to_string();
+    let (sources, secrets) = family_sources(&families);
     let aws = LocalAws::with_sources("smoke-families", &sources, &secrets).await;
     let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
     let door = FrontDoor::start(receiver).await.expect("the front door");

@@ -261,6 +261,28 @@ fn source_spec(
     Ok((spec, origin))
 }
 
+/// Prints and judges the answer to an unsigned event for a family only the provider signs.
+fn report_refusal(spec: &SourceSpec, first: &Answer) -> ExitCode {
+    println!(
+        "  unsigned:  {} {}",
+        first.status,
+        crate::text::shown(&first.body)
+    );
+    match check_refused(first) {
+        Ok(()) => {
+            println!(
+                "ok: refused unsigned, as it must be; only the provider holds the {} private key, so send a test event from the provider's dashboard to see one accepted",
+                sign::family_name(&spec.scheme)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(problem) => {
+            println!("FAILED: {}", crate::text::shown(&problem));
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Sends the event and its duplicate and checks the answers; prints what happened.
 pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<ExitCode> {
     let sdk = crate::aws::config().await;
@@ -312,30 +334,8 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
     );
     let first = send(&client, &url, &event).await?;
     if Signing::of(&spec.scheme) == Signing::ProviderOnly {
-        println!(
-            "  unsigned:  {} {}",
-            first.status,
-            crate::text::shown(&first.body)
-        );
-        return Ok(match check_refused(&first) {
-            Ok(()) => {
-                println!(
-                    "ok: refused unsigned, as it must be; only the provider holds the {} private key, so send a test event from the provider's dashboard to see one accepted",
-                    sign::family_name(&spec.scheme)
-                );
-                ExitCode::SUCCESS
-            }
-            Err(problem) => {
-                println!("FAILED: {}", crate::text::shown(&problem));
-                ExitCode::FAILURE
-            }
-        });
+        return Ok(report_refusal(&spec, &first));
     }
-    println!(
-        "  first:     {} {}",
-        first.status,
-        crate::text::shown(&first.body)
-    );
     let second = send(&client, &url, &event).await?;
     println!(
         "  duplicate: {}{} {}",

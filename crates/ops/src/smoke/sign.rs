@@ -151,32 +151,7 @@ fn hmac_family(
     headers: &mut Vec<(String, String)>,
 ) -> anyhow::Result<()> {
     let key = key_bytes(signed.key_encoding, secret)?;
-    let timestamp = match &signed.timestamp {
-        None => None,
-        Some(spec) => {
-            let (text, json) = match spec.unit {
-                TimeUnit::Seconds => {
-                    let s = ctx.now_ms.div_euclid(1000);
-                    (s.to_string(), Value::from(s))
-                }
-                TimeUnit::Millis => (ctx.now_ms.to_string(), Value::from(ctx.now_ms)),
-                TimeUnit::Rfc3339 => {
-                    let t = jiff::Timestamp::from_millisecond(ctx.now_ms)
-                        .map_err(|e| anyhow!("the time of sending: {e}"))?
-                        .to_string();
-                    (t.clone(), Value::String(t))
-                }
-            };
-            match &spec.from {
-                TimestampFrom::Header(name) => headers.push((name.clone(), text.clone())),
-                TimestampFrom::Json(pointer) => {
-                    set_pointer(payload.json_mut("the timestamp")?, pointer, json)?;
-                }
-                TimestampFrom::Signature(_) => {}
-            }
-            Some(text)
-        }
-    };
+    let timestamp = place_timestamp(signed, ctx.now_ms, payload, headers)?;
     // Every header and body field the content reads, made up where the event has none.
     for part in signed.content.parts() {
         match part {
@@ -234,6 +209,53 @@ fn hmac_family(
         Encoding::Base64 => B64.encode(mac),
         Encoding::Base64Url => URL_SAFE_NO_PAD.encode(mac),
     };
+    write_carrier(signed, timestamp.as_deref(), &encoded, payload, headers)
+}
+
+/// The signed timestamp's text, placed where the scheme reads it (a header, a body field; a
+/// signature field is written with the signature).
+fn place_timestamp(
+    signed: &Signed,
+    now_ms: i64,
+    payload: &mut Payload,
+    headers: &mut Vec<(String, String)>,
+) -> anyhow::Result<Option<String>> {
+    let Some(spec) = &signed.timestamp else {
+        return Ok(None);
+    };
+    let (text, json) = match spec.unit {
+        TimeUnit::Seconds => {
+            let s = now_ms.div_euclid(1000);
+            (s.to_string(), Value::from(s))
+        }
+        TimeUnit::Millis => (now_ms.to_string(), Value::from(now_ms)),
+        TimeUnit::Rfc3339 => {
+            let t = jiff::Timestamp::from_millisecond(now_ms)
+                .map_err(|e| anyhow!("the time of sending: {e}"))?
+                .to_string();
+            (t.clone(), Value::String(t))
+        }
+    };
+    match &spec.from {
+        TimestampFrom::Header(name) => headers.push((name.clone(), text.clone())),
+        TimestampFrom::Json(pointer) => {
+            set_pointer(payload.json_mut("the timestamp")?, pointer, json)?;
+        }
+        TimestampFrom::Signature(_) => {}
+    }
+    Ok(Some(text))
+}
+
+/// The encoded MAC written into the carrier: after its prefix, as the `name` item among
+/// `items` (with the timestamp field where the signature carries it), in its header or body
+/// field.
+fn write_carrier(
+    signed: &Signed,
+    timestamp: Option<&str>,
+    encoded: &str,
+    payload: &mut Payload,
+    headers: &mut Vec<(String, String)>,
+) -> anyhow::Result<()> {
     let carrier = &signed.carrier;
     let mut value = carrier.prefix.clone();
     match (&carrier.items, &carrier.pairs, &carrier.name) {
@@ -241,12 +263,12 @@ fn hmac_family(
             if let Some(TimestampFrom::Signature(field)) =
                 signed.timestamp.as_ref().map(|t| &t.from)
             {
-                let t = timestamp.clone().unwrap_or_default();
+                let t = timestamp.unwrap_or_default();
                 value.push_str(&format!("{field}{pairs}{t}{items}"));
             }
             value.push_str(&format!("{name}{pairs}{encoded}"));
         }
-        _ => value.push_str(&encoded),
+        _ => value.push_str(encoded),
     }
     match &carrier.location {
         Location::Headers(names) => {
