@@ -450,7 +450,7 @@ mod tests {
     }
 
     /// Every preset whose family smoke can sign: signed as the preset declares, verified by the
-    /// library with the preset's own verifier (the 51 presets cover every family, every
+    /// library with the preset's own verifier (the presets cover every family, every
     /// timestamp place and unit, every carrier and every content part).
     #[test]
     fn every_preset_smoke_can_sign_verifies() {
