@@ -24,6 +24,9 @@ impl SecretResolver for Secrets {
         // `env:BASIC`: a basic-auth secret (`user:password`); any other: SECRET.
         Ok(match reference {
             SecretRef::Env(name) if name == "BASIC" => format!("postmark:{SECRET}"),
+            SecretRef::Env(name) if name == "ED25519" => {
+                hex::encode(discord_key().verifying_key().as_bytes())
+            }
             _ => SECRET.to_owned(),
         })
     }
@@ -82,6 +85,12 @@ fn post(uri: &str, headers: &[(&str, &str)], body: &[u8]) -> lambda_http::Reques
         builder = builder.header(*name, *value);
     }
     builder.body(Body::from(body.to_vec())).expect("a request")
+}
+
+/// A stand-in for Discord's application key: the test signs as Discord does; the source holds
+/// its public half.
+fn discord_key() -> ed25519_dalek::SigningKey {
+    ed25519_dalek::SigningKey::from_bytes(&[7; 32])
 }
 
 fn hmac_sha256(data: &[u8]) -> Vec<u8> {
@@ -572,4 +581,80 @@ async fn bitbuckets_retry_is_a_duplicate_and_never_a_second_event() {
         .filter(|key| key.starts_with("s:0b6c"))
         .collect();
     assert_eq!(claimed.len(), 2, "{claimed:?}");
+}
+
+/// Discord's Webhook Events carry no event id; the key is the body's hash. A retry resends the
+/// event (nothing in the documented payload changes per attempt): a duplicate. Two users
+/// authorising the app at the same timestamp are two events, which the key proposed earlier
+/// (`/application_id` + `/event/type` + `/event/timestamp`) would have merged.
+#[tokio::test]
+async fn discord_events_keeps_two_look_alike_events_apart() {
+    use ed25519_dalek::Signer as _;
+    let (rx, kept) =
+        receiver(r#"{"preset": "discord-events", "signature": {"secrets": ["env:ED25519"]}}"#)
+            .await;
+    let rx = &rx;
+    let event = |user: &str| {
+        format!(
+            r#"{{"version":1,"application_id":"1234560123453231555","type":1,"event":{{"type":"APPLICATION_AUTHORIZED","timestamp":"2026-12-07T01:00:00.000000","data":{{"integration_type":0,"scopes":["applications.commands"],"user":{{"id":"{user}","username":"someone"}}}}}}}}"#
+        )
+    };
+    let signed = |body: String| async move {
+        let t = SystemClock.now_secs().to_string();
+        let signature = discord_key().sign(format!("{t}{body}").as_bytes());
+        let signature = hex::encode(signature.to_bytes());
+        let headers = [
+            ("x-signature-ed25519", signature.as_str()),
+            ("x-signature-timestamp", t.as_str()),
+        ];
+        sent(rx, &headers, &body).await
+    };
+    let first = signed(event("111")).await;
+    assert_eq!((first.0, first.2), (204, false), "{}", first.1);
+    let retry = signed(event("111")).await;
+    assert_eq!((retry.0, retry.2), (204, true), "{}", retry.1);
+    let other = signed(event("222")).await;
+    assert_eq!((other.0, other.2), (204, false), "{}", other.1);
+    let claimed: Vec<String> = (rx.ledger().snapshot().iter())
+        .map(|item| item.key.clone())
+        .collect();
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    assert_eq!(kept.keys().len(), 2, "two events on the queue");
+}
+
+/// Sanity's body is the webhook's GROQ projection: two mutations of two documents can project to
+/// the same bytes, so the key is the delivery's `idempotency-key`, not the body. Its retry (the
+/// same key, a fresh signature time) is a duplicate; the look-alike another event.
+#[tokio::test]
+async fn sanitys_look_alike_projections_are_two_events_and_a_retry_one() {
+    let (rx, kept) = receiver(r#"{"preset": "sanity", "signature": {"secrets": ["env:S"]}}"#).await;
+    let rx = &rx;
+    let body = r#"{"_type":"post","slug":"hello"}"#;
+    let signed = |key: &'static str, t: i64| async move {
+        let mac = hmac_sha256(format!("{t}.{body}").as_bytes());
+        let signature = format!(
+            "t={t},v1={}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac)
+        );
+        let headers = [
+            ("sanity-webhook-signature", signature.as_str()),
+            ("idempotency-key", key),
+            ("sanity-operation", "update"),
+        ];
+        sent(rx, &headers, body).await
+    };
+    let now = SystemClock.now_ms();
+    let first = signed("a1b2c3d4-0000-4000-8000-000000000001", now - 30_000).await;
+    assert_eq!((first.0, first.2), (200, false), "{}", first.1);
+    let retry = signed("a1b2c3d4-0000-4000-8000-000000000001", now).await;
+    assert_eq!((retry.0, retry.2), (200, true), "{}", retry.1);
+    let other = signed("a1b2c3d4-0000-4000-8000-000000000002", now).await;
+    assert_eq!((other.0, other.2), (200, false), "{}", other.1);
+    assert_eq!(
+        kept.keys(),
+        [
+            "s:a1b2c3d4-0000-4000-8000-000000000001",
+            "s:a1b2c3d4-0000-4000-8000-000000000002"
+        ]
+    );
 }
