@@ -199,10 +199,13 @@ fn family_sources(
     let mut secrets = Vec::new();
     for (source, preset, secret, _, _) in families {
         let name = format!("webhook-inbox/smoke-families/{source}");
-        let mut entry = serde_json::json!({
-            "preset": preset,
-            "signature": {"secrets": [format!("secretsmanager:{name}")]},
-        });
+        let mut entry = serde_json::json!({"preset": preset});
+        if secret.is_empty() {
+            // Asana's secret comes with its handshake: none configured.
+            sources.insert((*source).to_owned(), entry);
+            continue;
+        }
+        entry["signature"] = serde_json::json!({"secrets": [format!("secretsmanager:{name}")]});
         if *preset == "twilio" {
             entry["public_url"] = serde_json::json!("https://hooks.example/webhooks/twilio");
         }
@@ -216,13 +219,14 @@ fn family_sources(
 /// and the receiver built from the stack verifies it: one source per family (and per place a
 /// family reads its timestamp or writes its signature), its secret in Secrets Manager, the
 /// sources read from the deployed stack. The families whose private key only the provider
-/// holds (Ed25519: Discord; ECDSA P-256: SendGrid) are sent unsigned and pass only on the
-/// receiver's 401 `invalid_signature`, with nothing written.
+/// holds (Ed25519: Discord; ECDSA P-256: SendGrid), and a source whose secret its provider's
+/// handshake establishes (Asana), are sent unsigned and pass only on the receiver's 401
+/// `invalid_signature`, with nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_signs_every_family_a_preset_uses() {
     let shared = "a-smoke-secret-of-enough-bytes";
     // (source, preset, its secret, the family smoke prints, signed by smoke?)
-    let families: [(&str, &str, &str, &str, bool); 12] = [
+    let families: [(&str, &str, &str, &str, bool); 13] = [
         ("slack", "slack", shared, "hmac-sha256", true),
         ("linear", "linear", shared, "hmac-sha256", true),
         ("sanity", "sanity", shared, "hmac-sha256", true),
@@ -259,6 +263,8 @@ async fn smoke_signs_every_family_a_preset_uses() {
             "ed25519",
             false,
         ),
+        // No secret configured: Asana's is established by its handshake, so unsigned too.
+        ("asana", "asana", "", "hmac-sha256", false),
     ];
     let (sources, secrets) = family_sources(&families);
     let aws = LocalAws::with_sources("smoke-families", &sources, &secrets).await;

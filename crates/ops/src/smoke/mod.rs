@@ -25,6 +25,7 @@ use anyhow::{anyhow, bail, Context as _};
 use inbox::config::{AwsSecretResolver, Delivery, GroupSpec, KeySpec, SecretResolver as _};
 use inbox::config::{SourceSpec, SourceSpecs};
 use inbox::receiver::REPLAYED_HEADER;
+use inbox::signature::Scheme;
 use serde_json::{json, Value};
 
 use sign::{set_pointer, Payload, Signing};
@@ -261,8 +262,8 @@ fn source_spec(
     Ok((spec, origin))
 }
 
-/// Prints and judges the answer to an unsigned event for a family only the provider signs.
-fn report_refusal(spec: &SourceSpec, first: &Answer) -> ExitCode {
+/// Prints and judges the answer to an unsigned event for a source smoke cannot sign for.
+fn report_refusal(why: &str, first: &Answer) -> ExitCode {
     println!(
         "  unsigned:  {} {}",
         first.status,
@@ -271,8 +272,7 @@ fn report_refusal(spec: &SourceSpec, first: &Answer) -> ExitCode {
     match check_refused(first) {
         Ok(()) => {
             println!(
-                "ok: refused unsigned, as it must be; only the provider holds the {} private key, so send a test event from the provider's dashboard to see one accepted",
-                sign::family_name(&spec.scheme)
+                "ok: refused unsigned, as it must be; {why}, so send a test event from the provider's dashboard to see one accepted"
             );
             ExitCode::SUCCESS
         }
@@ -307,7 +307,18 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
     };
     let now_ms = jiff::Timestamp::now().as_millisecond();
     let id = format!("smoke-{now_ms}-{}", std::process::id());
-    let event = event(&spec, &secret, &id, now_ms)?;
+    // A source with no secret of its own (Asana's, established by its handshake and kept by
+    // the receiver): smoke does not hold the key either, and sends the event unsigned.
+    let established = spec.secrets.is_empty() && spec.scheme != Scheme::None;
+    let event = if established {
+        let unsigned = SourceSpec {
+            scheme: Scheme::None,
+            ..spec.clone()
+        };
+        event(&unsigned, "", &id, now_ms)?
+    } else {
+        event(&spec, &secret, &id, now_ms)?
+    };
     let given = match (args.url.as_deref().filter(|u| !u.is_empty()), &stack) {
         (Some(url), _) => url.to_owned(),
         (None, Some(Ok(resources))) => resources
@@ -333,8 +344,18 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
         spec.key.describe()
     );
     let first = send(&client, &url, &event).await?;
+    if established {
+        return Ok(report_refusal(
+            "the source's secret is established by its provider's handshake and kept by the receiver",
+            &first,
+        ));
+    }
     if Signing::of(&spec.scheme) == Signing::ProviderOnly {
-        return Ok(report_refusal(&spec, &first));
+        let why = format!(
+            "only the provider holds the {} private key",
+            sign::family_name(&spec.scheme)
+        );
+        return Ok(report_refusal(&why, &first));
     }
     let second = send(&client, &url, &event).await?;
     println!(
