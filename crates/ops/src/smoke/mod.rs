@@ -283,6 +283,32 @@ fn report_refusal(why: &str, first: &Answer) -> ExitCode {
     }
 }
 
+/// The test event, and why it goes unsigned where smoke cannot sign for the source: a source
+/// with no secret of its own (Asana's, established by its handshake and kept by the receiver),
+/// or a family only the provider signs (its private key).
+fn signed_or_not(
+    spec: &SourceSpec,
+    secret: &str,
+    id: &str,
+    now_ms: i64,
+) -> anyhow::Result<(Event, Option<String>)> {
+    if spec.secrets.is_empty() && spec.scheme != Scheme::None {
+        let unsigned = SourceSpec {
+            scheme: Scheme::None,
+            ..spec.clone()
+        };
+        let why = "the source's secret is established by its provider's handshake and kept by the receiver";
+        return Ok((event(&unsigned, "", id, now_ms)?, Some(why.to_owned())));
+    }
+    let why = (Signing::of(&spec.scheme) == Signing::ProviderOnly).then(|| {
+        format!(
+            "only the provider holds the {} private key",
+            sign::family_name(&spec.scheme)
+        )
+    });
+    Ok((event(spec, secret, id, now_ms)?, why))
+}
+
 /// Sends the event and its duplicate and checks the answers; prints what happened.
 pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<ExitCode> {
     let sdk = crate::aws::config().await;
@@ -307,18 +333,7 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
     };
     let now_ms = jiff::Timestamp::now().as_millisecond();
     let id = format!("smoke-{now_ms}-{}", std::process::id());
-    // A source with no secret of its own (Asana's, established by its handshake and kept by
-    // the receiver): smoke does not hold the key either, and sends the event unsigned.
-    let established = spec.secrets.is_empty() && spec.scheme != Scheme::None;
-    let event = if established {
-        let unsigned = SourceSpec {
-            scheme: Scheme::None,
-            ..spec.clone()
-        };
-        event(&unsigned, "", &id, now_ms)?
-    } else {
-        event(&spec, &secret, &id, now_ms)?
-    };
+    let (event, unsigned) = signed_or_not(&spec, &secret, &id, now_ms)?;
     let given = match (args.url.as_deref().filter(|u| !u.is_empty()), &stack) {
         (Some(url), _) => url.to_owned(),
         (None, Some(Ok(resources))) => resources
@@ -344,17 +359,7 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
         spec.key.describe()
     );
     let first = send(&client, &url, &event).await?;
-    if established {
-        return Ok(report_refusal(
-            "the source's secret is established by its provider's handshake and kept by the receiver",
-            &first,
-        ));
-    }
-    if Signing::of(&spec.scheme) == Signing::ProviderOnly {
-        let why = format!(
-            "only the provider holds the {} private key",
-            sign::family_name(&spec.scheme)
-        );
+    if let Some(why) = unsigned {
         return Ok(report_refusal(&why, &first));
     }
     let second = send(&client, &url, &event).await?;
