@@ -15,13 +15,25 @@ use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::SourceSpecs;
 use lambda_http::Body;
 
+/// Issue 35 item 2: the keys settled without a provider's statement, each shown with a first
+/// delivery, the provider's retry and a look-alike event.
+#[path = "preset_findings/settled_keys.rs"]
+mod settled_keys;
+
 const SECRET: &str = "a-secret-of-enough-bytes";
 
 struct Secrets;
 
 impl SecretResolver for Secrets {
-    async fn resolve(&self, _reference: &SecretRef) -> Result<String, String> {
-        Ok(SECRET.to_owned())
+    async fn resolve(&self, reference: &SecretRef) -> Result<String, String> {
+        // `env:BASIC`: a basic-auth secret (`user:password`); any other: SECRET.
+        Ok(match reference {
+            SecretRef::Env(name) if name == "BASIC" => format!("postmark:{SECRET}"),
+            SecretRef::Env(name) if name == "ED25519" => {
+                hex::encode(settled_keys::discord_key().verifying_key().as_bytes())
+            }
+            _ => SECRET.to_owned(),
+        })
     }
 }
 
@@ -241,10 +253,84 @@ async fn figmas_passcode_is_taken_out_of_the_body_and_every_other_byte_kept() {
         !format!("{items:?}").contains(SECRET),
         "the ledger holds it"
     );
-    // A wrong passcode is still refused.
+    // A wrong passcode is refused with the 400 Figma asks for ("If you receive a request with
+    // the wrong passcode, you should respond with a 400 Bad Request HTTP response which will
+    // immediately stop the webhook", developers.figma.com/docs/rest-api/webhooks-security),
+    // not 401, after which Figma would keep sending; nothing written.
     let wrong = body.replace(SECRET, "not-the-passcode-at-all");
     let req = post("https://h/webhooks/s", &[], wrong.as_bytes());
-    assert_eq!(answer(&rx, req).await.0, 401);
+    assert_eq!(
+        answer(&rx, req).await,
+        (400, r#"{"error":"invalid_signature"}"#.to_owned())
+    );
+    let missing = body.replace(&format!(r#""passcode":"{SECRET}", "#), "");
+    let req = post("https://h/webhooks/s", &[], missing.as_bytes());
+    assert_eq!(answer(&rx, req).await.0, 400, "no passcode at all");
+    assert_eq!((rx.ledger().snapshot().len(), kept.len()), (1, 1));
+    // The status is the preset's: a token source of its own still answers 401.
+    let (own, _) = receiver(r#"{"signature": {"scheme": "token", "pointer": "/passcode", "secrets": ["env:S"]}, "key": {"from": "payload_sha256"}}"#).await;
+    let req = post("https://h/webhooks/s", &[], wrong.as_bytes());
+    assert_eq!(answer(&own, req).await.0, 401);
+}
+
+/// Postmark's inbound webhook posts one parsed mail per request, named by its `MessageID`;
+/// a failed post is retried (10 times over about 10.5 h) or retried by hand
+/// (`PUT /messages/inbound/{messageid}/retry`): the same mail, the same `MessageID`
+/// (postmarkapp.com/support/article/understanding-inbound-webhook-retries-in-postmark). The
+/// `postmark-inbound` preset keys on it: a retry is a duplicate, another mail with the same
+/// subject and text another event.
+#[tokio::test]
+async fn postmark_inbound_keys_each_mail_by_its_message_id() {
+    let (rx, kept) =
+        receiver(r#"{"preset": "postmark-inbound", "signature": {"secrets": ["env:BASIC"]}}"#)
+            .await;
+    let auth = format!("Basic {}", b64(format!("postmark:{SECRET}").as_bytes()));
+    let mail = |id: &str| {
+        format!(
+            r#"{{"From":"support@postmarkapp.com","To":"yourhash+SampleHash@inbound.postmarkapp.com","Subject":"Test subject","MessageID":"{id}","TextBody":"This is a test text body.","Attachments":[]}}"#
+        )
+    };
+    let first = mail("73e6d360-66eb-11e1-8e72-a8904824019b");
+    let send = |body: String| {
+        post(
+            "https://h/webhooks/s",
+            &[("authorization", auth.as_str())],
+            body.as_bytes(),
+        )
+    };
+    let (status, said) = answer(&rx, send(first.clone())).await;
+    assert_eq!(
+        (status, said.as_str()),
+        (
+            200,
+            r#"{"key":"s:73e6d360-66eb-11e1-8e72-a8904824019b","status":"accepted"}"#
+        )
+    );
+    // Postmark's retry of the same mail: its first answer, nothing sent again.
+    let resp = rx.handle(send(first)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()
+            .get(inbox::receiver::REPLAYED_HEADER)
+            .map(|v| v.as_bytes()),
+        Some(b"true".as_slice())
+    );
+    // Another mail with the same subject and text: its own event.
+    let (status, said) = answer(&rx, send(mail("8d1b7d2e-66eb-11e1-8e72-a8904824019b"))).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(
+        kept.keys(),
+        [
+            "s:73e6d360-66eb-11e1-8e72-a8904824019b",
+            "s:8d1b7d2e-66eb-11e1-8e72-a8904824019b"
+        ]
+    );
+    // A mail without its MessageID is refused, never keyed on something else.
+    let (status, said) = answer(&rx, send(r#"{"Subject":"Test subject"}"#.to_owned())).await;
+    assert_eq!(
+        (status, said.as_str()),
+        (400, r#"{"error":"missing_idempotency_key"}"#)
+    );
 }
 
 #[tokio::test]

@@ -184,3 +184,127 @@ async fn smoke_reads_the_sources_of_the_deployed_stack() {
     );
     assert_eq!(aws.ledger_items().await.len(), 2);
 }
+
+/// A public key the sources below take for Ed25519 (hex) and ECDSA P-256 (base64 DER): valid
+/// points, whose private keys smoke does not have, as with Discord's and SendGrid's.
+const ED25519_PUBLIC_HEX: &str = "03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8";
+const P256_PUBLIC_DER_B64: &str = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEPteijsZI7c5dW34lL2sqr7tEg1EUoks8qo9xD2SZO8JXEaNM3JIpCAtjnwmXf+t8qR7M4WSb/qithccrIGrefg==";
+
+/// One preset source per (source, preset, secret, …), its secret in Secrets Manager under
+/// `webhook-inbox/smoke-families/<source>`; Twilio gets the `public_url` it signs.
+fn family_sources(
+    families: &[(&str, &str, &str, &str, bool)],
+) -> (String, Vec<devstack::local_stack::Secret>) {
+    let mut sources = serde_json::Map::new();
+    let mut secrets = Vec::new();
+    for (source, preset, secret, _, _) in families {
+        let name = format!("webhook-inbox/smoke-families/{source}");
+        let mut entry = serde_json::json!({"preset": preset});
+        if secret.is_empty() {
+            // Asana's secret comes with its handshake: none configured.
+            sources.insert((*source).to_owned(), entry);
+            continue;
+        }
+        entry["signature"] = serde_json::json!({"secrets": [format!("secretsmanager:{name}")]});
+        if *preset == "twilio" {
+            entry["public_url"] = serde_json::json!("https://hooks.example/webhooks/twilio");
+        }
+        sources.insert((*source).to_owned(), entry);
+        secrets.push(devstack::local_stack::Secret::new(name, *secret));
+    }
+    (serde_json::Value::Object(sources).to_string(), secrets)
+}
+
+/// `inbox-ops smoke` signs every signature family a preset uses, as the preset declares it,
+/// and the receiver built from the stack verifies it: one source per family (and per place a
+/// family reads its timestamp or writes its signature), its secret in Secrets Manager, the
+/// sources read from the deployed stack. The families whose private key only the provider
+/// holds (Ed25519: Discord; ECDSA P-256: SendGrid), and a source whose secret its provider's
+/// handshake establishes (Asana), are sent unsigned and pass only on the receiver's 401
+/// `invalid_signature`, with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_signs_every_family_a_preset_uses() {
+    let shared = "a-smoke-secret-of-enough-bytes";
+    // (source, preset, its secret, the family smoke prints, signed by smoke?)
+    let families: [(&str, &str, &str, &str, bool); 13] = [
+        ("slack", "slack", shared, "hmac-sha256", true),
+        ("linear", "linear", shared, "hmac-sha256", true),
+        ("sanity", "sanity", shared, "hmac-sha256", true),
+        ("mailgun", "mailgun", shared, "hmac-sha256", true),
+        ("twilio", "twilio", shared, "hmac-sha1", true),
+        ("intercom", "intercom", shared, "hmac-sha1", true),
+        ("gitlab", "gitlab", shared, "token (header)", true),
+        ("figma", "figma", shared, "token (body)", true),
+        (
+            "inbound",
+            "postmark-inbound",
+            "postmark:a-smoke-password-of-enough-bytes",
+            "basic",
+            true,
+        ),
+        (
+            "clerk",
+            "clerk",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            "hmac-sha256",
+            true,
+        ),
+        (
+            "sendgrid",
+            "sendgrid",
+            P256_PUBLIC_DER_B64,
+            "ecdsa-p256",
+            false,
+        ),
+        (
+            "discord",
+            "discord-events",
+            ED25519_PUBLIC_HEX,
+            "ed25519",
+            false,
+        ),
+        // No secret configured: Asana's is established by its handshake, so unsigned too.
+        ("asana", "asana", "", "hmac-sha256", false),
+    ];
+    let (sources, secrets) = family_sources(&families);
+    let aws = LocalAws::with_sources("smoke-families", &sources, &secrets).await;
+    let (receiver, _) = aws.receiver(ReceiverSettings::default()).await;
+    let door = FrontDoor::start(receiver).await.expect("the front door");
+
+    let mut accepted = 0;
+    for (source, preset, _, family, signed) in families {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_inbox-ops"))
+            .args([
+                "smoke",
+                "--url",
+                &door.webhook_url(),
+                "--stack",
+                &aws.stack.name,
+            ])
+            .args(["--source", source])
+            .env_remove("WEBHOOK_SOURCES")
+            .output()
+            .await
+            .expect("inbox-ops runs");
+        let said = text(&out);
+        assert!(out.status.success(), "smoke {source} ({preset}): {said}");
+        assert!(said.contains(&format!("family {family},")), "{said}");
+        if signed {
+            assert!(said.contains("(Idempotent-Replayed: true)"), "{said}");
+            assert!(said.contains("ok: accepted once"), "{said}");
+            accepted += 1;
+        } else {
+            assert!(
+                said.contains(r#"401 {"error":"invalid_signature"}"#)
+                    && said.contains("ok: refused unsigned"),
+                "{said}"
+            );
+        }
+        // Each signed event once; nothing for a refused one.
+        assert_eq!(aws.ledger_items().await.len(), accepted, "after {source}");
+    }
+    assert_eq!(
+        aws.queue_counts(&aws.resources.queue_url).await,
+        (accepted as u64, 0)
+    );
+}

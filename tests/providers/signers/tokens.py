@@ -84,6 +84,35 @@ def postmark(ctx: Context) -> list:
     return cases
 
 
+
+def postmark_inbound(ctx: Context) -> list:
+    doc = "https://postmarkapp.com/developer/webhooks/inbound-webhook"
+    # Postmark's inbound webhook posts one parsed mail per request, named by its MessageID; a
+    # failed post is retried (10 times over about 10.5 h) and can be retried by hand with
+    # PUT /messages/inbound/{messageid}/retry: the same message, the same MessageID
+    # (postmarkapp.com/support/article/understanding-inbound-webhook-retries-in-postmark).
+    secret, wrong = (f"postmark:{p}" for p in _pair("postmark-inbound", 24))
+
+    def mail(message_id: str, subject: str) -> dict:
+        return {"FromName": "Postmarkapp Support", "MessageStream": "inbound", "From": "support@postmarkapp.com",
+                "FromFull": {"Email": "support@postmarkapp.com", "Name": "Postmarkapp Support", "MailboxHash": ""},
+                "To": "yourhash+SampleHash@inbound.postmarkapp.com", "Cc": "", "Subject": subject,
+                "MessageID": message_id, "ReplyTo": "replyto@postmarkapp.com", "MailboxHash": "SampleHash",
+                "Date": "Fri, 1 Aug 2014 16:45:32 -04:00", "TextBody": "This is a test text body.",
+                "StrippedTextReply": "This is the reply text", "Tag": "TestTag",
+                "Headers": [{"Name": "X-Spam-Status", "Value": "No"}], "Attachments": []}
+
+    cases = []
+    for name, message_id, subject in (
+            ("Inbound webhook", "73e6d360-66eb-11e1-8e72-a8904824019b", "Test subject"),
+            ("Inbound webhook, another mail with the same subject", "8d1b7d2e-66eb-11e1-8e72-a8904824019b",
+             "Test subject")):
+        req = request(ctx, "postmark-inbound", {**JSON, "Authorization": _basic(secret)},
+                      body_json(mail(message_id, subject)))
+        _basic_check("postmark-inbound", req, secret)
+        cases.append(_case("postmark-inbound", name, doc, secret, wrong, req, message_id, None, "HTTP Basic auth"))
+    return cases
+
 def gitlab(ctx: Context) -> list:
     doc = "https://docs.gitlab.com/user/project/integrations/webhooks/"
     secret, wrong = _pair("gitlab", 32)
@@ -188,13 +217,18 @@ def figma(ctx: Context) -> list:
     first, first_key = event("zH7ZJkmxPRsnNVkd1BNxkD", "Design system")
     # A team webhook: another file updated in the same second, same webhook_id, type and timestamp.
     second, second_key = event("aB3CdEfGhIjKlMnOpQrStU", "Marketing site")
-    return [
+    cases = [
         _case("figma", "FILE_UPDATE event", doc, secret, wrong, first, first_key, "FILE_UPDATE",
               "passcode in the JSON body"),
         _case("figma", "FILE_UPDATE of another file in the same second", doc, secret, wrong, second, second_key,
               "FILE_UPDATE", "passcode in the JSON body"),
     ]
+    # "If you receive a request with the wrong passcode, you should respond with a 400 Bad Request
+    # HTTP response which will immediately stop the webhook" (developers.figma.com/docs/rest-api/webhooks-security).
+    for case in cases:
+        case["expect"]["refused_status"] = 400
+    return cases
 
 
-SIGNERS = {"postmark": postmark, "gitlab": gitlab, "auth0": auth0, "okta": okta, "telegram": telegram,
+SIGNERS = {"postmark": postmark, "postmark-inbound": postmark_inbound, "gitlab": gitlab, "auth0": auth0, "okta": okta, "telegram": telegram,
            "chargebee": chargebee, "figma": figma}

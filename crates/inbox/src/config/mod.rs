@@ -28,7 +28,7 @@ pub use batch::{DEFAULT_MAX_EVENTS, MAX_BATCH_EVENTS};
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};
 pub use spec::{
     AcceptedAnswer, BatchFormat, BatchSpec, BodyCheck, Delivery, EventTypeSpec, GroupSpec,
-    Handshake, KeySpec, OnPayloadMismatch, SourceSpec,
+    Handshake, KeySpec, OnPayloadMismatch, SignatureRefusal, SourceSpec,
 };
 
 /// The longest event type carried (docs/design.md §5): a longer one is no type at all.

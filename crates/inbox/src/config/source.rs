@@ -12,7 +12,7 @@ use super::secrets::SecretRef;
 use super::signature::{parse_scheme, RawSignature};
 use super::spec::{
     AcceptedAnswer, BodyCheck, Delivery, EventTypeSpec, GroupSpec, Handshake, KeySpec,
-    OnPayloadMismatch, SourceSpec,
+    OnPayloadMismatch, SignatureRefusal, SourceSpec,
 };
 use super::{
     field_error, ConfigError, DEFAULT_RETENTION_HOURS, DEFAULT_TOLERANCE_SECONDS,
@@ -57,6 +57,8 @@ struct RawSource {
     /// Several events per body (docs/design.md §14).
     #[serde(default)]
     batch: Option<super::batch::RawBatch>,
+    #[serde(default)]
+    on_invalid_signature: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -155,10 +157,19 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
             &BodyCheck::ALL,
             |c| c.name(),
         )?,
+        on_invalid_signature: parse_choice(
+            name,
+            "on_invalid_signature",
+            raw.on_invalid_signature.as_deref(),
+            &SignatureRefusal::ALL,
+            |r| r.name(),
+        )?
+        .unwrap_or_default(),
     })
 }
 
-/// A field that names one of a few choices (`answer`, `body_check`); unset is `None`.
+/// A field that names one of a few choices (`answer`, `body_check`, `on_invalid_signature`);
+/// unset is `None`.
 fn parse_choice<T: Copy>(
     source: &str,
     field: &'static str,

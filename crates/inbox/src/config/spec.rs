@@ -88,6 +88,32 @@ impl AcceptedAnswer {
     }
 }
 
+/// What a request whose signature or token does not verify is answered with
+/// (`on_invalid_signature`, a preset setting: docs/providers.md). The code is
+/// `invalid_signature` either way; nothing is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SignatureRefusal {
+    /// 401.
+    #[default]
+    Unauthorized,
+    /// 400: Figma stops a webhook answered 400 ("If you receive a request with the wrong
+    /// passcode, you should respond with a 400 Bad Request HTTP response which will
+    /// immediately stop the webhook", developers.figma.com/docs/rest-api/webhooks-security).
+    BadRequest,
+}
+
+impl SignatureRefusal {
+    pub const ALL: [SignatureRefusal; 2] =
+        [SignatureRefusal::Unauthorized, SignatureRefusal::BadRequest];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SignatureRefusal::Unauthorized => "unauthorized",
+            SignatureRefusal::BadRequest => "bad_request",
+        }
+    }
+}
+
 /// A check of the verified content before the key (`body_check`, a preset setting:
 /// docs/providers.md): where the signature alone would let a request be re-read as another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +300,8 @@ pub struct SourceSpec {
     pub answer: AcceptedAnswer,
     /// `body_check`: the verified content's shape, checked before the key.
     pub body_check: Option<BodyCheck>,
+    /// `on_invalid_signature`: the status a request that does not verify is answered with.
+    pub on_invalid_signature: SignatureRefusal,
     /// `public_url`: the URL the sender calls, which Twilio, Square and HubSpot sign.
     pub public_url: Option<String>,
     /// `verify_token`: Meta's verify token, by reference.

@@ -614,3 +614,41 @@ fn a_batch_with_a_header_key_a_replay_guard_or_out_of_range_stops_start_up() {
         assert!(e.contains(field) && e.contains(says), "{batch} {rest}: {e}");
     }
 }
+
+/// `on_invalid_signature`: 401 unless a source (Figma's preset) asks for 400; another value
+/// stops start-up, naming the choices.
+#[test]
+fn the_refusal_of_an_invalid_signature_is_a_choice() {
+    let parse = |extra: &str| {
+        SourceSpecs::parse(&format!(
+            r#"{{"s": {{"signature": {{"scheme": "github", "secrets": ["env:X"]}},
+                       "key": {{"from": "header", "name": "x-github-delivery"}}{extra}}}}}"#
+        ))
+    };
+    let refusal = |extra: &str| {
+        parse(extra)
+            .expect("parses")
+            .get("s")
+            .unwrap()
+            .on_invalid_signature
+    };
+    assert_eq!(refusal(""), SignatureRefusal::Unauthorized);
+    assert_eq!(
+        refusal(r#", "on_invalid_signature": "bad_request""#),
+        SignatureRefusal::BadRequest
+    );
+    let e = parse(r#", "on_invalid_signature": "teapot""#)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("on_invalid_signature") && e.contains("unauthorized, bad_request"),
+        "{e}"
+    );
+    let figma =
+        SourceSpecs::parse(r#"{"f": {"preset": "figma", "signature": {"secrets": ["env:X"]}}}"#)
+            .expect("parses");
+    assert_eq!(
+        figma.get("f").unwrap().on_invalid_signature,
+        SignatureRefusal::BadRequest
+    );
+}

@@ -19,7 +19,7 @@ use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Delivery, GroupSpec, Handshake, Source, Sources};
+use crate::config::{Delivery, GroupSpec, Handshake, SignatureRefusal, Source, Sources};
 use crate::json_fields::Fields;
 use crate::key::{self, KeyError};
 use crate::ledger::LedgerStore;
@@ -269,8 +269,22 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         };
         self.metrics.count(dimension, metric);
         let source = capped(source, MAX_LOGGED_BYTES);
+        // A preset may ask for another status on a signature that does not verify (Figma:
+        // 400, which stops its webhook); the code stays `invalid_signature`.
+        let refusal = match (&rejection, self.sources.get(source)) {
+            (Rejection::InvalidSignature(_), Some(configured)) => {
+                configured.spec.on_invalid_signature
+            }
+            _ => SignatureRefusal::Unauthorized,
+        };
+        let status = match refusal {
+            SignatureRefusal::BadRequest => http::StatusCode::BAD_REQUEST,
+            SignatureRefusal::Unauthorized => status,
+        };
         warn!(source, status = status.as_u16(), error = code, reason = %rejection, outcome = LogOutcome::Rejected.as_str());
-        rejection.into_response()
+        let mut resp = rejection.into_response();
+        *resp.status_mut() = status;
+        resp
     }
 
     /// The checks in their documented order (docs/design.md §2), then the claim, then the

@@ -9,7 +9,11 @@
 //! receiver reads it, with the library's resolver (`env:` from the environment,
 //! `secretsmanager:` from Secrets Manager). The event is made to fit the source ([`event`]):
 //! its key a fresh `smoke-…` id (in the key header, or at each key pointer of a JSON body),
-//! its FIFO group pointers filled, and signed per the source's scheme ([`sign`]).
+//! its FIFO group pointers filled, and signed per the source's scheme ([`sign`]): every
+//! family the library verifies. A family verified with the provider's public key (Ed25519:
+//! Discord, Telnyx; ECDSA P-256: SendGrid) cannot be signed without the provider's private key:
+//! for those the event goes unsigned, once, and only the documented refusal (401
+//! `invalid_signature`) passes.
 
 pub mod sign;
 
@@ -21,7 +25,10 @@ use anyhow::{anyhow, bail, Context as _};
 use inbox::config::{AwsSecretResolver, Delivery, GroupSpec, KeySpec, SecretResolver as _};
 use inbox::config::{SourceSpec, SourceSpecs};
 use inbox::receiver::REPLAYED_HEADER;
-use serde_json::{json, Map, Value};
+use inbox::signature::Scheme;
+use serde_json::{json, Value};
+
+use sign::{set_pointer, Payload, Signing};
 
 use crate::stack::{StackResources, SOURCES_PARAMETER};
 
@@ -104,54 +111,55 @@ fn sources_text(
     ))
 }
 
-/// Sets the value at a JSON pointer, making the objects on the way (a pointer's tokens are
-/// object keys here, `~1` and `~0` unescaped).
-fn set_pointer(doc: &mut Value, pointer: &str, value: Value) -> anyhow::Result<()> {
-    let tokens: Vec<String> = pointer
-        .strip_prefix('/')
-        .ok_or_else(|| anyhow!("JSON pointer {pointer:?} does not start with '/'"))?
-        .split('/')
-        .map(|t| t.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let mut at = doc;
-    for (i, token) in tokens.iter().enumerate() {
-        if !at.is_object() {
-            *at = Value::Object(Map::new());
-        }
-        let Value::Object(map) = at else {
-            unreachable!("made an object above")
-        };
-        if i + 1 == tokens.len() {
-            map.insert(token.clone(), value);
-            return Ok(());
-        }
-        at = map.entry(token.clone()).or_insert(Value::Null);
+/// A form field's made-up value: Twilio's shapes where the body check reads them (a
+/// `…Sid` is two capitals and 32 hex digits, a `…Status` lower-case letters), else the id.
+fn form_value(name: &str, id: &str) -> String {
+    if name.ends_with("Sid") {
+        format!("SM{}", &inbox::key::sha256_hex(id.as_bytes())[..32])
+    } else if name.ends_with("Status") {
+        "received".to_owned()
+    } else {
+        id.to_owned()
     }
-    Ok(())
 }
 
-/// The test event for `spec`, delivery `id`, sent at `now_ms`, signed with `secret`.
+/// The test event for `spec`, delivery `id`, sent at `now_ms`, signed with `secret` (or, for a
+/// family whose private key only the provider holds, unsigned: [`sign::Signing`]).
 pub fn event(spec: &SourceSpec, secret: &str, id: &str, now_ms: i64) -> anyhow::Result<Event> {
-    let mut doc = json!({
-        "type": "inbox.smoke",
-        "id": id,
-        "smoke": true,
-        "sent_at_ms": now_ms,
-    });
-    if let KeySpec::Json(pointers) = &spec.key {
-        for pointer in pointers {
-            set_pointer(&mut doc, pointer, Value::String(id.to_owned()))?;
-        }
-    }
-    if let GroupSpec::Json(pointers) = &spec.group {
-        for pointer in pointers {
-            if doc.pointer(pointer).is_none() {
-                set_pointer(&mut doc, pointer, Value::String("smoke".to_owned()))?;
+    let mut payload = if let KeySpec::Form(names) = &spec.key {
+        Payload::Form(
+            names
+                .iter()
+                .map(|name| (name.clone(), form_value(name, id)))
+                .collect(),
+        )
+    } else {
+        let mut doc = json!({
+            "type": "inbox.smoke",
+            "id": id,
+            "smoke": true,
+            "sent_at_ms": now_ms,
+        });
+        if let KeySpec::Json(pointers) = &spec.key {
+            for pointer in pointers {
+                set_pointer(&mut doc, pointer, Value::String(id.to_owned()))?;
             }
         }
-    }
-    let body = serde_json::to_vec(&doc)?;
-    let mut headers = sign::signature_headers(&spec.scheme, secret, id, now_ms / 1000, &body)
+        if let GroupSpec::Json(pointers) = &spec.group {
+            for pointer in pointers {
+                if doc.pointer(pointer).is_none() {
+                    set_pointer(&mut doc, pointer, Value::String("smoke".to_owned()))?;
+                }
+            }
+        }
+        Payload::Json(doc)
+    };
+    let ctx = sign::Context {
+        id,
+        now_ms,
+        public_url: spec.public_url.as_deref(),
+    };
+    let mut headers = sign::sign(&spec.scheme, secret, ctx, &mut payload)
         .with_context(|| format!("signing for source {}", spec.name))?;
     if let KeySpec::Header(name) = &spec.key {
         if !headers
@@ -161,30 +169,43 @@ pub fn event(spec: &SourceSpec, secret: &str, id: &str, now_ms: i64) -> anyhow::
             headers.push((name.as_str().to_owned(), id.to_owned()));
         }
     }
-    headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
+    headers.push(("Content-Type".to_owned(), payload.content_type().to_owned()));
     Ok(Event {
         id: id.to_owned(),
         headers,
-        body,
+        body: payload.bytes(),
     })
+}
+
+/// Whether an unsigned event sent to a source whose family only the provider can sign was
+/// refused as the receiver documents it: 401 `invalid_signature`. `Err` says what is wrong.
+pub fn check_refused(first: &Answer) -> Result<(), String> {
+    if first.status == 401 && first.body.contains("\"invalid_signature\"") {
+        Ok(())
+    } else {
+        Err(format!(
+            "an unsigned event was answered {}, not 401 invalid_signature: {}",
+            first.status, first.body
+        ))
+    }
 }
 
 /// Whether the two answers are an accepted event and its replay (for an `at_most_once`
 /// source, which keeps no ledger: two acceptances). `Err` says what is wrong.
 pub fn check(delivery: Delivery, first: &Answer, second: &Answer) -> Result<(), String> {
-    if first.status != 200 {
+    if !(200..300).contains(&first.status) {
         return Err(format!(
-            "the event was answered {}, not 200: {}",
+            "the event was answered {}, not 2xx: {}",
             first.status, first.body
         ));
     }
     if first.replayed {
         return Err("the first delivery was already a replay (a key sent before?)".to_owned());
     }
-    if second.status != 200 {
+    if second.status != first.status {
         return Err(format!(
-            "the duplicate was answered {}, not 200: {}",
-            second.status, second.body
+            "the duplicate was answered {}, not {}: {}",
+            second.status, first.status, second.body
         ));
     }
     match delivery {
@@ -241,6 +262,53 @@ fn source_spec(
     Ok((spec, origin))
 }
 
+/// Prints and judges the answer to an unsigned event for a source smoke cannot sign for.
+fn report_refusal(why: &str, first: &Answer) -> ExitCode {
+    println!(
+        "  unsigned:  {} {}",
+        first.status,
+        crate::text::shown(&first.body)
+    );
+    match check_refused(first) {
+        Ok(()) => {
+            println!(
+                "ok: refused unsigned, as it must be; {why}, so send a test event from the provider's dashboard to see one accepted"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(problem) => {
+            println!("FAILED: {}", crate::text::shown(&problem));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The test event, and why it goes unsigned where smoke cannot sign for the source: a source
+/// with no secret of its own (Asana's, established by its handshake and kept by the receiver),
+/// or a family only the provider signs (its private key).
+fn signed_or_not(
+    spec: &SourceSpec,
+    secret: &str,
+    id: &str,
+    now_ms: i64,
+) -> anyhow::Result<(Event, Option<String>)> {
+    if spec.secrets.is_empty() && spec.scheme != Scheme::None {
+        let unsigned = SourceSpec {
+            scheme: Scheme::None,
+            ..spec.clone()
+        };
+        let why = "the source's secret is established by its provider's handshake and kept by the receiver";
+        return Ok((event(&unsigned, "", id, now_ms)?, Some(why.to_owned())));
+    }
+    let why = (Signing::of(&spec.scheme) == Signing::ProviderOnly).then(|| {
+        format!(
+            "only the provider holds the {} private key",
+            sign::family_name(&spec.scheme)
+        )
+    });
+    Ok((event(spec, secret, id, now_ms)?, why))
+}
+
 /// Sends the event and its duplicate and checks the answers; prints what happened.
 pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Result<ExitCode> {
     let sdk = crate::aws::config().await;
@@ -265,7 +333,7 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
     };
     let now_ms = jiff::Timestamp::now().as_millisecond();
     let id = format!("smoke-{now_ms}-{}", std::process::id());
-    let event = event(&spec, &secret, &id, now_ms)?;
+    let (event, unsigned) = signed_or_not(&spec, &secret, &id, now_ms)?;
     let given = match (args.url.as_deref().filter(|u| !u.is_empty()), &stack) {
         (Some(url), _) => url.to_owned(),
         (None, Some(Ok(resources))) => resources
@@ -284,17 +352,16 @@ pub async fn run(args: &SmokeArgs, env_sources: Option<String>) -> anyhow::Resul
         .user_agent(concat!("inbox-ops-smoke/", env!("CARGO_PKG_VERSION")))
         .build()?;
     println!(
-        "smoke: POST {url} as source {} ({}, key {}; sources from {origin}), delivery {id}",
+        "smoke: POST {url} as source {} ({}, family {}, key {}; sources from {origin}), delivery {id}",
         spec.name,
         spec.scheme.name(),
+        sign::family_name(&spec.scheme),
         spec.key.describe()
     );
     let first = send(&client, &url, &event).await?;
-    println!(
-        "  first:     {} {}",
-        first.status,
-        crate::text::shown(&first.body)
-    );
+    if let Some(why) = unsigned {
+        return Ok(report_refusal(&why, &first));
+    }
     let second = send(&client, &url, &event).await?;
     println!(
         "  duplicate: {}{} {}",
@@ -365,14 +432,6 @@ mod tests {
             .filter(|(n, _)| n.eq_ignore_ascii_case("webhook-id"))
             .collect();
         assert_eq!(ids.len(), 1, "the key header is the signed webhook-id");
-    }
-
-    #[test]
-    fn pointers_make_their_objects_and_unescape() {
-        let mut doc = json!({"a": "scalar"});
-        set_pointer(&mut doc, "/a/b~1c/d~0e", json!(1)).unwrap();
-        assert_eq!(doc, json!({"a": {"b/c": {"d~e": 1}}}));
-        assert!(set_pointer(&mut doc, "a", json!(1)).is_err());
     }
 
     #[test]
