@@ -35,9 +35,11 @@ pub fn read(spec: &EventTypeSpec, headers: &HeaderMap, body: &[u8]) -> Option<St
     };
     let usable = !text.is_empty()
         && text.len() <= MAX_EVENT_TYPE_BYTES
-        && text.chars().all(|c| {
-            !c.is_control() && !crate::key::is_noncharacter(c) && crate::queue::sqs_can_carry(c)
-        });
+        // What SQS refuses in a body below U+10000 is a control or U+FFFE/U+FFFF (Rust's
+        // `char` holds no surrogate): both refused here.
+        && !text
+            .chars()
+            .any(|c| c.is_control() || crate::key::is_noncharacter(c));
     usable.then_some(text)
 }
 
