@@ -517,7 +517,7 @@ async fn destinations_are_read_as_the_consumer_reads_them_and_checked_against_th
         r#"'''Destinations='{{"billing": {{"target": "https://billing.acme-corp.io/in", "sources": ["github"], "event_types": ["push"], "signing_secret": ["secretsmanager:{stack}/billing-forward"]}}, "bus": {{"target": "{bus}", "sources": ["acme"]}}}}''''"#
     );
 
-    let dir = samconfig_with(&stack, &[destinations.clone(), "\"ForwardUrl=\"".into()]);
+    let dir = samconfig_with(&stack, &[destinations.clone(), "\"ForwardUrl=''\"".into()]);
     let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
     assert_eq!(run.code, 1, "{}", run.text());
     assert_eq!(
@@ -556,7 +556,7 @@ async fn destinations_are_read_as_the_consumer_reads_them_and_checked_against_th
 
     // A destination left out of the routes: its source's every event would go nowhere.
     let only_billing = r#"'''Destinations='{"billing": {"target": "https://billing.acme-corp.io/in", "sources": ["github"]}}''''"#.to_owned();
-    let dir = samconfig_with(&stack, &[only_billing, "\"ForwardUrl=\"".into()]);
+    let dir = samconfig_with(&stack, &[only_billing, "\"ForwardUrl=''\"".into()]);
     let run = preflight(&dir, &["--template", &template_arg()], &[]).await;
     assert_eq!(
         run.problems_of("ForwardUrl"),
