@@ -94,17 +94,28 @@ fn expiry_is_strictly_after_expires_at_in_seconds() {
 
 #[test]
 fn leases_run_out_strictly_after_lease_until() {
+    // The library's rule (`abandoned`, `held_by`) on the ledger's items.
+    use lambda_idempotency::machine::{abandoned, held_by};
     let r = leased(Status::Processing, "me", NOW);
-    assert!(!r.lease_ran_out(NOW));
-    assert!(r.lease_ran_out(NOW + 1));
-    assert!(!r.lease_ran_out(NOW - 1));
+    assert!(!abandoned(&r, NOW));
+    assert!(abandoned(&r, NOW + 1));
+    assert!(!abandoned(&r, NOW - 1));
     assert!(
-        !item(Status::Processing).lease_ran_out(NOW),
+        !abandoned(&item(Status::Processing), NOW),
         "no lease: nothing runs out"
     );
-    assert!(r.owned_by("me"));
-    assert!(!r.owned_by("you"));
-    assert!(!item(Status::Processing).owned_by("me"));
+    assert!(
+        !abandoned(&leased(Status::Received, "me", NOW), NOW + 1),
+        "only a PROCESSING lease is abandoned"
+    );
+    assert!(held_by(Some(&r), "PROCESSING", "me"));
+    assert!(!held_by(Some(&r), "PROCESSING", "you"));
+    assert!(!held_by(Some(&r), "RECEIVED", "me"));
+    assert!(!held_by(
+        Some(&item(Status::Processing)),
+        "PROCESSING",
+        "me"
+    ));
 }
 
 #[test]
