@@ -163,8 +163,8 @@ impl Update {
         self
     }
 
-    /// `ADD` clauses (`a :a`).
-    pub fn add(mut self, clauses: &str) -> Update {
+    /// `ADD` clauses (`a :a`: adds to a number or a set).
+    pub fn add_to(mut self, clauses: &str) -> Update {
         self.add.push(clauses.to_owned());
         self
     }
@@ -209,9 +209,9 @@ impl Change {
         self
     }
 
-    /// An `ADD` clause.
-    pub fn add(mut self, clauses: &str) -> Change {
-        self.update = self.update.add(clauses);
+    /// An `ADD` clause (adds to a number or a set).
+    pub fn add_to(mut self, clauses: &str) -> Change {
+        self.update = self.update.add_to(clauses);
         self
     }
 
@@ -263,6 +263,31 @@ impl Written {
     }
 }
 
+/// Sends one conditional write (`UpdateItem`, `PutItem`, `DeleteItem`: three builder types
+/// with the same methods) with `$write`'s expressions, and reads its answer as [`Written`].
+macro_rules! send_if {
+    ($table:expr, $request:expr, $write:expr, $key:expr, $error:ident) => {{
+        let write = $write;
+        let result = $request
+            .condition_expression(write.condition())
+            .set_expression_attribute_names(write.names())
+            .set_expression_attribute_values(write.values())
+            .set_return_values(write.returning.clone())
+            .return_values_on_condition_check_failure(write.on_refusal())
+            .send()
+            .await;
+        match result {
+            Ok(out) => Ok(Written::Done(out.attributes.unwrap_or_default())),
+            Err(err) => match err.as_service_error() {
+                Some($error::ConditionalCheckFailedException(e)) => {
+                    $table.refused($key, &write, e.item()).await
+                }
+                _ => Err(unavailable(err)),
+            },
+        }
+    }};
+}
+
 /// A table with partition key [`PK`] (a string), through an SDK client: the conditional
 /// writes every transition is made of. Cloning shares the client.
 #[derive(Clone, Debug)]
@@ -297,28 +322,13 @@ impl Table {
         update: &str,
         write: Write,
     ) -> Result<Written, StoreError> {
-        let result = self
+        let request = self
             .client
             .update_item()
             .table_name(&self.name)
             .key(PK, s(key))
-            .update_expression(update)
-            .condition_expression(write.condition())
-            .set_expression_attribute_names(write.names())
-            .set_expression_attribute_values(write.values())
-            .set_return_values(write.returning.clone())
-            .return_values_on_condition_check_failure(write.on_refusal())
-            .send()
-            .await;
-        match result {
-            Ok(out) => Ok(Written::Done(out.attributes.unwrap_or_default())),
-            Err(err) => match err.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(e)) => {
-                    self.refused(key, &write, e.item()).await
-                }
-                _ => Err(unavailable(err)),
-            },
-        }
+            .update_expression(update);
+        send_if!(self, request, write, key, UpdateItemError)
     }
 
     /// One `UpdateItem` of `key`: [`Change`]'s update under its write.
@@ -337,52 +347,22 @@ impl Table {
                 )))
             }
         };
-        let result = self
+        let request = self
             .client
             .put_item()
             .table_name(&self.name)
-            .set_item(Some(item))
-            .condition_expression(write.condition())
-            .set_expression_attribute_names(write.names())
-            .set_expression_attribute_values(write.values())
-            .set_return_values(write.returning.clone())
-            .return_values_on_condition_check_failure(write.on_refusal())
-            .send()
-            .await;
-        match result {
-            Ok(out) => Ok(Written::Done(out.attributes.unwrap_or_default())),
-            Err(err) => match err.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(e)) => {
-                    self.refused(&key, &write, e.item()).await
-                }
-                _ => Err(unavailable(err)),
-            },
-        }
+            .set_item(Some(item));
+        send_if!(self, request, write, &key, PutItemError)
     }
 
     /// One `DeleteItem` of `key` under `write`.
     pub async fn delete_if(&self, key: &str, write: Write) -> Result<Written, StoreError> {
-        let result = self
+        let request = self
             .client
             .delete_item()
             .table_name(&self.name)
-            .key(PK, s(key))
-            .condition_expression(write.condition())
-            .set_expression_attribute_names(write.names())
-            .set_expression_attribute_values(write.values())
-            .set_return_values(write.returning.clone())
-            .return_values_on_condition_check_failure(write.on_refusal())
-            .send()
-            .await;
-        match result {
-            Ok(out) => Ok(Written::Done(out.attributes.unwrap_or_default())),
-            Err(err) => match err.as_service_error() {
-                Some(DeleteItemError::ConditionalCheckFailedException(e)) => {
-                    self.refused(key, &write, e.item()).await
-                }
-                _ => Err(unavailable(err)),
-            },
-        }
+            .key(PK, s(key));
+        send_if!(self, request, write, key, DeleteItemError)
     }
 
     /// A consistent `GetItem` of `key`.
@@ -700,7 +680,7 @@ mod tests {
         );
         assert_eq!(
             Update::default()
-                .add("s :s")
+                .add_to("s :s")
                 .remove("a")
                 .set("b = :b")
                 .expression(),

@@ -108,16 +108,9 @@ impl<R: Lease + Clone> Table<R> {
     }
 
     /// The twin of [`crate::dynamodb::complete`]: where `owner` holds the key's PROCESSING
-    /// lease and `also_if` admits the record, [`machine::complete`], then `also` writes.
-    pub fn complete(
-        &self,
-        key: &str,
-        owner: &str,
-        now_ms: i64,
-        also_if: impl FnOnce(&R) -> bool,
-        also: impl FnOnce(&mut R),
-    ) -> bool {
-        self.held(key, owner, also_if, |r| {
+    /// lease, [`machine::complete`], then `also` writes.
+    pub fn complete(&self, key: &str, owner: &str, now_ms: i64, also: impl FnOnce(&mut R)) -> bool {
+        self.held(key, owner, |r| {
             machine::complete(r, now_ms);
             also(r);
         })
@@ -133,15 +126,10 @@ impl<R: Lease + Clone> Table<R> {
         error: &str,
         also: impl FnOnce(&mut R) -> T,
     ) -> Option<T> {
-        self.held(
-            key,
-            owner,
-            |_| true,
-            |r| {
-                machine::fail(r, error);
-                also(r)
-            },
-        )
+        self.held(key, owner, |r| {
+            machine::fail(r, error);
+            also(r)
+        })
     }
 
     /// Release: deletes the record where `owner` holds it with status `held` and `also_if`
@@ -161,17 +149,11 @@ impl<R: Lease + Clone> Table<R> {
         .is_ok()
     }
 
-    /// `write` on the record `owner` holds PROCESSING, where `also_if` admits it.
-    fn held<T>(
-        &self,
-        key: &str,
-        owner: &str,
-        also_if: impl FnOnce(&R) -> bool,
-        write: impl FnOnce(&mut R) -> T,
-    ) -> Option<T> {
+    /// `write` on the record `owner` holds PROCESSING.
+    fn held<T>(&self, key: &str, owner: &str, write: impl FnOnce(&mut R) -> T) -> Option<T> {
         self.write_if(
             key,
-            |r| held_by(r, Status::Processing.as_str(), owner) && r.is_some_and(also_if),
+            |r| held_by(r, Status::Processing.as_str(), owner),
             |slot| slot.as_mut().map(write),
         )
         .ok()
@@ -228,13 +210,9 @@ impl Store for MemoryStore {
         result: &str,
         now_ms: i64,
     ) -> Result<bool, StoreError> {
-        Ok(self.table.complete(
-            key,
-            owner,
-            now_ms,
-            |_| true,
-            |r| r.result = Some(result.to_owned()),
-        ))
+        Ok(self
+            .table
+            .complete(key, owner, now_ms, |r| r.result = Some(result.to_owned())))
     }
 
     async fn release(&self, key: &str, owner: &str) -> Result<bool, StoreError> {

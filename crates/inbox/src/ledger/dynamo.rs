@@ -291,7 +291,7 @@ impl LedgerStore for DynamoLedger {
         now_ms: i64,
     ) -> Result<bool, StoreError> {
         let change = lib::complete(owner, now_ms)
-            .add("replays :rid_set")
+            .add_to("replays :rid_set")
             .value(":rid_set", AttributeValue::Ss(vec![replay_id.to_owned()]));
         Ok(self.table.change(key, change).await?.done())
     }
