@@ -33,9 +33,16 @@
 //! decision rests; `defer` is a throttled try (the system of record asked to be called later):
 //! the item goes back to QUEUED and counts in no failure.
 //!
+//! The ledger is a layer on the `lambda-idempotency` library, not a second state machine
+//! (docs/design.md §4, "On the library"): the claim, release, take, complete and fail are the
+//! library's transitions (`lambda_idempotency::machine`, its `dynamodb` and `memory` tables)
+//! with the ledger's attributes and conditions added, and every write goes through the
+//! library's conditional-write layer. What is the webhook's own (mark resent, replays, defer,
+//! the refusal's note, the body guard, the hook secret) is written here, on the same layer.
+//!
 //! Every transition is written here twice, side by side: as the DynamoDB condition
 //! expression the [`dynamo`] adapter sends, and as the predicate the in-memory adapter
-//! ([`memory`]) evaluates. The same transition tests run against both adapters, so the two
+//! ([`memory`]) evaluates, composed of the library's where the rule is the library's. The same transition tests run against both adapters, so the two
 //! cannot drift apart. An item past `expires_at` counts as absent in every condition:
 //! DynamoDB's TTL deletes lazily, often days later, and nothing here deletes by age.
 //!
@@ -51,11 +58,12 @@ use std::future::Future;
 use std::sync::LazyLock;
 
 use lambda_idempotency::machine::{
-    self as lib, Lease, ABANDONED_CONDITION, ABSENT_CONDITION, HOLDER_CONDITION, LIVE_CONDITION,
+    self as lib, ABANDONED_CONDITION, ABSENT_CONDITION, HOLDER_CONDITION, LIVE_CONDITION,
 };
 
 pub mod dynamo;
 mod hook_secret;
+mod library;
 pub mod memory;
 pub use hook_secret::{
     hook_secret_key, keep_hook_secret_allowed, open_handshake_allowed, KEEP_HOOK_SECRET_CONDITION,
@@ -141,53 +149,6 @@ impl Record {
     }
 }
 
-/// The lease part of an item, which the library's transitions read and write (claim,
-/// release, take, complete, fail run through `lambda_idempotency`; the statuses they write are
-/// the library's PROCESSING, COMPLETED and FAILED, stored as the same strings).
-impl Lease for Record {
-    fn status(&self) -> &str {
-        self.status.as_str()
-    }
-    fn expires_at(&self) -> i64 {
-        self.expires_at
-    }
-    fn payload_sha256(&self) -> &str {
-        &self.payload_sha256
-    }
-    fn lease_until(&self) -> Option<i64> {
-        self.lease_until
-    }
-    fn lease_owner(&self) -> Option<&str> {
-        self.lease_owner.as_deref()
-    }
-    fn set_status(&mut self, status: lib::Status) {
-        self.status = match status {
-            lib::Status::Processing => Status::Processing,
-            lib::Status::Completed => Status::Completed,
-            lib::Status::Failed => Status::Failed,
-        };
-    }
-    fn set_lease_until(&mut self, until: Option<i64>) {
-        self.lease_until = until;
-    }
-    fn set_lease_owner(&mut self, owner: Option<String>) {
-        self.lease_owner = owner;
-    }
-    fn set_expires_at(&mut self, expires_at: i64) {
-        self.expires_at = expires_at;
-    }
-    fn count_attempt(&mut self) -> u32 {
-        self.attempts = self.attempts.saturating_add(1);
-        self.attempts
-    }
-    fn set_completed_at(&mut self, at: Option<i64>) {
-        self.completed_at = at;
-    }
-    fn set_last_error(&mut self, error: Option<String>) {
-        self.last_error = error;
-    }
-}
-
 /// The `expires_at` (epoch seconds) of an item written at `now_ms` for a source that
 /// remembers its keys `retention_hours`.
 pub fn expires_at(now_ms: i64, retention_hours: u64) -> i64 {
@@ -203,16 +164,6 @@ pub enum StoreError {
     Unavailable(String),
     #[error("ledger item unreadable: {0}")]
     Corrupt(String),
-}
-
-impl From<lambda_idempotency::StoreError> for StoreError {
-    fn from(e: lambda_idempotency::StoreError) -> Self {
-        match e {
-            lambda_idempotency::StoreError::Corrupt(why) => StoreError::Corrupt(why),
-            lambda_idempotency::StoreError::Unavailable(why) => StoreError::Unavailable(why),
-            other => StoreError::Unavailable(other.to_string()),
-        }
-    }
 }
 
 /// The receiver's claim on a key.
@@ -279,18 +230,6 @@ pub enum TakeItem {
 }
 
 impl Take {
-    /// The lease this take writes, as the library's transitions take it.
-    pub fn lease(&self) -> lib::Claim {
-        lib::Claim {
-            key: self.key.clone(),
-            owner: self.owner.clone(),
-            payload_sha256: self.payload_sha256.clone(),
-            now_ms: self.now_ms,
-            lease_until_ms: self.lease_until_ms,
-            expires_at: self.expires_at,
-        }
-    }
-
     /// Whether an item this take creates gets `received_at` (now), the sort key of the
     /// ledger's index of events (`by-source-received`): only an event's.
     pub fn indexed(&self) -> bool {

@@ -728,3 +728,20 @@ async fn the_memory_ledger_gives_a_completed_key_back_after_its_replay_failed() 
         Some(2)
     );
 }
+
+#[test]
+fn the_adapters_send_the_conditions_written_here() {
+    use lambda_idempotency::dynamodb::holder;
+    let release = holder("me", Status::Received.as_str()).and(RELEASE_GUARD);
+    assert_eq!(release.condition(), RELEASE_CONDITION.as_str());
+    let give_back = holder("me", Status::Processing.as_str()).and(GIVE_BACK_GUARD);
+    assert_eq!(give_back.condition(), GIVE_BACK_REPLAY_CONDITION.as_str());
+    assert_eq!(
+        holder("me", Status::Processing.as_str()).condition(),
+        FINISH_CONDITION
+    );
+    // The take's conditions keep their shape: the library's fragments, then the ledger's.
+    assert!(TAKE_CONDITION.starts_with("attribute_exists(pk) AND expires_at >= :now_s AND "));
+    assert!(TAKE_CONDITION.ends_with("OR (#status = :processing AND lease_until < :now_ms))"));
+    assert!(PAIR_TAKE_CONDITION.starts_with("attribute_not_exists(pk) OR expires_at < :now_s OR ("));
+}
