@@ -498,3 +498,144 @@ pub fn lease_until_ms(now_ms: i64, deadline_ms: Option<i64>, fallback_ms: i64) -
         _ => now_ms.saturating_add(fallback_ms),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+    const NOW_S: i64 = NOW / 1000;
+
+    fn record(status: Status, lease_until: Option<i64>, expires_at: i64) -> Record {
+        Record {
+            key: "k".into(),
+            status,
+            expires_at,
+            lease_until,
+            lease_owner: lease_until.map(|_| "me".to_owned()),
+            payload_sha256: "sha".into(),
+            result: None,
+            attempts: 1,
+            last_error: Some("before".into()),
+            received_at: NOW - 5_000,
+            completed_at: None,
+        }
+    }
+
+    fn claim() -> Claim {
+        Claim {
+            key: "k".into(),
+            owner: "next".into(),
+            payload_sha256: "sha".into(),
+            now_ms: NOW,
+            lease_until_ms: NOW + 30_000,
+            expires_at: NOW_S + 3600,
+        }
+    }
+
+    #[test]
+    fn absent_and_live_split_at_the_ttl_second() {
+        let none: Option<&Record> = None;
+        assert!(absent(none, NOW));
+        assert!(!live(none, NOW));
+        let last_second = record(Status::Completed, None, NOW_S);
+        assert!(
+            live(Some(&last_second), NOW),
+            "its last second still counts"
+        );
+        assert!(!absent(Some(&last_second), NOW));
+        let expired = record(Status::Completed, None, NOW_S - 1);
+        assert!(absent(Some(&expired), NOW));
+        assert!(!live(Some(&expired), NOW));
+    }
+
+    #[test]
+    fn abandoned_is_a_processing_lease_that_ran_out() {
+        let at = |status, until| abandoned(&record(status, until, NOW_S + 60), NOW);
+        assert!(at(Status::Processing, Some(NOW - 1)));
+        assert!(
+            !at(Status::Processing, Some(NOW)),
+            "a lease runs to its last millisecond"
+        );
+        assert!(!at(Status::Processing, None));
+        assert!(
+            !at(Status::Failed, Some(NOW - 1)),
+            "only PROCESSING is abandoned"
+        );
+    }
+
+    #[test]
+    fn a_claim_that_takes_nothing_over_takes_only_a_free_key() {
+        let none: Option<&Record> = None;
+        let live_until = NOW_S + 60;
+        let abandoned = record(Status::Processing, Some(NOW - 1), live_until);
+        let failed = record(Status::Failed, None, live_until);
+        let expired = record(Status::Completed, None, NOW_S - 1);
+        for takeover in [Takeover::AbandonedOrFailed, Takeover::Never] {
+            assert!(takeover.allows(none, "sha", NOW));
+            assert!(takeover.allows(Some(&expired), "other", NOW));
+        }
+        for found in [&abandoned, &failed] {
+            assert!(Takeover::AbandonedOrFailed.allows(Some(found), "sha", NOW));
+            assert!(!Takeover::AbandonedOrFailed.allows(Some(found), "other", NOW));
+            assert!(!Takeover::Never.allows(Some(found), "sha", NOW));
+        }
+        assert_eq!(Takeover::Never.condition(), ABSENT_CONDITION);
+        assert_eq!(Takeover::AbandonedOrFailed.condition(), CLAIM_CONDITION);
+        assert!(CLAIM_CONDITION.starts_with(ABSENT_CONDITION));
+        assert!(CLAIM_CONDITION.contains(ABANDONED_CONDITION));
+        assert!(CLAIM_UPDATE.starts_with(&format!("SET {LEASE_SET}, ")));
+    }
+
+    #[test]
+    fn held_by_wants_the_held_status_and_the_owner() {
+        let held = record(Status::Processing, Some(NOW + 1), NOW_S + 60);
+        assert!(held_by(Some(&held), "PROCESSING", "me"));
+        assert!(holder_allowed(Some(&held), "me"));
+        assert!(!held_by(Some(&held), "PROCESSING", "you"));
+        assert!(!held_by(Some(&held), "FAILED", "me"));
+        assert!(!holder_allowed(None::<&Record>, "me"));
+    }
+
+    #[test]
+    fn the_shared_writes_move_the_lease_and_keep_the_rest() {
+        let mut r = record(Status::Failed, None, NOW_S + 60);
+        assert_eq!(take_lease(&mut r, &claim()), 2);
+        assert_eq!(
+            (
+                r.status,
+                r.lease_until,
+                r.lease_owner.as_deref(),
+                r.expires_at
+            ),
+            (
+                Status::Processing,
+                Some(NOW + 30_000),
+                Some("next"),
+                NOW_S + 3600
+            )
+        );
+        assert_eq!(r.last_error.as_deref(), Some("before"), "the lease only");
+        let mut done = r.clone();
+        complete(&mut done, NOW + 10);
+        assert_eq!(
+            (
+                done.status,
+                done.completed_at,
+                done.lease_until,
+                done.lease_owner
+            ),
+            (Status::Completed, Some(NOW + 10), None, None)
+        );
+        fail(&mut r, "boom");
+        assert_eq!(
+            (
+                r.status,
+                r.last_error.as_deref(),
+                r.lease_until,
+                r.lease_owner.as_deref()
+            ),
+            (Status::Failed, Some("boom"), None, Some("next"))
+        );
+    }
+}

@@ -235,3 +235,89 @@ impl Store for MemoryStore {
         Ok(self.table.get(key))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_700_000_000_000;
+
+    fn claim(owner: &str) -> Claim {
+        Claim {
+            key: "k".into(),
+            owner: owner.into(),
+            payload_sha256: "sha".into(),
+            now_ms: NOW,
+            lease_until_ms: NOW + 30_000,
+            expires_at: NOW / 1000 + 3600,
+        }
+    }
+
+    #[test]
+    fn a_refused_write_changes_nothing_and_returns_the_record_as_it_was() {
+        let table: Table<Record> = Table::new();
+        let first = claim("me");
+        assert_eq!(table.write_if("k", |_| false, |_| 1), Err(None));
+        let taken = table.take_lease(&first, |r| r.is_none(), || first.record(0, NOW), |_| ());
+        assert_eq!(taken, Ok(1));
+        let before = table.get("k");
+        let again = table.take_lease(&claim("you"), |r| r.is_none(), || unreachable!(), |_| ());
+        assert_eq!(again, Err(before.clone()));
+        assert_eq!(table.get("k"), before);
+        // Leaving the slot empty deletes.
+        assert_eq!(
+            table.write_if("k", |r| r.is_some(), |slot| slot.take().is_some()),
+            Ok(true)
+        );
+        assert_eq!(table.get("k"), None);
+    }
+
+    #[test]
+    fn a_take_writes_what_the_caller_adds_beside_the_lease() {
+        let table: Table<Record> = Table::new();
+        let c = claim("me");
+        let taken = table.take_lease(
+            &c,
+            |_| true,
+            || c.record(0, NOW),
+            |r| r.last_error = Some("noted".into()),
+        );
+        assert_eq!(taken, Ok(1));
+        let r = table.get("k").expect("taken");
+        assert_eq!((r.attempts, r.last_error.as_deref()), (1, Some("noted")));
+        assert_eq!(
+            table.take_lease(&claim("you"), |_| true, || unreachable!(), |_| ()),
+            Ok(2)
+        );
+    }
+
+    #[test]
+    fn release_wants_the_held_status_the_owner_and_the_callers_guard() {
+        let table: Table<Record> = Table::new();
+        let c = claim("me");
+        table.put("k", c.record(1, NOW));
+        assert!(!table.release("k", "you", "PROCESSING", |_| true));
+        assert!(!table.release("k", "me", "RECEIVED", |_| true));
+        assert!(!table.release("k", "me", "PROCESSING", |_| false));
+        assert!(table.get("k").is_some());
+        assert!(table.release("k", "me", "PROCESSING", |_| true));
+        assert_eq!(table.get("k"), None);
+    }
+
+    #[test]
+    fn complete_and_fail_run_only_for_the_holder() {
+        let table: Table<Record> = Table::new();
+        table.put("k", claim("me").record(1, NOW));
+        assert_eq!(table.fail("k", "you", "boom", |r| r.attempts), None);
+        assert!(!table.complete("k", "you", NOW, |_| ()));
+        assert_eq!(table.fail("k", "me", "boom", |r| r.attempts), Some(1));
+        assert_eq!(table.get("k").map(|r| r.status), Some(Status::Failed));
+        table.put("k", claim("me").record(1, NOW));
+        assert!(table.complete("k", "me", NOW + 1, |r| r.result = Some("7".into())));
+        let done = table.get("k").expect("completed");
+        assert_eq!(
+            (done.status, done.result.as_deref()),
+            (Status::Completed, Some("7"))
+        );
+    }
+}
