@@ -21,7 +21,10 @@
 //! - The key is in every log line about it.
 //!
 //! The state machine, each DynamoDB condition beside its in-memory twin, is [`machine`];
-//! the stores implement the small [`Store`] port.
+//! the stores implement the small [`Store`] port. Both stores are built on a public
+//! conditional-write layer (`dynamodb::Table`, `memory::Table`) and on transitions written
+//! against the [`machine::Lease`] part of a record, so that a layer with records of its own
+//! (more statuses, more attributes) reuses the state machine instead of writing a second one.
 //!
 //! # Entry points
 //!

@@ -33,9 +33,16 @@
 //! decision rests; `defer` is a throttled try (the system of record asked to be called later):
 //! the item goes back to QUEUED and counts in no failure.
 //!
+//! The ledger is a layer on the `lambda-idempotency` library, not a second state machine
+//! (docs/design.md §4, "On the library"): the claim, release, take, complete and fail are the
+//! library's transitions (`lambda_idempotency::machine`, its `dynamodb` and `memory` tables)
+//! with the ledger's attributes and conditions added, and every write goes through the
+//! library's conditional-write layer. What is the webhook's own (mark resent, replays, defer,
+//! the refusal's note, the body guard, the hook secret) is written here, on the same layer.
+//!
 //! Every transition is written here twice, side by side: as the DynamoDB condition
 //! expression the [`dynamo`] adapter sends, and as the predicate the in-memory adapter
-//! ([`memory`]) evaluates. The same transition tests run against both adapters, so the two
+//! ([`memory`]) evaluates, composed of the library's where the rule is the library's. The same transition tests run against both adapters, so the two
 //! cannot drift apart. An item past `expires_at` counts as absent in every condition:
 //! DynamoDB's TTL deletes lazily, often days later, and nothing here deletes by age.
 //!
@@ -48,9 +55,15 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::sync::LazyLock;
+
+use lambda_idempotency::machine::{
+    self as lib, ABANDONED_CONDITION, ABSENT_CONDITION, HOLDER_CONDITION, LIVE_CONDITION,
+};
 
 pub mod dynamo;
 mod hook_secret;
+mod library;
 pub mod memory;
 pub use hook_secret::{
     hook_secret_key, keep_hook_secret_allowed, open_handshake_allowed, KEEP_HOOK_SECRET_CONDITION,
@@ -133,14 +146,6 @@ impl Record {
     /// Past `expires_at`: absent, whether or not DynamoDB has deleted it yet.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at < now_ms.div_euclid(1000)
-    }
-
-    fn lease_ran_out(&self, now_ms: i64) -> bool {
-        self.lease_until.is_some_and(|until| until < now_ms)
-    }
-
-    fn owned_by(&self, owner: &str) -> bool {
-        self.lease_owner.as_deref() == Some(owner)
     }
 }
 
@@ -264,8 +269,10 @@ pub enum TakeRefusal {
 
 // ---------------------------------------------------------------------------------------
 // The transitions. Each: the DynamoDB condition, then the same rule as a predicate.
-// Placeholders: :now_s (epoch seconds), :now_ms, :me (the lease owner), statuses by name.
-// `#status` stands for `status`, a DynamoDB reserved word.
+// Placeholders: :now_s (epoch seconds), :now_ms, :me (the lease owner), :held (the status
+// the holder's claim or take wrote), statuses by name. `#status` stands for `status`, a
+// DynamoDB reserved word. The library's (`lambda_idempotency::machine`) are used where the
+// rule is the library's: absent or expired, live, abandoned, the holder.
 // ---------------------------------------------------------------------------------------
 
 /// Claim (receiver, PutItem): the key is free or expired, nothing else. An item that exists
@@ -274,26 +281,32 @@ pub enum TakeRefusal {
 /// claim would rewrite its body hash and receipt time under it (issue 20). A duplicate that
 /// finds it sends the stored event again instead, only with the stored body (the receiver),
 /// which also recovers a claimant that died before its send.
-pub const CLAIM_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s";
+/// The library's claim that takes nothing over (`Takeover::Never`), writing RECEIVED.
+pub const CLAIM_CONDITION: &str = ABSENT_CONDITION;
 
 pub fn claim_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
-    existing.is_none_or(|r| r.is_expired(now_ms))
+    lib::Takeover::Never.allows(existing, "", now_ms)
 }
 
 /// Release (receiver, DeleteItem): only our own claim, only before it was queued, only while
 /// our lease is live (a duplicate that finds it run out sends without a mark), and only
 /// where no duplicate delivery sent the event behind it ([`MARK_RESENT_CONDITION`]): that
 /// event is on the queue, and its message needs the item (a take of an absent item refuses).
-pub const RELEASE_CONDITION: &str = "#status = :received AND lease_owner = :me \
-     AND lease_until >= :now_ms AND attribute_not_exists(resent_by)";
+/// It is the library's release ([`HOLDER_CONDITION`], `:held` RECEIVED) and [`RELEASE_GUARD`].
+pub static RELEASE_CONDITION: LazyLock<String> =
+    LazyLock::new(|| format!("{HOLDER_CONDITION} AND {RELEASE_GUARD}"));
+
+/// What the receiver's release requires beside the library's holder condition.
+pub const RELEASE_GUARD: &str = "lease_until >= :now_ms AND attribute_not_exists(resent_by)";
+
+/// The in-memory twin of [`RELEASE_GUARD`].
+pub fn release_guard_allowed(r: &Record, now_ms: i64) -> bool {
+    r.lease_until.is_some_and(|until| until >= now_ms) && r.resent_by.is_none()
+}
 
 pub fn release_allowed(existing: Option<&Record>, owner: &str, now_ms: i64) -> bool {
-    existing.is_some_and(|r| {
-        r.status == Status::Received
-            && r.owned_by(owner)
-            && r.lease_until.is_some_and(|until| until >= now_ms)
-            && r.resent_by.is_none()
-    })
+    lib::held_by(existing, Status::Received.as_str(), owner)
+        && existing.is_some_and(|r| release_guard_allowed(r, now_ms))
 }
 
 /// Mark resent (receiver, UpdateItem `SET resent_by = :me`, with `ALL_OLD` on a refusal): a
@@ -318,38 +331,45 @@ pub fn mark_resent_allowed(existing: Option<&Record>, payload_sha256: &str, now_
 /// completed once (`completed_at`: a replay holds it, or gave up on it) are refused without a
 /// side effect; an absent item or another hash is refused as not this event
 /// ([`TakeRefusal`]). RECEIVED is the usual case (the receiver does not mark its claim queued).
-pub const TAKE_CONDITION: &str = "attribute_exists(pk) AND expires_at >= :now_s \
-     AND payload_sha256 = :sha AND attribute_not_exists(completed_at) \
-     AND (#status IN (:received, :queued, :failed) \
-     OR (#status = :processing AND lease_until < :now_ms))";
+///
+/// Built of the library's [`LIVE_CONDITION`] and [`TAKEABLE_CONDITION`]; the write is the
+/// library's lease (`lambda_idempotency::machine::LEASE_SET`) and the attributes of a take.
+pub static TAKE_CONDITION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{LIVE_CONDITION} AND payload_sha256 = :sha AND {}",
+        &*TAKEABLE_CONDITION
+    )
+});
 
 pub fn take_allowed(existing: Option<&Record>, payload_sha256: &str, now_ms: i64) -> bool {
-    existing.is_some_and(|r| {
-        !r.is_expired(now_ms)
-            && r.payload_sha256 == payload_sha256
-            && r.completed_at.is_none()
-            && (matches!(r.status, Status::Received | Status::Queued | Status::Failed)
-                || (r.status == Status::Processing && r.lease_ran_out(now_ms)))
-    })
+    lib::live(existing, now_ms)
+        && existing.is_some_and(|r| r.payload_sha256 == payload_sha256 && takeable(r, now_ms))
+}
+
+/// A record a take may take: it never completed, and it is RECEIVED, QUEUED or FAILED, or
+/// abandoned (the library's [`ABANDONED_CONDITION`]).
+pub static TAKEABLE_CONDITION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "attribute_not_exists(completed_at) AND (#status IN (:received, :queued, :failed) \
+         OR ({ABANDONED_CONDITION}))"
+    )
+});
+
+/// The in-memory twin of [`TAKEABLE_CONDITION`].
+pub fn takeable(r: &Record, now_ms: i64) -> bool {
+    r.completed_at.is_none()
+        && (matches!(r.status, Status::Received | Status::Queued | Status::Failed)
+            || lib::abandoned(r, now_ms))
 }
 
 /// Take of an (event, destination) pair's item (consumer, as take): absent or expired (its
 /// first take makes it, after the event's own take admitted the message), or never completed
 /// and RECEIVED, QUEUED or FAILED, or PROCESSING whose lease ran out.
-pub const PAIR_TAKE_CONDITION: &str = "attribute_not_exists(pk) OR expires_at < :now_s \
-     OR (attribute_not_exists(completed_at) AND (#status IN (:received, :queued, :failed) \
-     OR (#status = :processing AND lease_until < :now_ms)))";
+pub static PAIR_TAKE_CONDITION: LazyLock<String> =
+    LazyLock::new(|| format!("{ABSENT_CONDITION} OR ({})", &*TAKEABLE_CONDITION));
 
 pub fn pair_take_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
-    match existing {
-        None => true,
-        Some(r) => {
-            r.is_expired(now_ms)
-                || (r.completed_at.is_none()
-                    && (matches!(r.status, Status::Received | Status::Queued | Status::Failed)
-                        || (r.status == Status::Processing && r.lease_ran_out(now_ms))))
-        }
-    }
+    lib::absent(existing, now_ms) || existing.is_some_and(|r| takeable(r, now_ms))
 }
 
 /// Why an event's item refuses a message outright (before its status is looked at): absent or
@@ -370,8 +390,8 @@ pub fn not_this_event(
 /// Request a replay (`inbox-ops replay`, UpdateItem `ADD replay_requests :rid`) before its
 /// message is sent: only on an accepted event's item, unexpired, that holds the archived
 /// envelope's body hash. A replay's take runs only an id recorded so.
-pub const REQUEST_REPLAY_CONDITION: &str =
-    "attribute_exists(pk) AND expires_at >= :now_s AND payload_sha256 = :sha";
+pub static REQUEST_REPLAY_CONDITION: LazyLock<String> =
+    LazyLock::new(|| format!("{LIVE_CONDITION} AND payload_sha256 = :sha"));
 
 pub fn request_replay_allowed(
     existing: Option<&Record>,
@@ -381,12 +401,14 @@ pub fn request_replay_allowed(
     not_this_event(existing, payload_sha256, now_ms).is_none()
 }
 
-/// Complete, fail and defer (consumer, UpdateItem): only while we hold the lease. Fail adds
-/// one to `failures`; defer (a throttled try) puts the item back to QUEUED and adds nothing.
-pub const FINISH_CONDITION: &str = "#status = :processing AND lease_owner = :me";
+/// Complete, fail and defer (consumer, UpdateItem): only while we hold the lease, the
+/// library's [`HOLDER_CONDITION`] with `:held` PROCESSING. Complete and fail are the library's
+/// transitions; fail adds one to `failures` (and removes the owner); defer (a throttled try)
+/// puts the item back to QUEUED and adds nothing.
+pub const FINISH_CONDITION: &str = HOLDER_CONDITION;
 
 pub fn finish_allowed(existing: Option<&Record>, owner: &str) -> bool {
-    existing.is_some_and(|r| r.status == Status::Processing && r.owned_by(owner))
+    lib::holder_allowed(existing, owner)
 }
 
 /// Defer (consumer, UpdateItem: QUEUED, `last_error`, lease removed): a throttled try, only
@@ -401,10 +423,10 @@ pub fn defer_allowed(existing: Option<&Record>, owner: &str) -> bool {
 /// envelope's parts disagree (crate::consumer's admission check) names a key; where that
 /// key's item exists and has not expired, its `last_error` says why the message was refused.
 /// Status, lease and counts stay as they were: no transition, only a note for operators.
-pub const NOTE_REFUSAL_CONDITION: &str = "attribute_exists(pk) AND expires_at >= :now_s";
+pub const NOTE_REFUSAL_CONDITION: &str = LIVE_CONDITION;
 
 pub fn note_refusal_allowed(existing: Option<&Record>, now_ms: i64) -> bool {
-    existing.is_some_and(|r| !r.is_expired(now_ms))
+    lib::live(existing, now_ms)
 }
 
 /// The body guard (receiver, PutItem, before the claim, only on a source with
@@ -449,9 +471,12 @@ pub enum GuardOutcome {
 /// event's (as [`TAKE_CONDITION`]), `inbox-ops replay` recorded the replay `:rid` on it
 /// ([`REQUEST_REPLAY_CONDITION`]), the replay has not completed yet, and no live lease holds
 /// the key. Any status otherwise: COMPLETED is what a replay is for.
-pub const REPLAY_TAKE_CONDITION: &str = "attribute_exists(pk) AND expires_at >= :now_s \
-     AND payload_sha256 = :sha AND contains(replay_requests, :rid) \
-     AND NOT contains(replays, :rid) AND NOT (lease_until >= :now_ms)";
+pub static REPLAY_TAKE_CONDITION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{LIVE_CONDITION} AND payload_sha256 = :sha AND contains(replay_requests, :rid) \
+         AND NOT contains(replays, :rid) AND NOT (lease_until >= :now_ms)"
+    )
+});
 
 pub fn replay_take_allowed(
     existing: Option<&Record>,
@@ -470,17 +495,13 @@ pub fn replay_take_allowed(
 /// Replay take of an (event, destination) pair's item: the replay has not completed on it yet
 /// (or the item is absent or expired), and no live lease holds it. The replay is checked
 /// against the event's own item first (the consumer reads it: recorded, this body).
-pub const PAIR_REPLAY_TAKE_CONDITION: &str = "(attribute_not_exists(pk) OR expires_at < :now_s \
-     OR NOT contains(replays, :rid)) AND NOT (lease_until >= :now_ms)";
+pub static PAIR_REPLAY_TAKE_CONDITION: LazyLock<String> = LazyLock::new(|| {
+    format!("({ABSENT_CONDITION} OR NOT contains(replays, :rid)) AND NOT (lease_until >= :now_ms)")
+});
 
 pub fn pair_replay_take_allowed(existing: Option<&Record>, replay_id: &str, now_ms: i64) -> bool {
-    match existing {
-        None => true,
-        Some(r) => {
-            (r.is_expired(now_ms) || !r.replays.contains(replay_id))
-                && r.lease_until.is_none_or(|until| until < now_ms)
-        }
-    }
+    (lib::absent(existing, now_ms) || existing.is_some_and(|r| !r.replays.contains(replay_id)))
+        && existing.is_none_or(|r| r.lease_until.is_none_or(|until| until < now_ms))
 }
 
 /// Whether an event's item admits a replay of `replay_id` for this body: what the consumer
@@ -511,8 +532,11 @@ pub fn replay_complete_allowed(existing: Option<&Record>, owner: &str) -> bool {
 /// throttled, so the key is what it was before the replay took it, and a late ordinary copy
 /// still finds it done. Only while we hold the lease, and only on a key that completed once;
 /// a replay of a key that never completed fails or defers as an ordinary take does.
-pub const GIVE_BACK_REPLAY_CONDITION: &str =
-    "#status = :processing AND lease_owner = :me AND attribute_exists(completed_at)";
+pub static GIVE_BACK_REPLAY_CONDITION: LazyLock<String> =
+    LazyLock::new(|| format!("{FINISH_CONDITION} AND {GIVE_BACK_GUARD}"));
+
+/// What giving a replay back requires beside the library's holder condition.
+pub const GIVE_BACK_GUARD: &str = "attribute_exists(completed_at)";
 
 pub fn give_back_replay_allowed(existing: Option<&Record>, owner: &str) -> bool {
     finish_allowed(existing, owner) && existing.is_some_and(|r| r.completed_at.is_some())
@@ -580,10 +604,10 @@ pub fn take_allowed_for(existing: Option<&Record>, take: &Take, replay_id: Optio
 /// The DynamoDB condition of a take: the twin of [`take_allowed_for`].
 pub fn take_condition(item: TakeItem, replay: bool) -> &'static str {
     match (item, replay) {
-        (TakeItem::Event, false) => TAKE_CONDITION,
-        (TakeItem::Pair, false) => PAIR_TAKE_CONDITION,
-        (TakeItem::Event, true) => REPLAY_TAKE_CONDITION,
-        (TakeItem::Pair, true) => PAIR_REPLAY_TAKE_CONDITION,
+        (TakeItem::Event, false) => &TAKE_CONDITION,
+        (TakeItem::Pair, false) => &PAIR_TAKE_CONDITION,
+        (TakeItem::Event, true) => &REPLAY_TAKE_CONDITION,
+        (TakeItem::Pair, true) => &PAIR_REPLAY_TAKE_CONDITION,
     }
 }
 

@@ -94,17 +94,28 @@ fn expiry_is_strictly_after_expires_at_in_seconds() {
 
 #[test]
 fn leases_run_out_strictly_after_lease_until() {
+    // The library's rule (`abandoned`, `held_by`) on the ledger's items.
+    use lambda_idempotency::machine::{abandoned, held_by};
     let r = leased(Status::Processing, "me", NOW);
-    assert!(!r.lease_ran_out(NOW));
-    assert!(r.lease_ran_out(NOW + 1));
-    assert!(!r.lease_ran_out(NOW - 1));
+    assert!(!abandoned(&r, NOW));
+    assert!(abandoned(&r, NOW + 1));
+    assert!(!abandoned(&r, NOW - 1));
     assert!(
-        !item(Status::Processing).lease_ran_out(NOW),
+        !abandoned(&item(Status::Processing), NOW),
         "no lease: nothing runs out"
     );
-    assert!(r.owned_by("me"));
-    assert!(!r.owned_by("you"));
-    assert!(!item(Status::Processing).owned_by("me"));
+    assert!(
+        !abandoned(&leased(Status::Received, "me", NOW), NOW + 1),
+        "only a PROCESSING lease is abandoned"
+    );
+    assert!(held_by(Some(&r), "PROCESSING", "me"));
+    assert!(!held_by(Some(&r), "PROCESSING", "you"));
+    assert!(!held_by(Some(&r), "RECEIVED", "me"));
+    assert!(!held_by(
+        Some(&item(Status::Processing)),
+        "PROCESSING",
+        "me"
+    ));
 }
 
 #[test]
@@ -716,4 +727,21 @@ async fn the_memory_ledger_gives_a_completed_key_back_after_its_replay_failed() 
             .unwrap(),
         Some(2)
     );
+}
+
+#[test]
+fn the_adapters_send_the_conditions_written_here() {
+    use lambda_idempotency::dynamodb::holder;
+    let release = holder("me", Status::Received.as_str()).and(RELEASE_GUARD);
+    assert_eq!(release.condition(), RELEASE_CONDITION.as_str());
+    let give_back = holder("me", Status::Processing.as_str()).and(GIVE_BACK_GUARD);
+    assert_eq!(give_back.condition(), GIVE_BACK_REPLAY_CONDITION.as_str());
+    assert_eq!(
+        holder("me", Status::Processing.as_str()).condition(),
+        FINISH_CONDITION
+    );
+    // The take's conditions keep their shape: the library's fragments, then the ledger's.
+    assert!(TAKE_CONDITION.starts_with("attribute_exists(pk) AND expires_at >= :now_s AND "));
+    assert!(TAKE_CONDITION.ends_with("OR (#status = :processing AND lease_until < :now_ms))"));
+    assert!(PAIR_TAKE_CONDITION.starts_with("attribute_not_exists(pk) OR expires_at < :now_s OR ("));
 }
