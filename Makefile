@@ -17,7 +17,7 @@ VENV_POWERTOOLS := .venv-powertools
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv chromium test lint demo events build deploy bench bench-idempotency simulate audit mutants clean
+.PHONY: venv chromium test lint lint-idempotency demo events build deploy bench bench-idempotency simulate audit mutants clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -51,8 +51,21 @@ $(VENV_POWERTOOLS)/.installed: bench/requirements-powertools.txt
 lint: venv $(VENV_CHECKOV)/.installed
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory lint-idempotency
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV_CHECKOV)/bin/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
+
+# The library as published (issue 36): its docs without a warning, `cargo package` (which
+# builds the packaged crate alone), and a Lambda project outside the workspace
+# (examples/outside-workspace/, its own workspace and lockfile) that depends on it by path,
+# checked with clippy in this target directory, so it reuses the build of the clippy above.
+OUTSIDE := examples/outside-workspace/Cargo.toml
+lint-idempotency:
+	RUSTDOCFLAGS=-Dwarnings cargo doc -p lambda-idempotency --no-deps --all-features
+	cargo package -p lambda-idempotency --allow-dirty
+	cargo fmt --manifest-path $(OUTSIDE) -- --check
+	CARGO_TARGET_DIR="$${CARGO_TARGET_DIR:-$(CURDIR)/target}" \
+		cargo clippy --locked --manifest-path $(OUTSIDE) --all-targets -- -D warnings
 
 # dynalite (a second DynamoDB, for tests/ledger_transitions/) and playwright-core (the
 # console's browser test, tests/console.rs), from npm, pinned by
