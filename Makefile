@@ -17,7 +17,7 @@ VENV_POWERTOOLS := .venv-powertools
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv chromium test lint lint-idempotency demo events build deploy bench bench-idempotency simulate audit mutants clean
+.PHONY: venv chromium test lint lint-idempotency demo events build deploy bench bench-idempotency simulate audit mutants mutants-idempotency clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -142,6 +142,18 @@ mutants:
 		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
 	SIM_SEEDS=$(MUTANTS_SIM_SEEDS) cargo mutants --package inbox --test-package inbox \
 		$(foreach f,$(MUTANTS_FILES),--file $(f)) $(ARGS) -- --lib --tests
+
+# The same over the lambda-idempotency library (docs/testing.md, "Mutation testing"): every
+# file of crates/idempotency/src but dynamodb.rs, each mutant against the crate's own unit and
+# integration tests with all its features (the memory store; no doctests, no moto). dynamodb.rs
+# is the SDK calls: tests/idempotency_library.rs runs the same scenarios on moto and dynalite.
+# MUTANTS_IDEMPOTENCY_FILES narrows it; ARGS as above.
+MUTANTS_IDEMPOTENCY_FILES ?= $(filter-out %/dynamodb.rs,$(wildcard crates/idempotency/src/*.rs))
+mutants-idempotency:
+	@cargo mutants --version 2>/dev/null | grep -q ' $(MUTANTS_VERSION)$$' \
+		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
+	cargo mutants --package lambda-idempotency --test-package lambda-idempotency --all-features \
+		$(foreach f,$(MUTANTS_IDEMPOTENCY_FILES),--file $(f)) $(ARGS) -- --lib --tests
 
 # Benchmarks (BENCHMARKS.md): criterion benches of the CPU work, then the receiver against a
 # Powertools peer on one moto server, init durations and zip sizes (bench/run.sh). Release
