@@ -293,6 +293,31 @@ mod answers {
         assert_eq!(runs.load(Ordering::SeqCst), 2);
     }
 
+    /// The layer is ready when the service it wraps is: an inner service that refuses
+    /// (overloaded) is not called.
+    #[tokio::test]
+    async fn the_layer_is_ready_when_its_service_is() {
+        #[derive(Clone)]
+        struct Overloaded;
+        impl Service<Request> for Overloaded {
+            type Response = Response<Body>;
+            type Error = lambda_http::Error;
+            type Future = std::future::Ready<Result<Response<Body>, lambda_http::Error>>;
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Result<(), Self::Error>> {
+                std::task::Poll::Ready(Err("overloaded".into()))
+            }
+            fn call(&mut self, _: Request) -> Self::Future {
+                panic!("called while not ready")
+            }
+        }
+        let mut svc = IdempotencyLayer::new(Idempotency::new(MemoryStore::new())).layer(Overloaded);
+        let ready = svc.ready().await.map(|_| ()).map_err(|e| e.to_string());
+        assert_eq!(ready, Err("overloaded".to_owned()));
+    }
+
     /// A 5xx recorded as a failure names the status; an inner error is returned as is and
     /// its claim given up, so the retry runs.
     #[tokio::test]

@@ -49,6 +49,25 @@ mod edges {
         store.get(k).await.expect("get").expect("a record")
     }
 
+    /// The stored names of the statuses, as DynamoDB holds them and the logs print them.
+    #[test]
+    fn statuses_print_as_stored() {
+        for (status, name) in [
+            (Status::Processing, "PROCESSING"),
+            (Status::Completed, "COMPLETED"),
+            (Status::Failed, "FAILED"),
+        ] {
+            assert_eq!(
+                (status.as_str(), status.to_string()),
+                (name, name.to_owned())
+            );
+            assert_eq!(Status::parse(name), Some(status));
+        }
+        assert_eq!(Status::parse("processing"), None);
+        let idem = Idempotency::new(MemoryStore::new());
+        assert!(format!("{idem:?}").contains("clock: Clock"), "{idem:?}");
+    }
+
     #[test]
     fn a_deadline_is_a_positive_epoch_time() {
         assert_eq!(Deadline::at_epoch_ms(0).epoch_ms(), None);
@@ -208,6 +227,19 @@ mod edges {
             record(&store, "long").await.expires_at,
             (last + 1) / 1000 + i64::MAX / 4
         );
+    }
+
+    /// By default a key is remembered one day.
+    #[tokio::test]
+    async fn the_default_retention_is_one_day() {
+        let store = MemoryStore::new();
+        let idem = Idempotency::new(store.clone()).clock(|| T);
+        idem.run(&key("day"), b"p", &Deadline::none(), || async {
+            Ok::<_, String>(1)
+        })
+        .await
+        .expect("ran");
+        assert_eq!(record(&store, "day").await.expires_at, T / 1000 + 86_400);
     }
 
     /// The default clock is the system's: a record's times are now.
@@ -505,6 +537,16 @@ mod edges {
             cached("d").await && cached("e").await,
             "c went before d and e"
         );
+        // One entry exactly the whole cache is kept; one byte bigger is not.
+        let exact = super::scenarios::idem(&store, &clock).cache_bytes(66);
+        exact
+            .run(&key("y"), b"p", &Deadline::none(), || async {
+                Ok::<_, String>(1)
+            })
+            .await
+            .expect("y");
+        let held = exact.result_cache().map(|c| (c.len(), c.bytes()));
+        assert_eq!(held, Some((1, 66)));
         // One entry alone bigger than the whole cache is not kept.
         let small = super::scenarios::idem(&store, &clock).cache_bytes(65);
         small
