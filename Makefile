@@ -145,15 +145,17 @@ mutants:
 
 # The same over the lambda-idempotency library (docs/testing.md, "Mutation testing"): every
 # file of crates/idempotency/src but dynamodb.rs, each mutant against the crate's own unit and
-# integration tests with all its features (the memory store; no doctests, no moto). dynamodb.rs
-# is the SDK calls: tests/idempotency_library.rs runs the same scenarios on moto and dynalite.
+# integration tests with all its features (the memory store; --cargo-arg, so that the build
+# too skips the examples and doctests; no moto). dynamodb.rs is the SDK calls:
+# tests/idempotency_library.rs runs the same scenarios on moto and dynalite.
 # MUTANTS_IDEMPOTENCY_FILES narrows it; ARGS as above.
 MUTANTS_IDEMPOTENCY_FILES ?= $(filter-out %/dynamodb.rs,$(wildcard crates/idempotency/src/*.rs))
 mutants-idempotency:
 	@cargo mutants --version 2>/dev/null | grep -q ' $(MUTANTS_VERSION)$$' \
 		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
 	cargo mutants --package lambda-idempotency --test-package lambda-idempotency --all-features \
-		$(foreach f,$(MUTANTS_IDEMPOTENCY_FILES),--file $(f)) $(ARGS) -- --lib --tests
+		--cargo-arg=--lib --cargo-arg=--tests \
+		$(foreach f,$(MUTANTS_IDEMPOTENCY_FILES),--file $(f)) $(ARGS)
 
 # Benchmarks (BENCHMARKS.md): criterion benches of the CPU work, then the receiver against a
 # Powertools peer on one moto server, init durations and zip sizes (bench/run.sh). Release
