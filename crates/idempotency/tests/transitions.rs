@@ -68,6 +68,17 @@ mod edges {
         assert!(format!("{idem:?}").contains("clock: Clock"), "{idem:?}");
     }
 
+    /// `MemoryStore::put` writes a record as it is (the tests' way to set up a state).
+    #[tokio::test]
+    async fn the_memory_store_puts_a_record_as_it_is() {
+        let store = MemoryStore::new();
+        let mut r = hand_claim("set", "x", T, 1_000, b"p").record(3, T - 1);
+        r.status = Status::Failed;
+        store.put(r.clone());
+        assert_eq!(store.get("set").await, Ok(Some(r.clone())));
+        assert_eq!(store.records(), [r]);
+    }
+
     #[test]
     fn a_deadline_is_a_positive_epoch_time() {
         assert_eq!(Deadline::at_epoch_ms(0).epoch_ms(), None);
