@@ -17,7 +17,7 @@ VENV_POWERTOOLS := .venv-powertools
 # cargo-lambda, zig, cfn-lint and moto come from the venv.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: venv chromium test lint demo events build deploy destroy bench bench-idempotency simulate audit mutants clean
+.PHONY: venv chromium test lint lint-idempotency demo events build deploy destroy bench bench-idempotency simulate audit mutants mutants-idempotency clean
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -51,8 +51,21 @@ $(VENV_POWERTOOLS)/.installed: bench/requirements-powertools.txt
 lint: venv $(VENV_CHECKOV)/.installed
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory lint-idempotency
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV_CHECKOV)/bin/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
+
+# The library as published (issue 36): its docs without a warning, `cargo package` (which
+# builds the packaged crate alone), and a Lambda project outside the workspace
+# (examples/outside-workspace/, its own workspace and lockfile) that depends on it by path,
+# checked with clippy in this target directory, so it reuses the build of the clippy above.
+OUTSIDE := examples/outside-workspace/Cargo.toml
+lint-idempotency:
+	RUSTDOCFLAGS=-Dwarnings cargo doc -p lambda-idempotency --no-deps --all-features
+	cargo package -p lambda-idempotency --allow-dirty
+	cargo fmt --manifest-path $(OUTSIDE) -- --check
+	CARGO_TARGET_DIR="$${CARGO_TARGET_DIR:-$(CURDIR)/target}" \
+		cargo clippy --locked --manifest-path $(OUTSIDE) --all-targets -- -D warnings
 
 # dynalite (a second DynamoDB, for tests/ledger_transitions/) and playwright-core (the
 # console's browser test, tests/console.rs), from npm, pinned by
@@ -145,6 +158,20 @@ mutants:
 		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
 	SIM_SEEDS=$(MUTANTS_SIM_SEEDS) cargo mutants --package inbox --test-package inbox \
 		$(foreach f,$(MUTANTS_FILES),--file $(f)) $(ARGS) -- --lib --tests
+
+# The same over the lambda-idempotency library (docs/testing.md, "Mutation testing"): every
+# file of crates/idempotency/src but dynamodb.rs, each mutant against the crate's own unit and
+# integration tests with all its features (the memory store; --cargo-arg, so that the build
+# too skips the examples and doctests; no moto). dynamodb.rs is the SDK calls:
+# tests/idempotency_library.rs runs the same scenarios on moto and dynalite.
+# MUTANTS_IDEMPOTENCY_FILES narrows it; ARGS as above.
+MUTANTS_IDEMPOTENCY_FILES ?= $(filter-out %/dynamodb.rs,$(wildcard crates/idempotency/src/*.rs))
+mutants-idempotency:
+	@cargo mutants --version 2>/dev/null | grep -q ' $(MUTANTS_VERSION)$$' \
+		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
+	cargo mutants --package lambda-idempotency --test-package lambda-idempotency --all-features \
+		--cargo-arg=--lib --cargo-arg=--tests \
+		$(foreach f,$(MUTANTS_IDEMPOTENCY_FILES),--file $(f)) $(ARGS)
 
 # Benchmarks (BENCHMARKS.md): criterion benches of the CPU work, then the receiver against a
 # Powertools peer on one moto server, init durations and zip sizes (bench/run.sh). Release

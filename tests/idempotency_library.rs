@@ -411,3 +411,51 @@ async fn natural_key_on_dynamodb() {
     }
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+/// Each package of a Cargo.lock with its version(s).
+fn locked(path: &str) -> BTreeMap<String, Vec<String>> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut name = None;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("name = ") {
+            name = Some(n.trim_matches('"').to_owned());
+        } else if let (Some(v), Some(n)) = (line.strip_prefix("version = "), name.take()) {
+            versions
+                .entry(n)
+                .or_default()
+                .push(v.trim_matches('"').to_owned());
+        }
+    }
+    versions
+}
+
+/// The Lambda project outside the workspace (examples/outside-workspace/, checked by make
+/// lint with `--locked` in the workspace's target directory) resolves every dependency to the
+/// workspace's version: so its check reuses the workspace's build, and it is the build a user
+/// of the library gets with this lockfile. Out of step after a `cargo update`, or a dependency
+/// the library gained: `cp Cargo.lock examples/outside-workspace/ && cargo tree --manifest-path
+/// examples/outside-workspace/Cargo.toml > /dev/null` (cargo keeps the versions and prunes).
+#[test]
+fn the_outside_example_locks_the_workspaces_versions() {
+    let workspace = locked("../Cargo.lock");
+    let outside = locked("../examples/outside-workspace/Cargo.lock");
+    assert!(
+        outside.contains_key("lambda-idempotency") && outside.contains_key("aws-sdk-dynamodb"),
+        "the example's lockfile holds the library and the SDK: {:?}",
+        outside.keys().collect::<Vec<_>>()
+    );
+    for (name, versions) in &outside {
+        if name == "idempotent-lambdas" {
+            continue;
+        }
+        let theirs = workspace.get(name).cloned().unwrap_or_default();
+        for v in versions {
+            assert!(
+                theirs.contains(v),
+                "{name} {v} in the example's lockfile, {theirs:?} in the workspace's"
+            );
+        }
+    }
+}
