@@ -453,3 +453,46 @@ async fn asanas_first_handshake_is_kept_only_in_a_window_an_operator_opened() {
     clock.advance_ms(300_000);
     assert_eq!(answer(&rx, event()).await.0, 401);
 }
+
+/// Xero wants `200` "with no body in the response" ("Respond with a 200 ... within 5
+/// seconds", developer.xero.com/documentation/webhooks/configuring-your-server), Okta's event
+/// hooks an empty `200` or `204` (responses "should all be empty", okta-developer-docs
+/// `event-hooks/index.md`): their presets answer `empty`, a duplicate too, and still queue
+/// every event of the batch.
+#[tokio::test]
+async fn xero_and_okta_are_answered_200_with_no_body_first_and_on_a_retry() {
+    let (xero, xero_kept) =
+        receiver(r#"{"preset": "xero", "signature": {"secrets": ["env:S"]}}"#).await;
+    let body = r#"{"events":[{"resourceUrl":"https://api.xero.com/api.xro/2.0/Invoices/1","resourceId":"1","eventDateUtc":"2026-12-07T01:00:00.000","eventType":"UPDATE","eventCategory":"INVOICE","tenantId":"t-1","tenantType":"ORGANISATION"},{"resourceUrl":"https://api.xero.com/api.xro/2.0/Invoices/2","resourceId":"2","eventDateUtc":"2026-12-07T01:00:01.000","eventType":"CREATE","eventCategory":"INVOICE","tenantId":"t-1","tenantType":"ORGANISATION"}],"firstEventSequence":1,"lastEventSequence":2,"entropy":"QWERTY"}"#;
+    let signature = b64(&hmac_sha256(body.as_bytes()));
+    for round in ["first", "retry"] {
+        let req = post(
+            "https://h/webhooks/s",
+            &[("x-xero-signature", &signature)],
+            body.as_bytes(),
+        );
+        assert_eq!(answer(&xero, req).await, (200, String::new()), "{round}");
+    }
+    // The retry finds the claims RECEIVED and sends them again under the same deduplication
+    // ids (SQS FIFO keeps one of each): two events.
+    let distinct = |kept: &Kept| {
+        kept.keys()
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    assert_eq!(distinct(&xero_kept), 2, "two events");
+
+    let (okta, okta_kept) =
+        receiver(r#"{"preset": "okta", "signature": {"secrets": ["env:S"]}}"#).await;
+    let body = r#"{"eventType":"com.okta.event_hook","eventTypeVersion":"1.0","cloudEventsVersion":"0.1","source":"https://example.okta.com/api/v1/eventHooks/who8","eventId":"b5a188b9","data":{"events":[{"uuid":"5a5d1f4e-0000-4000-8000-000000000001","eventType":"user.session.start","published":"2026-12-07T01:00:00.000Z"}]},"eventTime":"2026-12-07T01:00:00.000Z","contentType":"application/json"}"#;
+    for round in ["first", "retry"] {
+        let req = post(
+            "https://h/webhooks/s",
+            &[("authorization", SECRET)],
+            body.as_bytes(),
+        );
+        assert_eq!(answer(&okta, req).await, (200, String::new()), "{round}");
+    }
+    assert_eq!(distinct(&okta_kept), 1, "one event");
+}

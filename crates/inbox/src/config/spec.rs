@@ -67,15 +67,19 @@ pub enum AcceptedAnswer {
     Key,
     /// 204 and no body (Discord's Webhook Events).
     NoContent,
+    /// 200 and no body: Xero ("no body in the response", its intent-to-receive check
+    /// included) and Okta's event hooks (responses "should all be empty").
+    Empty,
     /// 200 and a deferred interaction response: `{"type": 6}` for a message component
     /// (interaction type 3), `{"type": 5}` for any other (Discord's Interactions).
     DiscordInteraction,
 }
 
 impl AcceptedAnswer {
-    pub const ALL: [AcceptedAnswer; 3] = [
+    pub const ALL: [AcceptedAnswer; 4] = [
         AcceptedAnswer::Key,
         AcceptedAnswer::NoContent,
+        AcceptedAnswer::Empty,
         AcceptedAnswer::DiscordInteraction,
     ];
 
@@ -83,6 +87,7 @@ impl AcceptedAnswer {
         match self {
             AcceptedAnswer::Key => "key",
             AcceptedAnswer::NoContent => "no_content",
+            AcceptedAnswer::Empty => "empty",
             AcceptedAnswer::DiscordInteraction => "discord_interaction",
         }
     }

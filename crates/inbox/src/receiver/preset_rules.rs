@@ -26,6 +26,7 @@ pub(super) fn accepted_answer(source: &Source, key: &str, body: &[u8]) -> (u16, 
     match source.spec.answer {
         AcceptedAnswer::Key => accepted_response(key),
         AcceptedAnswer::NoContent => (204, String::new()),
+        AcceptedAnswer::Empty => (200, String::new()),
         AcceptedAnswer::DiscordInteraction => {
             // DEFERRED_UPDATE_MESSAGE for a component, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
             // for a command or a modal's submission.
