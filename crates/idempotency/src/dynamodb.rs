@@ -268,14 +268,16 @@ impl Written {
 macro_rules! send_if {
     ($table:expr, $request:expr, $write:expr, $key:expr, $error:ident) => {{
         let write = $write;
-        let result = $request
+        let request = $request
             .condition_expression(write.condition())
             .set_expression_attribute_names(write.names())
             .set_expression_attribute_values(write.values())
             .set_return_values(write.returning.clone())
-            .return_values_on_condition_check_failure(write.on_refusal())
-            .send()
-            .await;
+            .return_values_on_condition_check_failure(write.on_refusal());
+        // Boxed: the SDK's future is deeply nested, and a caller's future holding it inline
+        // (a handler closure around `sqs::process_batch`) overflows the compiler's query
+        // depth limit when its layout is computed.
+        let result = Box::pin(request.send()).await;
         match result {
             Ok(out) => Ok(Written::Done(out.attributes.unwrap_or_default())),
             Err(err) => match err.as_service_error() {
@@ -367,15 +369,14 @@ impl Table {
 
     /// A consistent `GetItem` of `key`.
     pub async fn get(&self, key: &str) -> Result<Option<Item>, StoreError> {
-        let out = self
+        let request = self
             .client
             .get_item()
             .table_name(&self.name)
             .key(PK, s(key))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
+            .consistent_read(true);
+        // Boxed, as in `send_if!`: the SDK's future is deeply nested.
+        let out = Box::pin(request.send()).await.map_err(unavailable)?;
         Ok(out.item)
     }
 

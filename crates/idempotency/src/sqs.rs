@@ -9,29 +9,32 @@
 //!   a payload its key was not first used with, is reported failed (it comes back, or goes
 //!   to the dead-letter queue).
 //!
+//! The handler as one closure, on the DynamoDB store (the table named by `IDEMPOTENCY_TABLE`):
+//!
 //! ```no_run
+//! # #[cfg(feature = "dynamodb")]
+//! # async fn main_() -> Result<(), lambda_runtime::Error> {
 //! use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+//! use lambda_idempotency::dynamodb::DynamoStore;
 //! use lambda_idempotency::sqs::process_batch;
-//! use lambda_idempotency::{memory::MemoryStore, Idempotency, Key};
+//! use lambda_idempotency::{Idempotency, Key};
 //! use lambda_runtime::{service_fn, Error, LambdaEvent};
 //!
-//! # async fn main_() -> Result<(), Error> {
-//! let idem = Idempotency::new(MemoryStore::new());
-//! lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
-//!     let idem = idem.clone();
-//!     async move {
-//!         let response: SqsBatchResponse = process_batch(
-//!             &idem,
-//!             event.payload,
-//!             &(&event.context).into(),
-//!             // The key: what the message is (here the message id; better the operation's
-//!             // own id from the body, which a second send of the same operation repeats).
-//!             |m: &SqsMessage| Key::new(m.message_id.clone().unwrap_or_default()),
-//!             |m: SqsMessage| async move { Ok::<_, String>(m.body.map(|b| b.len())) },
-//!         )
-//!         .await;
-//!         Ok::<_, Error>(response)
-//!     }
+//! let table = std::env::var("IDEMPOTENCY_TABLE")?;
+//! let client = aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await);
+//! let idem = &Idempotency::new(DynamoStore::new(client, table));
+//! lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| async move {
+//!     let response: SqsBatchResponse = process_batch(
+//!         idem,
+//!         event.payload,
+//!         &(&event.context).into(),
+//!         // The key: what the message is (here the message id; better the operation's
+//!         // own id from the body, which a second send of the same operation repeats).
+//!         |m: &SqsMessage| Key::new(m.message_id.clone().unwrap_or_default()),
+//!         |m: SqsMessage| async move { Ok::<_, String>(m.body.map(|b| b.len())) },
+//!     )
+//!     .await;
+//!     Ok::<_, Error>(response)
 //! }))
 //! .await
 //! # }
