@@ -106,6 +106,9 @@ pub async fn destroy(
     out: &mut impl Write,
     prompt: &mut impl Write,
 ) -> anyhow::Result<ExitCode> {
+    if let Some(named) = args.yes_delete_retained.as_deref().filter(|n| *n != stack) {
+        bail!("--yes-delete-retained names {named}, but the stack is {stack}: nothing deleted");
+    }
     let cfn = aws_sdk_cloudformation::Client::new(sdk);
     let Some(stack_id) = stack_id(&cfn, stack).await? else {
         bail!("no stack {stack} in {region}: nothing to delete (retained resources of an earlier stack: docs/deploying.md, Teardown)");

@@ -234,6 +234,23 @@ async fn destroy_answered_no_deletes_nothing_and_a_missing_stack_is_refused() {
     assert!(run.stdout.contains("Nothing deleted."), "{}", run.stdout);
     assert_eq!(exist(&stack, &table, &bucket).await, (true, true, true));
 
+    // --yes-delete-retained naming another stack: refused before anything is deleted.
+    let run = ops(
+        &dir,
+        &["destroy", "--yes", "--yes-delete-retained", "other"],
+        "",
+    )
+    .await;
+    assert_eq!(run.code, 1, "{}", run.text());
+    assert!(
+        run.stderr.contains(&format!(
+            "destroy: --yes-delete-retained names other, but the stack is {stack}: nothing deleted"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(exist(&stack, &table, &bucket).await, (true, true, true));
+
     // --yes and --yes-delete-retained for scripts: no question asked.
     let run = ops(
         &dir,
