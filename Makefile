@@ -117,7 +117,7 @@ build: venv
 # hides it, then reuses the build), `sam build` and `sam deploy` with samconfig.toml, which shows
 # the change set and asks (ARGS=--no-confirm-changeset does not). ARGS go to sam deploy. Not
 # part of make test, which rehearses the same path on moto (crates/ops/tests/preflight/rehearsal.rs).
-deploy destroy: export PATH := $(CURDIR)/$(VENV_SAM)/bin:$(PATH)
+deploy: export PATH := $(CURDIR)/$(VENV_SAM)/bin:$(PATH)
 deploy: $(VENV_SAM)/.installed
 	rustup target add aarch64-unknown-linux-gnu
 	@echo "==> 1/4 inbox-ops preflight (inbox-ops is built first: a minute or two the first time)"
@@ -130,10 +130,11 @@ deploy: $(VENV_SAM)/.installed
 	@echo "==> 4/4 sam deploy (the change set, then y to apply it; the stack's events as it goes)"
 	$(VENV_SAM)/bin/sam deploy $(ARGS)
 
-# Deletes the stack (sam delete asks first), then, after you type the stack's name, what it
-# retains by design: the ledger table and the payload bucket (scripts/destroy.sh). Needs the AWS CLI.
-destroy: $(VENV_SAM)/.installed
-	bash scripts/destroy.sh
+# Deletes the stack samconfig.toml names (asks first), then, after you type the stack's name, what
+# it retains by design: the ledger table and the payload bucket (`inbox-ops destroy`, the AWS SDK:
+# no AWS CLI). ARGS go to it: ARGS="--stack NAME", ARGS="--yes --yes-delete-retained NAME".
+destroy:
+	cargo run -q -p inbox-ops -- destroy $(ARGS)
 
 # The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
 audit:

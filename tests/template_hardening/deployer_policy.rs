@@ -190,6 +190,7 @@ const ALLOWED_ON_ANY_RESOURCE: &[(&str, &str)] = &[
     ("logs:DescribeLogGroups", "a list call with no resource type"),
     ("s3files:ListMountTargets", "lists the account's mount targets"),
     ("secretsmanager:GetRandomPassword", "no resource type"),
+    ("secretsmanager:ListSecrets", "no resource type (make destroy lists the senders' secrets)"),
     ("sns:Unsubscribe", "no resource type"),
 ];
 

@@ -1,6 +1,6 @@
 //! The command line of `inbox-ops` (clap derive) and its dispatch to the commands: `init`, `preflight`,
 //! `audit`, `why`, `lookup`, `redrive`, `replay`, `pause`, `resume`, `status`, `smoke`,
-//! `handshake open`, `secret set`. The
+//! `handshake open`, `secret set`, `destroy`. The
 //! queue, table and bucket flags fall back to the environment variable names the functions get
 //! in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`.
 //! A flag or variable given but empty counts as missing.
@@ -119,6 +119,12 @@ pub enum Command {
     /// seconds, with no deploy; a rotated secret reaches the warm receivers the same way.
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Deletes the stack (samconfig.toml's stack_name and region, as `init` writes them),
+    /// asking first; then, once you type the stack's name, what it retains by design: the
+    /// ledger table (deletion protection turned off first) and the payload bucket (every object
+    /// version deleted first). Lists the senders' secrets left (`<stack>/…`) and how to delete
+    /// them.
+    Destroy(crate::destroy::DestroyArgs),
 }
 
 /// `secret`'s actions.
@@ -448,6 +454,7 @@ impl Cli {
             Command::Init(args) => ("init", crate::init::run(args).await),
             Command::Receive(args) => ("receive", crate::receive::run(args).await),
             Command::Secret(SecretCommand::Set(args)) => ("secret", secret::set(args).await),
+            Command::Destroy(args) => ("destroy", crate::destroy::run(args).await),
         };
         outcome.unwrap_or_else(|e| {
             // An error may quote a key or a message: shown escaped (crate::text).

@@ -2,7 +2,7 @@
 //! ([`init`] and [`preflight`] before a deploy, with [`samconfig`] read as the SAM CLI reads
 //! it, [`audit`], [`why`], [`lookup`], [`redrive`], [`esm`] for pause and resume, [`status`],
 //! [`smoke`], [`replay`], [`console`] in a browser, [`handshake`] to open a handshake's window,
-//! [`secret`] to store a source's secret, [`receive`] a throwaway system of record),
+//! [`secret`] to store a source's secret, [`receive`] a throwaway system of record, [`destroy`] the teardown),
 //! how they find the stack's resources ([`stack`]),
 //! their command line ([`cli`]), what they print of a message or the ledger ([`text`]: shown
 //! escaped), the AWS clients
@@ -14,6 +14,7 @@ pub mod cli;
 pub mod console;
 pub mod destination_pause;
 pub mod destination_state;
+pub mod destroy;
 pub mod esm;
 pub mod handshake;
 pub mod init;

@@ -40,6 +40,8 @@ const ALLOWED: &[&str] = &[
     "aws-sdk-secretsmanager",
     // `preflight` warns of an EventBridge bus with no rule for a source routed to it.
     "aws-sdk-eventbridge",
+    // `destroy` empties the retained payload bucket (every object version) before deleting it.
+    "aws-sdk-s3",
     // `console`: the HTTP server on loopback, its server-rendered pages, the run's tokens
     // (random, compared in constant time), its errors, the browser opened.
     "axum",

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use devstack::testkit::unique;
 
 // `inbox-ops init` and the samconfig.toml `sam deploy --guided` saves, through the SAM CLI's code.
+#[path = "preflight/destroy.rs"]
+mod destroy;
 #[path = "preflight/init.rs"]
 mod init;
 #[path = "preflight/receive.rs"]

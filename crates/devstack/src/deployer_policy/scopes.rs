@@ -87,6 +87,7 @@ pub(super) const UNSCOPED: &[(&str, &str)] = &[
         "no resource type (GenerateSecretString)",
     ),
     ("sns:Unsubscribe", "no resource type"),
+    ("secretsmanager:ListSecrets", "no resource type"),
 ];
 
 /// What the deploy itself calls beyond the resources' handlers (docs/deploying.md), each with
@@ -177,6 +178,22 @@ pub(super) const DEPLOY_STEPS: &[(&str, &str)] = &[
         "Smoke test: the GitHub secret, the forward signing key",
     ),
     ("secretsmanager:DeleteSecret", "Teardown: delete-secret"),
+    (
+        "cloudformation:ListStackResources",
+        "Teardown: make destroy finds the retained table and bucket",
+    ),
+    (
+        "s3:ListBucketVersions",
+        "Teardown: make destroy lists the payload bucket's object versions",
+    ),
+    (
+        "s3:DeleteObjectVersion",
+        "Teardown: make destroy empties the payload bucket",
+    ),
+    (
+        "secretsmanager:ListSecrets",
+        "Teardown: make destroy lists the senders' secrets",
+    ),
 ];
 
 /// One statement of the policy: its resources, and which actions it takes.
