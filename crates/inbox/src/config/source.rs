@@ -118,9 +118,8 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
     let pending = parse_pending(name, raw.pending, &secrets)?;
     let key = parse_key(name, raw.key)?;
     let batch = super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
-    let attempt_fields = parse_attempt_fields(name, raw.attempt_fields, &key)?;
     Ok(SourceSpec {
-        attempt_fields,
+        attempt_fields: parse_attempt_fields(name, raw.attempt_fields, &key)?,
         pending,
         batch,
         name: name.to_owned(),
