@@ -262,7 +262,7 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
         .candidates;
         assert_eq!(picked.len(), 1, "{key}");
         assert_eq!(
-            inbox_ops::lookup::archived_body(&store, &ledger, key)
+            inbox_ops::lookup::archived_body(&store, &ledger, key, &[])
                 .await
                 .unwrap(),
             *body,

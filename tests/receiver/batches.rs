@@ -137,7 +137,14 @@ async fn a_batch_is_split_into_its_events_each_claimed_and_queued_with_its_own_b
             serde_json::from_slice::<Value>(&own).expect("JSON"),
             hubspot_event(i as u64 + 1, 0)
         );
-        assert_eq!(env.payload_sha256, inbox::key::sha256_hex(&own));
+        // Its payload hash leaves out `attemptNumber` (the preset's `attempt_fields`): the
+        // member and one comma taken out of the bytes as sent.
+        let counter = r#""attemptNumber":0,"#;
+        assert!(own_text.contains(counter), "{own_text}");
+        assert_eq!(
+            env.payload_sha256,
+            inbox::key::sha256_hex(own_text.replacen(counter, "", 1).as_bytes())
+        );
         assert_eq!(env.event_type.as_deref(), Some("contact.propertyChange"));
         let place = env.batch.as_ref().expect("a batch place");
         assert_eq!(
@@ -161,7 +168,10 @@ async fn a_retry_is_a_duplicate_for_every_event_and_an_overlapping_batch_queues_
     assert_eq!(first.status(), 200);
     assert_eq!(queued(&aws).await.len(), 3);
 
-    // HubSpot's retry: the same events, attemptNumber 1 (other bytes, same keys).
+    // HubSpot's retry: the same events, attemptNumber 1 (other bytes, same keys, the same
+    // payload: `attemptNumber` is out of the hash). No consumer has taken them, so each item
+    // is still RECEIVED: each duplicate is sent behind its claim, under its first send's
+    // deduplication id, which the FIFO queue drops (nothing new on the queue).
     aws.faults.reset_calls();
     let (_, retry) = hubspot_batch(&[10, 11, 12], 1);
     let retry = rx.handle(retry).await;
@@ -169,11 +179,7 @@ async fn a_retry_is_a_duplicate_for_every_event_and_an_overlapping_batch_queues_
     assert!(replayed(&retry), "every event a duplicate");
     assert_eq!(body_json(&retry), body_json(&first));
     assert_eq!(aws.faults.calls("PutItem"), 3);
-    assert_eq!(
-        aws.faults.calls("SendMessageBatch"),
-        0,
-        "nothing new to send"
-    );
+    assert_eq!(aws.faults.calls("SendMessageBatch"), 1, "sent behind");
     assert!(queued(&aws).await.is_empty());
 
     // A later batch overlapping it: 12 again (a third attempt), 13 and 14 new.
@@ -190,8 +196,8 @@ async fn a_retry_is_a_duplicate_for_every_event_and_an_overlapping_batch_queues_
     let lines = lines.lock().expect("metrics").clone();
     assert_eq!(tally(&lines, "hubspot", Metric::Accepted), 5);
     assert_eq!(tally(&lines, "hubspot", Metric::Replayed), 4);
-    // attemptNumber changed the bytes of each duplicate.
-    assert_eq!(tally(&lines, "hubspot", Metric::PayloadMismatch), 4);
+    // attemptNumber changed the bytes of each duplicate, not its payload.
+    assert_eq!(tally(&lines, "hubspot", Metric::PayloadMismatch), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -472,6 +478,79 @@ async fn each_event_of_a_batch_is_forwarded_once_as_its_own_bytes_under_its_own_
         assert_eq!(
             serde_json::from_str::<Value>(own).expect("JSON"),
             hubspot_event(id, 0)
+        );
+    }
+    for item in aws.ledger_items().await {
+        assert_eq!(
+            item.status,
+            inbox::ledger::Status::Completed,
+            "{}",
+            item.key
+        );
+    }
+}
+
+/// Issue 35: `attemptNumber` is left out of each event's payload hash (the preset's
+/// `attempt_fields`). A HubSpot batch whose receiver died after its claims, before its send,
+/// is retried with `attemptNumber` 2: the dead claims are the same payload, so each is sent
+/// behind (no payload mismatch), the rest claimed and sent; every event queued once and
+/// delivered once, as the retry's bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hubspot_batch_whose_receiver_died_after_its_claims_is_delivered_whole_by_the_next_attempt(
+) {
+    let aws = stack("batch-attempt").await;
+    let ids = [50u64, 51, 52];
+    let dying = aws.sibling(aws.sdk.clone(), devstack::faults::Faults::new());
+    dying.faults.freeze_after("PutItem");
+    let (dead, _) = dying.receiver(ReceiverSettings::default()).await;
+    let (_, first) = hubspot_batch(&ids, 1);
+    tokio::select! {
+        _ = dead.handle(first) => panic!("the frozen receiver answered"),
+        () = dying.faults.frozen() => {}
+    }
+    drop(dead);
+    let claimed = ledger_keys(&aws).await;
+    assert!(!claimed.is_empty(), "{claimed:?}");
+    let all: BTreeSet<String> = ids.iter().map(|&id| hubspot_key(id)).collect();
+    assert!(claimed.is_subset(&all), "{claimed:?}");
+
+    let (rx, lines) = aws.receiver(ReceiverSettings::default()).await;
+    let (body, retry) = hubspot_batch(&ids, 2);
+    assert_eq!(rx.handle(retry).await.status(), 200);
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "hubspot", Metric::PayloadMismatch), 0);
+
+    let sor = testkit::SystemOfRecord::start();
+    let (cx, _) = aws.consumer(testkit::forwarder(sor.url()));
+    let bridge = devstack::bridge::Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
+        .await
+        .expect("bridge");
+    for _ in 0..20 {
+        let round = bridge
+            .pump_once(|event| testkit::consume(&cx, event))
+            .await
+            .expect("pump");
+        if round.is_none() {
+            break;
+        }
+    }
+    let text = std::str::from_utf8(&body).expect("UTF-8");
+    let mut delivered = sor.deliveries();
+    delivered.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(
+        delivered.iter().map(|d| d.key.as_str()).collect::<Vec<_>>(),
+        ids.map(hubspot_key),
+        "each event delivered once"
+    );
+    for (d, id) in delivered.iter().zip(ids) {
+        let own = std::str::from_utf8(&d.body).expect("UTF-8");
+        assert!(
+            text.contains(own),
+            "{own}: not a slice of the retry's batch"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(own).expect("JSON"),
+            hubspot_event(id, 2)
         );
     }
     for item in aws.ledger_items().await {

@@ -32,6 +32,26 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// The payload hash (docs/design.md, "payload hash"): the SHA-256 of the body with each of
+/// `attempt_fields` (the source's per-attempt members, JSON pointers) taken out as
+/// [`json_fields::without_member`] takes it out: the member's bytes and one comma beside it,
+/// every other byte as sent (no number re-serialised), in the order listed. A pointer the
+/// body has no member at is skipped; a body that is not JSON, or gives a member on a
+/// pointer's path twice, is hashed as sent. With no `attempt_fields`, [`sha256_hex`] of the
+/// body. Two deliveries of one event that differ only in those members have one hash.
+pub fn payload_sha256(body: &[u8], attempt_fields: &[String]) -> String {
+    let mut kept: Option<Vec<u8>> = None;
+    for pointer in attempt_fields {
+        let current = kept.as_deref().unwrap_or(body);
+        match json_fields::without_member(current, pointer) {
+            Ok(Some(rest)) => kept = Some(rest),
+            Ok(None) => {}
+            Err(_) => return sha256_hex(body),
+        }
+    }
+    sha256_hex(kept.as_deref().unwrap_or(body))
+}
+
 /// The values at the source's key and group pointers, read from the body in one pass
 /// ([`json_fields`]), only where a pointer needs it.
 pub fn fields(body: &[u8], key: &KeySpec, group: &GroupSpec) -> Result<Fields, KeyError> {
@@ -336,6 +356,27 @@ mod tests {
     #[test]
     fn payload_hash_only_where_declared() {
         let hash = sha256_hex(b"hello");
+        let fields = vec!["/attempt_number".to_owned(), "/n".to_owned()];
+        let first = br#"{"attempt_number": 1, "event": {"id": 12345678901234567890}}"#;
+        let retry = br#"{"attempt_number": 2, "event": {"id": 12345678901234567890}}"#;
+        let other = br#"{"attempt_number": 1, "event": {"id": 12345678901234567891}}"#;
+        assert_eq!(
+            payload_sha256(first, &fields),
+            payload_sha256(retry, &fields)
+        );
+        assert_eq!(
+            payload_sha256(first, &fields),
+            sha256_hex(br#"{"event": {"id": 12345678901234567890}}"#)
+        );
+        assert_ne!(
+            payload_sha256(first, &fields),
+            payload_sha256(other, &fields)
+        );
+        assert_eq!(payload_sha256(first, &[]), sha256_hex(first));
+        assert_eq!(
+            payload_sha256(b"not json", &fields),
+            sha256_hex(b"not json")
+        );
         assert_eq!(
             derive("p", &KeySpec::PayloadSha256, &HeaderMap::new(), None, &hash).unwrap(),
             format!("p:{hash}")

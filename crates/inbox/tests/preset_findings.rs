@@ -496,3 +496,98 @@ async fn xero_and_okta_are_answered_200_with_no_body_first_and_on_a_retry() {
     }
     assert_eq!(distinct(&okta_kept), 1, "one event");
 }
+
+/// A queue whose first send never returns (the receiver's process froze there and was
+/// dropped, its claim applied and nothing sent), then keeps what it is given.
+#[derive(Clone, Default)]
+struct DiesOnce {
+    entered: Arc<tokio::sync::Notify>,
+    died: Arc<Mutex<bool>>,
+    kept: Kept,
+}
+
+impl Queue for DiesOnce {
+    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
+        let dies = !std::mem::replace(&mut *self.died.lock().expect("died"), true);
+        if dies {
+            self.entered.notify_one();
+            std::future::pending::<()>().await;
+        }
+        self.kept.send(msg).await
+    }
+}
+
+#[tokio::test]
+async fn coinbase_commerces_retry_with_a_new_attempt_number_sends_the_event_its_dead_first_delivery_never_sent(
+) {
+    let sources = SourceSpecs::parse(
+        r#"{"s": {"preset": "coinbase-commerce", "signature": {"secrets": ["env:SECRET"]}}}"#,
+    )
+    .expect("config")
+    .resolve(&Secrets)
+    .await
+    .expect("secrets");
+    let queue = DiesOnce::default();
+    let rx = Receiver::new(
+        sources,
+        MemoryLedger::new(),
+        queue.clone(),
+        SystemClock,
+        ReceiverSettings::default(),
+        Metrics::memory("receiver").0,
+    );
+    // Coinbase Commerce's body: `attempt_number` at the top level, one more per retry.
+    let delivery = |attempt: u32| {
+        let body = format!(
+            r#"{{"id":1,"scheduled_for":"2026-12-07T01:00:00Z","attempt_number":{attempt},"event":{{"id":"24934862-d980-46cb-9402-43c81b0cdba6","resource":"event","type":"charge:created","api_version":"2018-03-22","created_at":"2026-12-07T01:00:00Z","data":{{"code":"66BEOV2A","name":"The Sovereign Individual"}}}}}}"#
+        );
+        let sig = hex::encode(hmac_sha256(body.as_bytes()));
+        post(
+            "https://h/webhooks/s",
+            &[("x-cc-webhook-signature", sig.as_str())],
+            body.as_bytes(),
+        )
+    };
+    // The first delivery: claimed, then the receiver dies in its send (dropped there).
+    tokio::select! {
+        _ = rx.handle(delivery(1)) => panic!("the first delivery's send never returns"),
+        () = queue.entered.notified() => {}
+    }
+    assert_eq!(queue.kept.len(), 0);
+    // Coinbase's retry, `attempt_number` 2: the same payload, so a duplicate of the claim
+    // left RECEIVED, which it marks resent and sends (no payload mismatch).
+    let (status, said) = answer_any(&rx, delivery(2)).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(
+        queue.kept.keys(),
+        ["s:24934862-d980-46cb-9402-43c81b0cdba6"]
+    );
+    let sent = queue.kept.last();
+    // What is queued is the retry's bytes as sent, counter and all; its hash leaves the
+    // counter out.
+    assert!(sent.body.contains(r#""attempt_number":2"#), "{}", sent.body);
+    let without = sent.body.replace(r#""attempt_number":2,"#, "");
+    assert_eq!(
+        sent.payload_sha256,
+        inbox::key::sha256_hex(without.as_bytes())
+    );
+    // A third attempt while the item is still RECEIVED (no consumer here): the same payload
+    // again, sent behind under the same key and hash (the consumer takes one of them).
+    let (status, said) = answer_any(&rx, delivery(3)).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(queue.kept.len(), 2);
+    assert_eq!(queue.kept.last().key, sent.key);
+    assert_eq!(queue.kept.last().payload_sha256, sent.payload_sha256);
+}
+
+async fn answer_any<Q: Queue>(
+    rx: &Receiver<MemoryLedger, Q, SystemClock>,
+    req: lambda_http::Request,
+) -> (u16, String) {
+    let resp = rx.handle(req).await;
+    let status = resp.status().as_u16();
+    (
+        status,
+        String::from_utf8_lossy(&resp.into_body()).into_owned(),
+    )
+}

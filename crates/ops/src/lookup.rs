@@ -117,23 +117,27 @@ pub async fn destination_items(
 }
 
 /// The body of `key` as the archive holds it (following the envelope's pointer into the
-/// payload bucket where the body did not fit the queue), checked against its SHA-256.
+/// payload bucket where the body did not fit the queue), checked against its payload hash
+/// (`attempt_fields`: its source's, [`envelope_body`]).
 pub async fn archived_body(
     store: &impl ObjectStore,
     ledger: &impl LedgerStore,
     key: &str,
+    attempt_fields: &[String],
 ) -> anyhow::Result<Vec<u8>> {
     let envelope = crate::replay::archived_envelope(store, ledger, key)
         .await?
         .envelope;
-    envelope_body(store, &envelope).await
+    envelope_body(store, &envelope, attempt_fields).await
 }
 
 /// The body of an archived envelope (inline, or behind its pointer into the payload bucket),
-/// checked against its SHA-256.
+/// checked against its payload hash: its SHA-256 with the source's `attempt_fields` left out
+/// (`inbox::key::payload_sha256`, docs/design.md §2).
 pub async fn envelope_body(
     store: &impl ObjectStore,
     envelope: &inbox::queue::Envelope,
+    attempt_fields: &[String],
 ) -> anyhow::Result<Vec<u8>> {
     let body = match &envelope.body_ref {
         None => envelope.body_bytes()?,
@@ -142,7 +146,7 @@ pub async fn envelope_body(
             .await?
             .ok_or_else(|| anyhow!("payload missing: {}", store.url(&r.s3_key)))?,
     };
-    if inbox::key::sha256_hex(&body) != envelope.payload_sha256 {
+    if inbox::key::payload_sha256(&body, attempt_fields) != envelope.payload_sha256 {
         bail!(
             "the archived body of `{}` does not match its payload_sha256",
             envelope.key
@@ -218,7 +222,8 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
         let envelope = crate::replay::archived_envelope(&store, &ledger, key)
             .await?
             .envelope;
-        let body = envelope_body(&store, &envelope).await?;
+        let fields = stack.attempt_fields(&envelope.source).await?;
+        let body = envelope_body(&store, &envelope, &fields).await?;
         if let Some(place) = &envelope.batch {
             // docs/design.md §14: the body is a slice of a signed batch.
             eprintln!("{}", batch_note(place));

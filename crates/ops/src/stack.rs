@@ -50,6 +50,20 @@ impl StackResources {
             .ok_or_else(|| anyhow!("stack {} has no output {output}", self.name))
     }
 
+    /// The `attempt_fields` of the stack's source `source` (left out of its payload hash,
+    /// docs/design.md §2); none where the stack has no such source.
+    pub fn attempt_fields(&self, source: &str) -> anyhow::Result<Vec<String>> {
+        let Some(sources) = self.sources_json.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let specs = inbox::SourceSpecs::parse(sources)
+            .with_context(|| format!("stack {}: {SOURCES_PARAMETER}", self.name))?;
+        Ok(specs
+            .get(source)
+            .map(|s| s.attempt_fields.clone())
+            .unwrap_or_default())
+    }
+
     /// The stack's destinations, read as the consumer reads them (its sources, then
     /// `Destinations` checked against them); none where the stack declares none.
     pub fn routes(&self) -> anyhow::Result<inbox::route::Routes> {
@@ -192,6 +206,22 @@ impl<'a> Lazy<'a> {
             .as_ref()
             .ok_or_else(|| anyhow!("unreachable"))?;
         Ok(resources.need(pick(resources), output)?.to_owned())
+    }
+
+    /// The `attempt_fields` of the stack's source ([`StackResources::attempt_fields`]); none
+    /// where the stack cannot be read (every flag given, no stack deployed): a body whose hash
+    /// leaves some out is then said not to match, never taken unchecked.
+    pub async fn attempt_fields(&mut self, source: &str) -> anyhow::Result<Vec<String>> {
+        if self.resolved.is_none() {
+            match resolve(self.config, self.stack).await {
+                Ok(resources) => self.resolved = Some(resources),
+                Err(_) => return Ok(Vec::new()),
+            }
+        }
+        match &self.resolved {
+            Some(resources) => resources.attempt_fields(source),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The stack's destinations ([`StackResources::routes`]).

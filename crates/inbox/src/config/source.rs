@@ -59,6 +59,9 @@ struct RawSource {
     batch: Option<super::batch::RawBatch>,
     #[serde(default)]
     on_invalid_signature: Option<String>,
+    /// Per-attempt members left out of the payload hash.
+    #[serde(default)]
+    attempt_fields: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -116,6 +119,7 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
     let key = parse_key(name, raw.key)?;
     let batch = super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
     Ok(SourceSpec {
+        attempt_fields: parse_attempt_fields(name, raw.attempt_fields, &key)?,
         pending,
         batch,
         name: name.to_owned(),
@@ -166,6 +170,57 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
         )?
         .unwrap_or_default(),
     })
+}
+
+/// The most `attempt_fields` a source may list.
+const MAX_ATTEMPT_FIELDS: usize = 8;
+
+/// `attempt_fields`: each a JSON pointer to an object member (`/attemptNumber`), at most
+/// [`MAX_ATTEMPT_FIELDS`], none on a key pointer's path (a key must not drop out of the hash
+/// that guards it), only with a key read from a JSON body.
+fn parse_attempt_fields(
+    source: &str,
+    raw: Option<Vec<String>>,
+    key: &KeySpec,
+) -> Result<Vec<String>, ConfigError> {
+    let field = "attempt_fields";
+    let Some(fields) = raw else {
+        return Ok(Vec::new());
+    };
+    if fields.is_empty() || fields.len() > MAX_ATTEMPT_FIELDS {
+        return Err(field_error(
+            source,
+            field,
+            format!("1 to {MAX_ATTEMPT_FIELDS} JSON pointers"),
+        ));
+    }
+    let KeySpec::Json(pointers) = key else {
+        return Err(field_error(
+            source,
+            field,
+            "only with a key read from the JSON body (`from: json`)",
+        ));
+    };
+    for f in &fields {
+        if !f.starts_with('/') || f.len() < 2 || f.chars().any(char::is_control) {
+            return Err(field_error(
+                source,
+                field,
+                format!("`{f}` is not a JSON pointer to a member"),
+            ));
+        }
+        let on_key_path = pointers
+            .iter()
+            .any(|p| p == f || p.starts_with(&format!("{f}/")) || f.starts_with(&format!("{p}/")));
+        if on_key_path {
+            return Err(field_error(
+                source,
+                field,
+                format!("`{f}` is on a key pointer's path"),
+            ));
+        }
+    }
+    Ok(fields)
 }
 
 /// A field that names one of a few choices (`answer`, `body_check`, `on_invalid_signature`);

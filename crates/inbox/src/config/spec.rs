@@ -319,6 +319,10 @@ pub struct SourceSpec {
     pub pending: bool,
     /// `batch`: the body carries several events (docs/design.md §14); `None`: one event.
     pub batch: Option<BatchSpec>,
+    /// `attempt_fields`: members of the body (JSON pointers; of each event, for a batch)
+    /// that change per delivery attempt, left out of the payload hash
+    /// ([`crate::key::payload_sha256`]); empty: the hash is of the body as sent.
+    pub attempt_fields: Vec<String>,
 }
 
 impl SourceSpec {

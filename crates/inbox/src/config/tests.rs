@@ -652,3 +652,54 @@ fn the_refusal_of_an_invalid_signature_is_a_choice() {
         SignatureRefusal::BadRequest
     );
 }
+
+#[test]
+fn attempt_fields_are_json_pointers_off_the_keys_path_with_a_json_key() {
+    let entry = |key: &str, fields: &str| {
+        format!(
+            r#"{{"src": {{"signature": {{"scheme": "github", "secrets": ["env:X"]}}, "key": {key}, "attempt_fields": {fields}}}}}"#
+        )
+    };
+    let json_key = r#"{"from": "json", "pointers": ["/event/id"]}"#;
+    let specs = SourceSpecs::parse(&entry(json_key, r#"["/attempt_number"]"#)).unwrap();
+    assert_eq!(
+        specs.get("src").unwrap().attempt_fields,
+        ["/attempt_number"]
+    );
+    for (key, fields, says) in [
+        (json_key, "[]", "1 to 8 JSON pointers"),
+        (
+            json_key,
+            r#"["attempt"]"#,
+            "`attempt` is not a JSON pointer",
+        ),
+        (json_key, r#"["/"]"#, "`/` is not a JSON pointer"),
+        (
+            json_key,
+            r#"["/event"]"#,
+            "`/event` is on a key pointer's path",
+        ),
+        (
+            json_key,
+            r#"["/event/id"]"#,
+            "`/event/id` is on a key pointer's path",
+        ),
+        (
+            r#"{"from": "payload_sha256"}"#,
+            r#"["/n"]"#,
+            "only with a key read from the JSON body",
+        ),
+    ] {
+        let e = err(&entry(key, fields));
+        assert!(
+            e.contains("`src`") && e.contains("attempt_fields") && e.contains(says),
+            "{e}"
+        );
+    }
+    // Unset: the hash is of the body as sent.
+    let specs = SourceSpecs::parse(
+        r#"{"src": {"signature": {"scheme": "github", "secrets": ["env:X"]}, "key": {"from": "json", "pointers": ["/id"]}}}"#,
+    )
+    .unwrap();
+    assert!(specs.get("src").unwrap().attempt_fields.is_empty());
+}

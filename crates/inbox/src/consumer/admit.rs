@@ -5,7 +5,7 @@
 //! must agree with it; an envelope whose parts disagree never will, so it is refused with no
 //! side effect and dead-lettered at once.
 
-use crate::key::sha256_hex;
+use crate::key::payload_sha256;
 use crate::queue::Envelope;
 use crate::store::payload_key;
 
@@ -51,8 +51,9 @@ pub enum Refusal {
 }
 
 /// Checks that the envelope's parts agree; `body` is its inline body, decoded (empty where a
-/// pointer carries it).
-pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
+/// pointer carries it), hashed as the receiver hashed it: with the source's `attempt_fields`
+/// left out ([`payload_sha256`]).
+pub fn check(envelope: &Envelope, body: &[u8], attempt_fields: &[String]) -> Result<(), Refusal> {
     let of_source = envelope
         .key
         .strip_prefix(envelope.source.as_str())
@@ -95,7 +96,7 @@ pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
             }
         }
         None => {
-            if sha256_hex(body) != envelope.payload_sha256 {
+            if payload_sha256(body, attempt_fields) != envelope.payload_sha256 {
                 return Err(Refusal::BodyHashDiffers);
             }
         }
@@ -106,7 +107,12 @@ pub fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::sha256_hex;
     use crate::queue::BodyRef;
+
+    fn check(envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
+        super::check(envelope, body, &[])
+    }
 
     fn inline(key: &str, source: &str, body: &[u8]) -> Envelope {
         Envelope::new(key, source, 1, &sha256_hex(body), Default::default(), body)

@@ -88,7 +88,7 @@ where
             Some(_) => Vec::new(),
             None => envelope.body_bytes().ok()?,
         };
-        admit::check(&envelope, &body).ok()?;
+        admit::check(&envelope, &body, &spec.attempt_fields).ok()?;
         Some(envelope.to_json())
     }
 

@@ -101,7 +101,7 @@ where
             }
         }
         if let Some(body_ref) = envelope.body_ref.as_ref() {
-            match self.fetch_body(body_ref).await {
+            match self.fetch_body(&job.source, body_ref).await {
                 Ok(body) => job.body = body,
                 Err(e) if replay => {
                     warn!(key = job.key, error = %e, outcome = LogOutcome::Failed.as_str());

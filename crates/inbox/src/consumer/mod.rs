@@ -29,7 +29,6 @@ use crate::answer::accepted_response;
 use crate::archive::{Archive, NoArchive};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, SourceSpecs};
-use crate::key::sha256_hex;
 use crate::ledger::{self, LedgerStore, Take, TakeItem};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
 use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
@@ -232,13 +231,24 @@ impl<
         }
     }
 
-    /// The body behind a pointer, checked against its hash and size; the error is the
-    /// message's `last_error` ("payload missing: s3://…").
-    async fn fetch_body(&self, body_ref: &BodyRef) -> Result<bytes::Bytes, ProcessError> {
+    /// The body behind a pointer of an event of `source`, checked against its size and its
+    /// payload hash ([`crate::key::payload_sha256`], the source's `attempt_fields` left out);
+    /// the error is the message's `last_error` ("payload missing: s3://…").
+    async fn fetch_body(
+        &self,
+        source: &str,
+        body_ref: &BodyRef,
+    ) -> Result<bytes::Bytes, ProcessError> {
         let url = self.store.url(&body_ref.s3_key);
+        let attempt_fields = self
+            .sources
+            .get(source)
+            .map_or(&[][..], |s| s.attempt_fields.as_slice());
         match self.store.get(&body_ref.s3_key).await {
             Ok(Some(bytes)) => {
-                if bytes.len() as u64 != body_ref.size || sha256_hex(&bytes) != body_ref.sha256 {
+                if bytes.len() as u64 != body_ref.size
+                    || crate::key::payload_sha256(&bytes, attempt_fields) != body_ref.sha256
+                {
                     Err(ProcessError(format!(
                         "payload unreadable: {url} does not match its sha256 and size"
                     )))
@@ -369,7 +379,7 @@ impl<
                 }
             },
         };
-        if let Err(refusal) = self.admit(&envelope, &body) {
+        if let Err(refusal) = self.admit(&envelope, &body, &spec.attempt_fields) {
             return self.refuse(msg, &envelope, &refusal).await;
         }
         let job = Job {
@@ -449,8 +459,13 @@ impl<
     /// What the consumer checks of an envelope before any ledger write (docs/design.md §5):
     /// its parts agree ([`admit::check`]), and a replay for one destination names one of this
     /// consumer's that takes this event.
-    fn admit(&self, envelope: &Envelope, body: &[u8]) -> Result<(), Refusal> {
-        admit::check(envelope, body)?;
+    fn admit(
+        &self,
+        envelope: &Envelope,
+        body: &[u8],
+        attempt_fields: &[String],
+    ) -> Result<(), Refusal> {
+        admit::check(envelope, body, attempt_fields)?;
         if let Some(name) = envelope.destination.as_deref() {
             let takes_it = self
                 .routes

@@ -36,7 +36,7 @@ where
         inv: &Invocation<'_>,
     ) -> Verdict {
         if let Some(body_ref) = body_ref {
-            match self.fetch_body(body_ref).await {
+            match self.fetch_body(&job.source, body_ref).await {
                 Ok(b) => job.body = b,
                 Err(e) => {
                     let (key, source) = (job.key.as_str(), job.source.as_str());
@@ -88,7 +88,7 @@ where
             Err(verdict) => return verdict,
         }
         if let Some(body_ref) = body_ref {
-            match self.fetch_body(body_ref).await {
+            match self.fetch_body(&job.source, body_ref).await {
                 Ok(body) => job.body = body,
                 Err(e) => return self.fail(msg, &job, owner, &e).await,
             }

@@ -162,7 +162,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let mut seen: HashMap<String, usize> = HashMap::new();
         for (index, &(start, end)) in ranges.iter().enumerate() {
             let bytes = &body[start..end];
-            let sha = key::sha256_hex(bytes);
+            let sha = key::payload_sha256(bytes, &source.spec.attempt_fields);
             let (event_key, json) = derive_key(source, req, bytes, &sha)?;
             out.keys.push(event_key.clone());
             if let Some(&first) = seen.get(&event_key) {

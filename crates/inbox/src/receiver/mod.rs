@@ -304,7 +304,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if let Some(batch) = &source.spec.batch {
             return self.process_batch(req, source, batch, body).await;
         }
-        let body_sha256 = key::sha256_hex(body);
+        let body_sha256 = key::payload_sha256(body, &source.spec.attempt_fields);
         let (key, json) = derive_key(source, req, body, &body_sha256)?;
         let event_type = source
             .spec

@@ -208,7 +208,11 @@ async fn event(
     let (headers, body, archive_object) =
         match crate::replay::archived_envelope(&store, &ledger, &key).await {
             Ok(found) => {
-                let body = crate::lookup::envelope_body(&store, &found.envelope)
+                let fields = c
+                    .stack
+                    .attempt_fields(&found.envelope.source)
+                    .unwrap_or_default();
+                let body = crate::lookup::envelope_body(&store, &found.envelope, &fields)
                     .await
                     .map(|b| show::body(&b))
                     .map_err(|e| format!("{e:#}"));
