@@ -102,7 +102,8 @@ pub async fn deploy_local_with(
     inline_placeholder_code(&mut body);
 
     let cfn = aws_sdk_cloudformation::Client::new(sdk);
-    cfn.create_stack()
+    let created = cfn
+        .create_stack()
         .stack_name(stack_name)
         .template_body(body.document().to_string())
         .set_parameters(Some(
@@ -118,8 +119,19 @@ pub async fn deploy_local_with(
         ))
         .capabilities(Capability::CapabilityIam)
         .send()
-        .await
-        .with_context(|| format!("CreateStack {stack_name}"))?;
+        .await;
+    // The SDK retries a CreateStack that got no answer (a loaded machine, moto's thread slow
+    // to reply) and the retry finds the stack the first attempt created: this caller names
+    // its stacks uniquely, so that stack is this call's own, and waiting for it is the answer.
+    if let Err(e) = created {
+        let ours = e
+            .as_service_error()
+            .and_then(|s| s.meta().code())
+            .is_some_and(|code| code == "AlreadyExistsException");
+        if !ours {
+            return Err(e).with_context(|| format!("CreateStack {stack_name}"));
+        }
+    }
     let outputs = wait_for_create(&cfn, stack_name).await?;
 
     let resources: BTreeMap<String, (String, String)> = cfn
