@@ -23,6 +23,8 @@ use devstack::testkit::{self, post, LocalAws, SystemOfRecord, TestConsumer};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::receiver::ReceiverSettings;
 
+use crate::support::drain;
+
 /// The consumer on a DynamoDB client of its own, counted by the returned `Faults`. It has
 /// no SQS client at all: the event source mapping receives and deletes.
 fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (TestConsumer, Faults) {
@@ -36,7 +38,7 @@ fn consumer(aws: &LocalAws, sor: &SystemOfRecord) -> (TestConsumer, Faults) {
 }
 
 /// The bridge on an SQS client of its own, counted by the returned `Faults`.
-async fn bridge(aws: &LocalAws) -> (Bridge, Faults) {
+async fn counted_bridge(aws: &LocalAws) -> (Bridge, Faults) {
     let counted = Faults::new();
     let b = Bridge::new(
         faults::sqs_client(&aws.sdk, &counted),
@@ -124,7 +126,7 @@ fn replayed(resp: &lambda_http::Response<lambda_http::Body>) -> bool {
 async fn receiver_duplicate_behind_a_live_claim_sends_again_with_the_same_dedup_id() {
     let aws = LocalAws::new("cc-dup-live").await;
     let rx = aws.receiver(ReceiverSettings::default()).await.0;
-    let (b, _) = bridge(&aws).await;
+    let (b, _) = counted_bridge(&aws).await;
     for source in SOURCES {
         let id = format!("live-{source}");
         let first = rx.handle(delivery(source, &id)).await;
@@ -156,12 +158,12 @@ async fn receiver_duplicate_of_a_taken_key_is_one_put_item() {
     let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let sor = SystemOfRecord::start();
     let (cx, _) = consumer(&aws, &sor);
-    let (b, _) = bridge(&aws).await;
+    let (b, _) = counted_bridge(&aws).await;
     for source in SOURCES {
         let id = format!("dup-{source}");
         assert_eq!(rx.handle(delivery(source, &id)).await.status(), 200);
     }
-    drain(&b, &cx).await;
+    drain_without_failures(&b, &cx).await;
     for source in SOURCES {
         let id = format!("dup-{source}");
         for attempt in 1..=3 {
@@ -242,23 +244,14 @@ async fn rejected_requests_make_no_aws_call() {
     assert_eq!(aws.faults.all_calls(), BTreeMap::new());
 }
 
-/// Pumps until nothing is visible; returns the rounds that had messages.
-async fn drain(b: &Bridge, cx: &TestConsumer) -> u64 {
-    let mut rounds = 0;
-    for _ in 0..200 {
-        let round = b
-            .pump_once(|event| testkit::consume(cx, event))
-            .await
-            .expect("pump");
-        match round {
-            Some(r) => {
-                assert_eq!(r.failed, 0, "no message failed");
-                rounds += 1;
-            }
-            None => return rounds,
-        }
-    }
-    panic!("queue did not drain");
+/// Drains the queue through `cx`, no message failing; how many rounds it took.
+async fn drain_without_failures(b: &Bridge, cx: &TestConsumer) -> u64 {
+    let rounds = drain(b, |e| testkit::consume(cx, e)).await;
+    assert!(
+        rounds.iter().all(|r| r.failed == 0),
+        "no message failed: {rounds:?}"
+    );
+    rounds.len() as u64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,7 +260,7 @@ async fn consumer_per_event_is_two_updates_and_one_side_effect_apart_from_the_br
     let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let sor = SystemOfRecord::start();
     let (cx, consumer_calls) = consumer(&aws, &sor);
-    let (b, bridge_calls) = bridge(&aws).await;
+    let (b, bridge_calls) = counted_bridge(&aws).await;
     assert_eq!(
         bridge_calls.all_calls(),
         tally(&[("GetQueueAttributes", 1)]),
@@ -288,7 +281,7 @@ async fn consumer_per_event_is_two_updates_and_one_side_effect_apart_from_the_br
         }
     }
     let events = keys.len() as u64;
-    let rounds = drain(&b, &cx).await;
+    let rounds = drain_without_failures(&b, &cx).await;
     assert!(rounds >= events / 10, "{rounds} rounds for {events} events");
 
     assert_eq!(
@@ -313,7 +306,7 @@ async fn consumer_duplicate_of_a_completed_event_is_one_update_and_no_side_effec
     let rx = aws.receiver(ReceiverSettings::default()).await.0;
     let sor = SystemOfRecord::start();
     let (cx, consumer_calls) = consumer(&aws, &sor);
-    let (b, bridge_calls) = bridge(&aws).await;
+    let (b, bridge_calls) = counted_bridge(&aws).await;
     assert_eq!(rx.handle(delivery("github", "cdup-1")).await.status(), 200);
 
     // A copy of the message as the queue would deliver it again.

@@ -4,38 +4,13 @@
 use std::time::Duration;
 
 use aws_lambda_events::sqs::SqsBatchResponse;
-use devstack::bridge::Bridge;
-use devstack::testkit::{
-    self, github_headers, post, LocalAws, SystemOfRecord, TestConsumer, TestReceiver,
-};
+use devstack::testkit::{self, github_headers, post, LocalAws, SystemOfRecord, TestReceiver};
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric};
 use inbox::queue::Queue as _;
 use inbox::receiver::ReceiverSettings;
 
-async fn bridge(aws: &LocalAws) -> Bridge {
-    let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    b.retry_failed_now = true;
-    b
-}
-
-/// Pumps until the queue has nothing visible (bounded).
-async fn drain(b: &Bridge, cx: &TestConsumer) -> usize {
-    let mut rounds = 0;
-    for _ in 0..500 {
-        match b
-            .pump_once(|e| testkit::consume(cx, e))
-            .await
-            .expect("pump")
-        {
-            Some(_) => rounds += 1,
-            None => return rounds,
-        }
-    }
-    panic!("queue did not drain in 500 rounds");
-}
+use crate::support::{bridge, drain};
 
 async fn deliver_github(rx: &TestReceiver, id: &str, body: &[u8]) -> u16 {
     rx.handle(post("github", &github_headers(id, body), body))
@@ -78,15 +53,15 @@ async fn a_duplicate_of_a_completed_event_runs_the_side_effect_once() {
         .send()
         .await
         .expect("visible");
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(sor.calls_for("github:e-1"), 1);
 
     // Two late copies in one batch, and one more later.
     redeliver_late(&aws, &envelope, "github:e-1", 1).await;
     redeliver_late(&aws, &envelope, "github:e-1", 2).await;
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     redeliver_late(&aws, &envelope, "github:e-1", 3).await;
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
 
     assert_eq!(sor.calls_for("github:e-1"), 1, "side effect ran once");
     let lines = lines.lock().expect("metrics").clone();
@@ -182,7 +157,7 @@ async fn a_failure_in_one_group_holds_back_its_later_messages_and_other_groups_c
 
     // The mapping redelivers the two; they complete in order.
     b.settle(&messages, &response).await.expect("settle");
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     for key in &keys {
         let item = aws.ledger().get(key).await.expect("get").expect("item");
         assert_eq!(item.status, Status::Completed, "{key}");
@@ -253,7 +228,7 @@ async fn a_consumer_that_dies_after_take_is_taken_over_once_its_lease_runs_out()
         .await;
     assert!(late.batch_item_failures.is_empty());
     b.settle(&messages, &late).await.expect("settle");
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(sor.calls_for("github:e-die"), 1);
     let item = aws
         .ledger()
@@ -274,8 +249,15 @@ async fn a_side_effect_that_fails_then_succeeds_completes_once_with_two_attempts
     sor.fail_key("github:e-flaky", 1);
     assert_eq!(deliver_github(&rx, "e-flaky", b"{}").await, 200);
     let b = bridge(&aws).await;
-    let rounds = drain(&b, &cx).await;
-    assert!(rounds >= 2);
+    let rounds = drain(&b, |e| testkit::consume(&cx, e)).await;
+    assert_eq!(
+        rounds
+            .iter()
+            .map(|r| (r.received, r.failed))
+            .collect::<Vec<_>>(),
+        [(1, 1), (1, 0)],
+        "one round failing the message, one completing it"
+    );
     let item = aws
         .ledger()
         .get("github:e-flaky")
@@ -354,10 +336,10 @@ async fn receiver_then_consumer_100_events_delivered_3_times_forward_exactly_100
             );
         }
         if round == 1 {
-            drain(&b, &cx).await;
+            drain(&b, |e| testkit::consume(&cx, e)).await;
         }
     }
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
 
     let calls = sor.calls();
     assert_eq!(calls.len(), 100, "one key per event");

@@ -26,11 +26,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_eventbridge::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_eventbridge::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
-use devstack::bridge::Bridge;
 use devstack::targets;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
 use inbox::archive::NoArchive;
@@ -52,6 +50,8 @@ use inbox_ops::cli::StatusFilter;
 use inbox_ops::replay::{self, Selection};
 use serde_json::Value;
 
+use crate::support::{bridge, drain};
+
 fn specs(aws: &LocalAws) -> SourceSpecs {
     let text = aws
         .stack
@@ -72,28 +72,6 @@ fn unused_forward() -> HttpForwarder {
         std::time::Duration::from_secs(1),
     )
     .expect("a forwarder")
-}
-
-async fn bridge(aws: &LocalAws) -> Bridge {
-    let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    b.retry_failed_now = true;
-    b
-}
-
-/// Pumps until nothing is visible (bounded); the consumer's answers.
-async fn drain<F, Fut>(b: &Bridge, run: F)
-where
-    F: Fn(SqsEvent) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<SqsBatchResponse>>,
-{
-    for _ in 0..200 {
-        if b.pump_once(&run).await.expect("pump").is_none() {
-            return;
-        }
-    }
-    panic!("the queue did not drain in 200 rounds");
 }
 
 /// The two HTTP destinations of the fan-out tests, as `WEBHOOK_DESTINATIONS` (and the stack's

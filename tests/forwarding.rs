@@ -40,6 +40,8 @@ use inbox::redelivery::SqsRedelivery;
 use inbox_ops::esm::{self, Locator};
 use serde_json::{json, Value};
 
+use crate::support::{self, drain};
+
 /// A second Standard Webhooks secret, for a rotation.
 const OTHER_WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -235,16 +237,6 @@ fn verify_with_python(secrets: &[&str], request: &Seen) -> Vec<bool> {
         .collect()
 }
 
-/// Pumps until the queue has nothing visible; every round's answer in order.
-async fn drain(bridge: &Bridge, cx: &Cx) -> Vec<devstack::bridge::Round> {
-    let mut rounds = Vec::new();
-    while let Some(round) = bridge.pump_once(|e| invoke(cx, e)).await.expect("pump") {
-        rounds.push(round);
-        assert!(rounds.len() < 50, "the queue does not drain");
-    }
-    rounds
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() {
     let aws = LocalAws::new("fwd-sign").await;
@@ -253,12 +245,9 @@ async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() 
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let signer = ForwardSigner::new(&[TEST_WHSEC, OTHER_WHSEC]).expect("whsec_ secrets");
     let (cx, _) = consumer(&aws, forwarder(&sor.url("/events")).signed(signer));
-    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    bridge.retry_failed_now = true;
+    let bridge = support::bridge(&aws).await;
     let key = accept(&rx, "sign-1").await;
-    drain(&bridge, &cx).await;
+    drain(&bridge, |e| invoke(&cx, e)).await;
     assert_eq!(
         aws.ledger().get(&key).await.unwrap().expect("item").status,
         Status::Completed
@@ -310,7 +299,7 @@ async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() 
     let signer = ForwardSigner::new(&[OTHER_WHSEC]).expect("whsec_");
     let (cx, _) = consumer(&aws, forwarder(&single.url("/events")).signed(signer));
     let key = accept(&rx, "sign-2").await;
-    drain(&bridge, &cx).await;
+    drain(&bridge, |e| invoke(&cx, e)).await;
     let forwards = single.for_key(&key);
     assert_eq!(forwards.len(), 1);
     assert_eq!(
@@ -331,12 +320,9 @@ async fn a_replay_is_signed_as_itself_and_a_changed_webhook_id_fails() {
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     let signer = ForwardSigner::new(&[TEST_WHSEC]).expect("whsec_ secret");
     let (cx, _) = consumer(&aws, forwarder(&sor.url("/events")).signed(signer));
-    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    bridge.retry_failed_now = true;
+    let bridge = support::bridge(&aws).await;
     let key = accept(&rx, "rp-sign-1").await;
-    drain(&bridge, &cx).await;
+    drain(&bridge, |e| invoke(&cx, e)).await;
 
     // The replay, as inbox-ops replay puts it on the queue: the archived event, a replay id.
     let body = br#"{"action":"opened","number":"rp-sign-1"}"#;
@@ -361,7 +347,7 @@ async fn a_replay_is_signed_as_itself_and_a_changed_webhook_id_fails() {
     )
     .await
     .expect("replay sent");
-    drain(&bridge, &cx).await;
+    drain(&bridge, |e| invoke(&cx, e)).await;
 
     let forwards = sor.for_key(&key);
     assert_eq!(forwards.len(), 2, "the original, then its replay");
@@ -465,10 +451,7 @@ async fn a_429_with_retry_after_comes_back_after_it_and_then_completes_once() {
     let (cx, lines) = consumer(&aws, forwarder(&sor.url("/events")));
     // The queue's visibility timeout is 360 s, and the bridge's shortcut would make a failed
     // message visible at once: the consumer's delay must hold against both.
-    let mut bridge = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    bridge.retry_failed_now = true;
+    let bridge = support::bridge(&aws).await;
     let first = accept(&rx, "throttle-1").await;
     let second = accept(&rx, "throttle-2").await;
 
@@ -533,7 +516,7 @@ async fn a_429_with_retry_after_comes_back_after_it_and_then_completes_once() {
     assert_eq!(tally(&lines, "github", Metric::Completed), 2);
     assert_eq!(tally(&lines, "github", Metric::Failed), 0);
     assert!(
-        drain(&bridge, &cx).await.is_empty(),
+        drain(&bridge, |e| invoke(&cx, e)).await.is_empty(),
         "completed once: nothing left"
     );
 }
@@ -636,7 +619,7 @@ async fn pause_holds_delivery_and_resume_delivers_each_event_once() {
     let deadline = Instant::now() + Duration::from_secs(30);
     while keys.len() > sor.seen().len() {
         assert!(Instant::now() < deadline, "not delivered after resume");
-        drain(&bridge, &cx).await;
+        drain(&bridge, |e| invoke(&cx, e)).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for key in &keys {

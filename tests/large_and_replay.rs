@@ -14,7 +14,6 @@
 //!   runs nothing (issue 20);
 //! - an at-most-once source's replay runs once per replay id (issue 20).
 
-use devstack::bridge::Bridge;
 use devstack::faults::When;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
 use inbox::clock::ManualClock;
@@ -27,6 +26,8 @@ use inbox::receiver::ReceiverSettings;
 use inbox::store::{payload_key, ObjectStore as _, S3Store};
 use inbox_ops::cli::StatusFilter;
 use inbox_ops::replay::{self, Selection};
+
+use crate::support::{bridge, drain};
 
 const MIB: usize = 1024 * 1024;
 
@@ -49,19 +50,6 @@ fn push_body(size: usize, tag: &str) -> Vec<u8> {
     }
     body.push_str("]}");
     body.into_bytes()
-}
-
-async fn bridge(aws: &LocalAws) -> Bridge {
-    let mut b = Bridge::new(aws.sqs.clone(), &aws.resources.queue_url)
-        .await
-        .expect("bridge");
-    b.retry_failed_now = true;
-    b
-}
-
-/// Pumps until the queue has nothing visible (bounded).
-async fn drain(b: &Bridge, cx: &Cx) {
-    b.drain(|e| testkit::consume(cx, e)).await.expect("drained");
 }
 
 /// The consumer as deployed: the shipped forwarder to `sor`, the stack's payload bucket and
@@ -138,7 +126,7 @@ async fn a_3_mib_and_a_700_kib_github_push_reach_the_system_of_record_byte_for_b
         }
     }
 
-    drain(&bridge(&aws).await, &cx).await;
+    drain(&bridge(&aws).await, |e| testkit::consume(&cx, e)).await;
     let deliveries = sor.deliveries();
     assert_eq!(deliveries.len(), 2, "each once");
     for (key, body) in [("github:d-big", &big), ("github:d-mid", &mid)] {
@@ -247,7 +235,7 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
             .await;
         assert_eq!(resp.status(), 200);
     }
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(sor.deliveries().len(), 2);
 
     for (key, body) in [("github:d-r1", &small), ("github:d-r2", &big)] {
@@ -273,7 +261,7 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
             .unwrap();
         assert_eq!((sent.count, sent.skipped.len()), (1, 0));
     }
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     let deliveries = sor.deliveries();
     assert_eq!(deliveries.len(), 4, "each once more");
     for (key, body) in [("github:d-r1", &small), ("github:d-r2", &big)] {
@@ -324,7 +312,7 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
         ))
         .await
         .unwrap();
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(sor.deliveries().len(), 4, "nothing ran again");
     assert_eq!(
         tally(&lines.lock().unwrap(), "github", Metric::DuplicateDelivery),
@@ -364,7 +352,7 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
         assert_eq!(resp.status(), 200, "{id}");
     }
     let b = bridge(&aws).await;
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(sor.deliveries().len(), 5);
 
     let (store, ledger) = (aws.payload_store(), aws.ledger());
@@ -407,7 +395,7 @@ async fn a_replay_by_time_range_selects_exactly_the_events_of_that_hour() {
     replay::send(&aws.queue(), &ledger, &picked, "rp-hour", 100, |_| {})
         .await
         .unwrap();
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     let mut replayed: Vec<_> = sor
         .deliveries()
         .into_iter()
@@ -435,7 +423,7 @@ async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothi
         .handle(post("github", &github_headers("d-f1", body), body))
         .await;
     assert_eq!(resp.status(), 200);
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(sor.applied_for(key), 1);
     let completed_at = ledger.get(key).await.unwrap().expect("item").completed_at;
 
@@ -480,7 +468,7 @@ async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothi
         ))
         .await
         .unwrap();
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     assert_eq!(
         sor.applied_for(key),
         2,
@@ -522,7 +510,7 @@ async fn planted_archive_objects_are_passed_over_and_said() {
         .handle(post("github", &github_headers("d-p1", &real), &real))
         .await;
     assert_eq!(resp.status(), 200);
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     let item = ledger.get("github:d-p1").await.unwrap().expect("item");
     let archived_at = item.archived_at.expect("archived");
 
@@ -624,7 +612,7 @@ async fn planted_archive_objects_are_passed_over_and_said() {
     .await
     .unwrap();
     assert_eq!((sent.count, sent.skipped.len()), (1, 0));
-    drain(&b, &cx).await;
+    drain(&b, |e| testkit::consume(&cx, e)).await;
     let replays: Vec<_> = sor
         .deliveries()
         .into_iter()

@@ -401,11 +401,23 @@ impl Write for Captured {
     }
 }
 
+/// `at_trace_the_dependencies_still_log_nothing` sets the process's global subscriber and its
+/// environment: in a process of its own.
+#[test]
+fn at_trace_in_its_own_process() {
+    crate::support::in_own_process(
+        "template_deploys::at_trace_the_dependencies_still_log_nothing",
+        1,
+    );
+}
+
 /// The binaries' own logging set-up (lambda_runtime's init_default_subscriber), given the
 /// environment the stack resolves for LogLevel=TRACE: the project's crates log at TRACE, the
 /// runtime and the AWS SDK (which log raw events and request bodies there) do not.
 #[tokio::test]
+#[ignore = "sets the global subscriber: run by at_trace_in_its_own_process"]
 async fn at_trace_the_dependencies_still_log_nothing() {
+    crate::support::own_process_only();
     let mut parameters = samconfig();
     parameters.set("LogLevel", "TRACE");
     let stack = deploy_local_with(&sdk().await, "inbox-trace", &parameters)

@@ -5,7 +5,7 @@
 
 use devstack::testkit::{hmac_hex, now_ms, standard_webhooks_headers};
 
-use crate::case::{case, gh, stripe, Case, ACME_BODY, GITHUB_BODY, INVALID, MALFORMED, SIG};
+use super::case::{case, gh, stripe, Case, ACME_BODY, GITHUB_BODY, INVALID, MALFORMED, SIG};
 
 pub(crate) fn cases() -> Vec<Case> {
     let t = now_ms() / 1000;

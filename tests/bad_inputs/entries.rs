@@ -9,7 +9,7 @@ use devstack::testkit::{self, now_ms, TestReceiver};
 use futures::FutureExt as _;
 use lambda_http::{Body, RequestExt as _};
 
-use crate::case::Case;
+use super::case::Case;
 
 pub(crate) const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 

@@ -5,7 +5,7 @@
 
 use devstack::testkit::{hmac_hex, now_ms, standard_webhooks_headers};
 
-use crate::case::{
+use super::case::{
     case, gh, nested_arrays, nested_objects, replace, stripe, without, Case, GITHUB_BODY, INVALID,
     MALFORMED, MISSING, TOO_LARGE,
 };

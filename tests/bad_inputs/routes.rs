@@ -2,7 +2,7 @@
 //! `unknown_source`), and methods other than POST (405 `method_not_allowed`, answered before
 //! anything else).
 
-use crate::case::{case, gh, Case, GITHUB_BODY, METHOD, UNKNOWN};
+use super::case::{case, gh, Case, GITHUB_BODY, METHOD, UNKNOWN};
 
 pub(crate) fn cases() -> Vec<Case> {
     let body = GITHUB_BODY;

@@ -6,7 +6,7 @@ use devstack::testkit::{
     stripe_signature,
 };
 
-use crate::case::{
+use super::case::{
     case, gh, gh_sig, replace, stripe, stripe_raw, without, Case, ACME_BODY, GITHUB_BODY,
     ORDER_BODY, SIG, STRIPE_BODY,
 };

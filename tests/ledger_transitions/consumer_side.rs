@@ -5,8 +5,8 @@ use inbox::ledger::{
     ClaimOutcome, LedgerStore, Record, Status, Take, TakeItem, TakeOutcome, TakeRefusal,
 };
 
-use crate::run::{claim_at, first_expired_ms, take_at, Obs, Run};
-use crate::{HOUR_S, K, LEASE_MS, T};
+use super::run::{claim_at, first_expired_ms, take_at, Obs, Run};
+use super::{HOUR_S, K, LEASE_MS, T};
 
 // --- take ------------------------------------------------------------------------------
 

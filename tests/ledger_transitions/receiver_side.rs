@@ -6,8 +6,8 @@ use inbox::ledger::{
 };
 use inbox::receiver::accepted_response;
 
-use crate::run::{claim_at, claimed_record, first_expired_ms, take_at, Obs, Run, SHA};
-use crate::{HOUR_S, K, LEASE_MS, T};
+use super::run::{claim_at, claimed_record, first_expired_ms, take_at, Obs, Run, SHA};
+use super::{HOUR_S, K, LEASE_MS, T};
 
 // --- claim -------------------------------------------------------------------------
 

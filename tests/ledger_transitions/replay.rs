@@ -2,8 +2,8 @@
 
 use inbox::ledger::{LedgerStore, Status, TakeOutcome, TakeRefusal};
 
-use crate::run::{take_at, Obs, Run, SHA};
-use crate::T;
+use super::run::{take_at, Obs, Run, SHA};
+use super::T;
 
 pub async fn a_replay_runs_a_completed_key_once_per_replay_id<L: LedgerStore>(
     l: &L,

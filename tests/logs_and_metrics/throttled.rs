@@ -30,6 +30,7 @@ fn throttling_downstream() -> (String, Arc<tiny_http::Server>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "sets the global subscriber: run by logs_and_metrics::in_its_own_process"]
 #[allow(
     clippy::too_many_lines,
     reason = "a scenario read top to bottom; its steps share the stack it sets up"

@@ -43,6 +43,13 @@ const BODY_MARKER: &str = "body-marker-7f3a";
 mod outcomes;
 mod throttled;
 
+/// The tests of this module set the process's global subscriber and read every line it writes:
+/// they run in a process of their own, apart from the other modules' tests and their lines.
+#[test]
+fn in_its_own_process() {
+    crate::support::in_own_process("logs_and_metrics::", 3);
+}
+
 // --- the log buffer ---------------------------------------------------------------------------
 
 /// Where the subscriber writes: one buffer for the process (a global subscriber).
@@ -74,6 +81,7 @@ impl Buffer {
 
 /// The binaries' subscriber, as Lambda configures it (template: `LogFormat: JSON`), into a buffer.
 fn logs() -> &'static Buffer {
+    crate::support::own_process_only();
     static LOGS: OnceLock<Buffer> = OnceLock::new();
     LOGS.get_or_init(|| {
         std::env::set_var("AWS_LAMBDA_LOG_FORMAT", "JSON");
