@@ -69,5 +69,5 @@ pub use consumer::{Consumer, ConsumerSettings, Job, Outcome, ProcessError, Proce
 pub use ledger::memory::MemoryLedger;
 pub use ledger::LedgerStore;
 pub use metrics::Metrics;
-pub use queue::Envelope;
+pub use queue::{Envelope, MemoryQueue};
 pub use receiver::{Receiver, ReceiverSettings};

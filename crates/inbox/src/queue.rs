@@ -458,7 +458,9 @@ impl<T: Queue> Queue for std::sync::Arc<T> {
     }
 }
 
+mod memory;
 mod sending;
+pub use memory::MemoryQueue;
 pub use sending::{group_runs, SEND_BATCH_BYTES, SEND_BATCH_ENTRIES};
 
 /// SQS: FIFO where the URL ends in `.fifo` (group and deduplication ids set), standard

@@ -5,15 +5,13 @@
 //!
 //! Bounded: 256 cases per property by default; `PROPTEST_CASES` sets another count.
 
-use std::sync::{Arc, Mutex};
-
 use http::{HeaderMap, HeaderName, HeaderValue};
 use inbox::clock::SystemClock;
 use inbox::config::{AwsSecretResolver, GroupSpec, KeySpec, Sources};
 use inbox::key;
 use inbox::ledger::memory::MemoryLedger;
 use inbox::metrics::Metrics;
-use inbox::queue::{sqs_can_carry, Envelope, Outgoing, Queue, QueueError};
+use inbox::queue::{sqs_can_carry, Envelope, MemoryQueue};
 use inbox::receiver::{Receiver, ReceiverSettings, Rejection};
 use inbox::signature::{Encoding, HmacSpec, Scheme, SignatureError, Verifier};
 use lambda_http::Body;
@@ -243,17 +241,6 @@ proptest! {
 // The whole receiver.
 // ---------------------------------------------------------------------------------------
 
-/// A queue that keeps what it is sent.
-#[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<Outgoing>>>);
-
-impl Queue for Kept {
-    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
-        self.0.lock().expect("kept").push(msg);
-        Ok(())
-    }
-}
-
 async fn sources() -> Sources {
     devstack::testkit::set_test_secrets();
     devstack::testkit::test_sources()
@@ -358,7 +345,7 @@ proptest! {
             .build()
             .expect("a runtime");
         runtime.block_on(async {
-            let kept = Kept::default();
+            let kept = MemoryQueue::new();
             let rx = Receiver::new(
                 sources().await,
                 MemoryLedger::new(),
@@ -373,7 +360,7 @@ proptest! {
             let now_s = devstack::testkit::now_ms() / 1000;
             for a in &attempts {
                 let items_before = rx.ledger().snapshot().len();
-                let sent_before = kept.0.lock().unwrap().len();
+                let sent_before = kept.len();
                 let resp = rx.handle(request(a, now_s)).await;
                 let status = resp.status().as_u16();
                 let answer: serde_json::Value = serde_json::from_slice(resp.body().as_ref())
@@ -390,7 +377,7 @@ proptest! {
                 );
                 prop_assert_ne!(status, 500, "{:?}", a);
                 let items = rx.ledger().snapshot().len();
-                let sent = kept.0.lock().unwrap().clone();
+                let sent = kept.sent();
                 if code == "accepted" {
                     prop_assert_eq!(items, items_before + 1);
                     prop_assert_eq!(sent.len(), sent_before + 1);

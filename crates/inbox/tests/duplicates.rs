@@ -2,50 +2,32 @@
 //! item is RECEIVED and the body is the stored one, the stored event is sent again under the
 //! same deduplication id; a changed body or a completed item sends nothing.
 
-use std::sync::{Arc, Mutex};
-
 use http::Request;
 use inbox::clock::SystemClock;
 use inbox::config::AwsSecretResolver;
 use inbox::ledger::memory::MemoryLedger;
 use inbox::ledger::{LedgerStore, Take, TakeItem};
 use inbox::metrics::Metrics;
-use inbox::queue::{Outgoing, Queue, QueueError};
+use inbox::queue::MemoryQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::SourceSpecs;
 use lambda_http::Body;
 
-#[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<Outgoing>>>);
-
-impl Queue for Kept {
-    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
-        self.0.lock().expect("kept").push(msg);
-        Ok(())
-    }
-}
-
-impl Kept {
-    fn ids(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .expect("kept")
-            .iter()
-            .map(|m| m.dedup_id().to_owned())
-            .collect()
-    }
-}
-
 const SOURCES: &str = r#"{"shop": {"signature": {"scheme": "none"}, "allow_unsigned": true,
     "key": {"from": "json", "pointers": ["/id"]}, "on_payload_mismatch": "accept"}}"#;
 
-async fn receiver(cache_keys: usize) -> (Receiver<MemoryLedger, Kept, SystemClock>, Kept) {
+async fn receiver(
+    cache_keys: usize,
+) -> (
+    Receiver<MemoryLedger, MemoryQueue, SystemClock>,
+    MemoryQueue,
+) {
     let sources = SourceSpecs::parse(SOURCES)
         .expect("sources")
         .resolve(&AwsSecretResolver::env_only())
         .await
         .expect("resolved");
-    let kept = Kept::default();
+    let kept = MemoryQueue::new();
     let rx = Receiver::new(
         sources,
         MemoryLedger::new(),
@@ -66,7 +48,7 @@ fn post(body: &str) -> lambda_http::Request {
         .expect("a request")
 }
 
-async fn status_of(rx: &Receiver<MemoryLedger, Kept, SystemClock>, body: &str) -> u16 {
+async fn status_of(rx: &Receiver<MemoryLedger, MemoryQueue, SystemClock>, body: &str) -> u16 {
     rx.handle(post(body)).await.status().as_u16()
 }
 
@@ -76,7 +58,7 @@ async fn without_the_cache_a_duplicate_of_a_received_item_is_sent_again_its_chan
     assert_eq!(status_of(&rx, r#"{"id": "o-1"}"#).await, 200);
     assert_eq!(status_of(&rx, r#"{"id": "o-1"}"#).await, 200);
     assert_eq!(
-        kept.ids(),
+        kept.dedup_ids(),
         ["shop:o-1", "shop:o-1"],
         "sent behind the live claim"
     );
@@ -85,7 +67,7 @@ async fn without_the_cache_a_duplicate_of_a_received_item_is_sent_again_its_chan
         200
     );
     assert_eq!(
-        kept.ids().len(),
+        kept.dedup_ids().len(),
         2,
         "a changed body is answered, never sent"
     );
@@ -117,7 +99,11 @@ async fn a_duplicate_of_a_completed_item_sends_nothing() {
         .await
         .unwrap());
     assert_eq!(status_of(&rx, r#"{"id": "o-2"}"#).await, 200);
-    assert_eq!(kept.ids(), ["shop:o-2"], "completed: answered, not sent");
+    assert_eq!(
+        kept.dedup_ids(),
+        ["shop:o-2"],
+        "completed: answered, not sent"
+    );
 }
 
 #[tokio::test]
@@ -126,7 +112,7 @@ async fn with_the_cache_a_warm_duplicate_is_answered_from_memory() {
     assert_eq!(status_of(&rx, r#"{"id": "o-3"}"#).await, 200);
     assert_eq!(status_of(&rx, r#"{"id": "o-3"}"#).await, 200);
     assert_eq!(
-        kept.ids(),
+        kept.dedup_ids(),
         ["shop:o-3"],
         "the cache answered; nothing sent again"
     );

@@ -10,7 +10,7 @@ use inbox::clock::SystemClock;
 use inbox::config::{SecretRef, SecretResolver};
 use inbox::ledger::memory::MemoryLedger;
 use inbox::metrics::Metrics;
-use inbox::queue::{Envelope, Outgoing, Queue, QueueError};
+use inbox::queue::{MemoryQueue, Outgoing, Queue, QueueError};
 use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::SourceSpecs;
 use lambda_http::Body;
@@ -37,42 +37,15 @@ impl SecretResolver for Secrets {
     }
 }
 
-#[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<Outgoing>>>);
+type Rx = Receiver<MemoryLedger, MemoryQueue, SystemClock>;
 
-impl Queue for Kept {
-    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
-        self.0.lock().expect("kept").push(msg);
-        Ok(())
-    }
-}
-
-impl Kept {
-    fn len(&self) -> usize {
-        self.0.lock().expect("kept").len()
-    }
-    fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = (self.0.lock().expect("kept").iter())
-            .map(|m| Envelope::parse(m.body()).expect("an envelope").key)
-            .collect();
-        keys.dedup();
-        keys
-    }
-    fn last(&self) -> Envelope {
-        let kept = self.0.lock().expect("kept");
-        Envelope::parse(kept.last().expect("a message").body()).expect("an envelope")
-    }
-}
-
-type Rx = Receiver<MemoryLedger, Kept, SystemClock>;
-
-async fn receiver(entry: &str) -> (Rx, Kept) {
+async fn receiver(entry: &str) -> (Rx, MemoryQueue) {
     let sources = SourceSpecs::parse(&format!(r#"{{"s": {entry}}}"#))
         .expect("config")
         .resolve(&Secrets)
         .await
         .expect("secrets");
-    let kept = Kept::default();
+    let kept = MemoryQueue::new();
     let rx = Receiver::new(
         sources,
         MemoryLedger::new(),
@@ -236,7 +209,7 @@ async fn figmas_passcode_is_taken_out_of_the_body_and_every_other_byte_kept() {
     let req = post("https://h/webhooks/s", &[], body.as_bytes());
     let (status, answered) = answer(&rx, req).await;
     assert_eq!(status, 200, "{answered}");
-    let envelope = kept.last();
+    let envelope = kept.last().expect("a message");
     let carried = String::from_utf8(envelope.body_bytes().expect("a body")).expect("text");
     assert_eq!(
         carried,
@@ -408,7 +381,7 @@ async fn asanas_first_handshake_is_kept_only_in_a_window_an_operator_opened() {
     let rx = Receiver::new(
         sources,
         MemoryLedger::new(),
-        Kept::default(),
+        MemoryQueue::new(),
         clock.clone(),
         ReceiverSettings::default(),
         Metrics::memory("receiver").0,
@@ -475,7 +448,7 @@ async fn xero_and_okta_are_answered_200_with_no_body_first_and_on_a_retry() {
     }
     // The retry finds the claims RECEIVED and sends them again under the same deduplication
     // ids (SQS FIFO keeps one of each): two events.
-    let distinct = |kept: &Kept| {
+    let distinct = |kept: &MemoryQueue| {
         kept.keys()
             .into_iter()
             .collect::<std::collections::BTreeSet<_>>()
@@ -503,7 +476,7 @@ async fn xero_and_okta_are_answered_200_with_no_body_first_and_on_a_retry() {
 struct DiesOnce {
     entered: Arc<tokio::sync::Notify>,
     died: Arc<Mutex<bool>>,
-    kept: Kept,
+    kept: MemoryQueue,
 }
 
 impl Queue for DiesOnce {
@@ -562,7 +535,7 @@ async fn coinbase_commerces_retry_with_a_new_attempt_number_sends_the_event_its_
         queue.kept.keys(),
         ["s:24934862-d980-46cb-9402-43c81b0cdba6"]
     );
-    let sent = queue.kept.last();
+    let sent = queue.kept.last().expect("a message");
     // What is queued is the retry's bytes as sent, counter and all; its hash leaves the
     // counter out.
     assert!(sent.body.contains(r#""attempt_number":2"#), "{}", sent.body);
@@ -576,6 +549,9 @@ async fn coinbase_commerces_retry_with_a_new_attempt_number_sends_the_event_its_
     let (status, said) = answer(&rx, delivery(3)).await;
     assert_eq!(status, 200, "{said}");
     assert_eq!(queue.kept.len(), 2);
-    assert_eq!(queue.kept.last().key, sent.key);
-    assert_eq!(queue.kept.last().payload_sha256, sent.payload_sha256);
+    assert_eq!(queue.kept.last().expect("a message").key, sent.key);
+    assert_eq!(
+        queue.kept.last().expect("a message").payload_sha256,
+        sent.payload_sha256
+    );
 }

@@ -17,7 +17,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use inbox::clock::{Clock, SystemClock};
@@ -25,7 +24,7 @@ use inbox::config::presets;
 use inbox::config::{SecretRef, SecretResolver};
 use inbox::ledger::memory::MemoryLedger;
 use inbox::metrics::Metrics;
-use inbox::queue::{Envelope, Outgoing, Queue, QueueError};
+use inbox::queue::MemoryQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::SourceSpecs;
 use lambda_http::Body;
@@ -126,35 +125,11 @@ impl SecretResolver for Secrets {
     }
 }
 
-#[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<Outgoing>>>);
-
-impl Queue for Kept {
-    async fn send(&self, msg: Outgoing) -> Result<(), QueueError> {
-        self.0.lock().expect("kept").push(msg);
-        Ok(())
-    }
-}
-
-impl Kept {
-    fn len(&self) -> usize {
-        self.0.lock().expect("kept").len()
-    }
-    /// The last message sent for `key` (an event of a batch is one message of several).
-    fn of_key(&self, key: &str) -> Option<Envelope> {
-        let kept = self.0.lock().expect("kept");
-        kept.iter()
-            .rev()
-            .map(|m| Envelope::parse(m.body()).expect("an envelope"))
-            .find(|e| e.key == key)
-    }
-}
-
-type Rx = Receiver<MemoryLedger, Kept, SystemClock>;
+type Rx = Receiver<MemoryLedger, MemoryQueue, SystemClock>;
 
 /// A receiver with the one source `preset`, keyed by `secret` (none: Asana's established by
 /// its handshake), plus the case's own fields.
-async fn receiver(case: &Case, secret: Option<&str>) -> (Rx, Kept) {
+async fn receiver(case: &Case, secret: Option<&str>) -> (Rx, MemoryQueue) {
     let mut entry = case.source.clone();
     let mut values = HashMap::new();
     if let Some(token) = entry.remove("verify_token") {
@@ -179,7 +154,7 @@ async fn receiver(case: &Case, secret: Option<&str>) -> (Rx, Kept) {
         .resolve(&Secrets(values))
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", case.preset));
-    let kept = Kept::default();
+    let kept = MemoryQueue::new();
     let rx = Receiver::new(
         sources,
         MemoryLedger::new(),
@@ -243,7 +218,7 @@ fn label(case: &Case) -> String {
 /// An event: accepted under its key, with its type, on the queue once, answered as the preset
 /// answers (200 `{"key":…}` unless the case says otherwise); the same request again gets the
 /// same answer, marked replayed, and sends nothing.
-async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
+async fn check_event(rx: &Rx, kept: &MemoryQueue, case: &Case) {
     let what = label(case);
     let before = kept.len();
     let answer = send(rx, &case.request, body_of(&case.request)).await;
@@ -275,7 +250,7 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
     let stored: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
     assert!(stored.contains(&key), "{what}: {key} not in {stored:?}");
     let envelope = kept
-        .of_key(&key)
+        .last_of_key(&key)
         .unwrap_or_else(|| panic!("{what}: no message for {key}"));
     assert_eq!(
         envelope.event_type.as_deref(),
@@ -327,7 +302,7 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
 
 /// A signed part of an earlier event reused under another body: that event's key again,
 /// answered as its duplicate; nothing new claimed, nothing sent.
-async fn check_reused(rx: &Rx, kept: &Kept, case: &Case) {
+async fn check_reused(rx: &Rx, kept: &MemoryQueue, case: &Case) {
     let what = label(case);
     let key = format!(
         "{}:{}",
@@ -350,7 +325,7 @@ async fn check_reused(rx: &Rx, kept: &Kept, case: &Case) {
 }
 
 /// A request that must be refused: 401, nothing claimed, nothing sent.
-async fn check_refused(rx: &Rx, kept: &Kept, case: &Case, body: Vec<u8>, why: &str) {
+async fn check_refused(rx: &Rx, kept: &MemoryQueue, case: &Case, body: Vec<u8>, why: &str) {
     let (items, sent) = (rx.ledger().snapshot().len(), kept.len());
     let answer = send(rx, &case.request, body).await;
     // 401 unless the provider documents another refusal (Figma: 400 stops its webhook).
@@ -370,7 +345,7 @@ async fn check_refused(rx: &Rx, kept: &Kept, case: &Case, body: Vec<u8>, why: &s
 }
 
 /// A handshake: answered as the provider checks it, nothing claimed or sent.
-async fn check_handshake(rx: &Rx, kept: &Kept, case: &Case) {
+async fn check_handshake(rx: &Rx, kept: &MemoryQueue, case: &Case) {
     let what = label(case);
     let (items, sent) = (rx.ledger().snapshot().len(), kept.len());
     let answer = send(rx, &case.request, body_of(&case.request)).await;

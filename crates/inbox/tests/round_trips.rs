@@ -3,7 +3,6 @@
 //! together, then the send), not three; a replayed body under a new key keeps no claim.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use http::Request;
 use inbox::clock::SystemClock;
@@ -14,7 +13,7 @@ use inbox::ledger::{
     TakeOutcome,
 };
 use inbox::metrics::Metrics;
-use inbox::queue::{Outgoing, Queue, QueueError};
+use inbox::queue::MemoryQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::SourceSpecs;
 use lambda_http::Body;
@@ -146,16 +145,6 @@ impl LedgerStore for Overlap {
     }
 }
 
-#[derive(Clone, Default)]
-struct Kept(Arc<AtomicUsize>);
-
-impl Queue for Kept {
-    async fn send(&self, _msg: Outgoing) -> Result<(), QueueError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 /// The template's default source: GitHub's scheme, its delivery id, a 72-hour body guard.
 const SOURCES: &str = r#"{"shop": {"signature": {"scheme": "github", "secrets": ["env:INBOX_TEST_ROUND_TRIPS"]},
     "key": {"from": "header", "name": "X-GitHub-Delivery"}, "replay_guard_seconds": 259200}}"#;
@@ -183,7 +172,7 @@ async fn the_guard_and_the_claim_share_one_round_trip_and_a_replay_keeps_no_clai
         .resolve(&AwsSecretResolver::env_only())
         .await
         .expect("resolved");
-    let kept = Kept::default();
+    let kept = MemoryQueue::new();
     let rx = Receiver::new(
         sources,
         Overlap::default(),
@@ -194,7 +183,7 @@ async fn the_guard_and_the_claim_share_one_round_trip_and_a_replay_keeps_no_clai
     );
     let resp = rx.handle(post("d-1", r#"{"a":1}"#)).await;
     assert_eq!(resp.status(), 200);
-    assert_eq!(kept.0.load(Ordering::SeqCst), 1);
+    assert_eq!(kept.len(), 1);
     assert_eq!(
         rx.ledger().most.load(Ordering::SeqCst),
         2,
@@ -205,7 +194,7 @@ async fn the_guard_and_the_claim_share_one_round_trip_and_a_replay_keeps_no_clai
     assert_eq!(resp.status(), 409);
     assert!(rx.ledger().inner.get("shop:d-2").await.unwrap().is_none());
     assert!(rx.ledger().inner.get("shop:d-1").await.unwrap().is_some());
-    assert_eq!(kept.0.load(Ordering::SeqCst), 1, "nothing sent");
+    assert_eq!(kept.len(), 1, "nothing sent");
     // The sender's own retry of d-1 passes the guard: the first answer, replayed.
     let resp = rx.handle(post("d-1", r#"{"a":1}"#)).await;
     assert_eq!(resp.status(), 200);
