@@ -182,3 +182,8 @@ fn the_reader_sees_both_import_forms_and_skips_tests_and_comments() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// docs/design.md §4's transition table, read against the ledger as the picture above is read
+/// against the modules.
+#[path = "layers/transitions.rs"]
+mod transitions;
