@@ -79,7 +79,7 @@ node_modules/.installed: package.json package-lock.json
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
-# The tests start their own moto server (one per test binary, on a free loopback port)
+# The tests start their own moto server (one per test process, on a free loopback port)
 # and it stops with them; the ledger transition tests start a dynalite server the same way.
 # .venv-sam: the preflight's tests read samconfig.toml with the SAM CLI's own code.
 test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed $(VENV_SAM)/.installed chromium
