@@ -24,7 +24,7 @@ pub struct Depth {
 
 /// The `status` answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Status {
+pub struct MappingStatus {
     pub mapping: Mapping,
     pub queue_url: String,
     pub queue: Depth,
@@ -35,7 +35,7 @@ pub struct Status {
     pub dlq: Option<Depth>,
 }
 
-impl Status {
+impl MappingStatus {
     pub fn to_json(&self) -> Value {
         let depth = |d: &Depth| json!({"waiting": d.waiting, "in_flight": d.in_flight, "delayed": d.delayed});
         json!({
@@ -163,7 +163,7 @@ pub async fn status(
     config: &aws_config::SdkConfig,
     locator: &Locator,
     queue_url: Option<&str>,
-) -> anyhow::Result<Status> {
+) -> anyhow::Result<MappingStatus> {
     let uuid = esm::find(config, locator).await?;
     let mapping = esm::get(&aws_sdk_lambda::Client::new(config), &uuid).await?;
     let sqs = crate::aws::sqs(config);
@@ -184,7 +184,7 @@ pub async fn status(
         }
         None => (None, None),
     };
-    Ok(Status {
+    Ok(MappingStatus {
         mapping,
         queue_url,
         queue,
@@ -210,8 +210,8 @@ pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
-    fn sample(state: &str) -> Status {
-        Status {
+    fn sample(state: &str) -> MappingStatus {
+        MappingStatus {
             mapping: Mapping {
                 uuid: "u-1".into(),
                 state: state.into(),

@@ -24,7 +24,7 @@ use crate::store::ObjectStore;
 use super::answer::stored_response;
 use super::payload::{Carry, Event};
 use super::preset_rules;
-use super::request::{invocation, Invocation};
+use super::request::{caller, Caller};
 use super::{derive_key, Receiver, Rejection, REPLAYED_HEADER};
 
 /// Claims (and a duplicate's mark) in flight at once for one request: a batch of 100 is one
@@ -76,7 +76,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
         let events = self.events(req, source, body, &ranges)?;
         let keys: Vec<&str> = events.keys.iter().map(String::as_str).collect();
-        let inv = invocation(req);
+        let inv = caller(req);
         // Collected first: a closure inside the stream would not be `Send` for every lifetime.
         let mut claims = Vec::with_capacity(events.events.len());
         for (event, _) in &events.events {
@@ -205,7 +205,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
 
     /// One event's claim: from the replay cache where this instance has it, else the ledger;
     /// a duplicate found RECEIVED with these bytes is marked, to be sent again.
-    async fn claim_event(&self, event: &Event<'_>, inv: &Invocation) -> Result<Claimed, Rejection> {
+    async fn claim_event(&self, event: &Event<'_>, inv: &Caller) -> Result<Claimed, Rejection> {
         let (source, key) = (event.source, event.key.as_str());
         if let Some(seen) = self.cache.get(key, self.clock.now_ms()) {
             self.check_payload(source, key, &event.body_sha256, &seen)?;
@@ -285,12 +285,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     }
 
     /// Releases the claims of `which` (this request's), concurrently.
-    async fn release_events(
-        &self,
-        events: &[(Event<'_>, Carry)],
-        which: &[usize],
-        inv: &Invocation,
-    ) {
+    async fn release_events(&self, events: &[(Event<'_>, Carry)], which: &[usize], inv: &Caller) {
         futures::future::join_all(which.iter().map(|&i| {
             let event = &events[i].0;
             self.release_claim(&event.source.spec.name, &event.key, inv)

@@ -22,7 +22,7 @@ use crate::store::ObjectStore;
 use super::answer::stored_response;
 use super::payload::{Carry, Event};
 use super::preset_rules;
-use super::request::Invocation;
+use super::request::Caller;
 use super::{Receiver, Rejection, REPLAYED_HEADER, SENT_BEHIND_A_CLAIM};
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
@@ -33,7 +33,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         &self,
         event: &Event<'_>,
         carry: Carry,
-        inv: &Invocation,
+        inv: &Caller,
     ) -> Result<Response<Body>, Rejection> {
         let (name, key) = (event.source.spec.name.as_str(), event.key.as_str());
         if let Err(e) = self.send(event, carry, event.measured_at).await {
@@ -67,7 +67,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         event: &Event<'_>,
         carry: Carry,
         existing: &Record,
-        inv: &Invocation,
+        inv: &Caller,
     ) -> Result<Response<Body>, Rejection> {
         let (source, key) = (event.source, event.key.as_str());
         let (status, accepted) = preset_rules::accepted_answer(source, key, event.body);
@@ -106,7 +106,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     pub(super) async fn mark_resent(
         &self,
         event: &Event<'_>,
-        inv: &Invocation,
+        inv: &Caller,
     ) -> Result<bool, Rejection> {
         let now = self.clock.now_ms();
         match self
@@ -140,7 +140,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// Gives back a claim this invocation made (the send failed, or the body guard refused):
     /// logged and counted `Released`; a failed release leaves the item RECEIVED under our
     /// lease, which the next delivery of the key recovers.
-    pub(super) async fn release_claim(&self, source: &str, key: &str, inv: &Invocation) {
+    pub(super) async fn release_claim(&self, source: &str, key: &str, inv: &Caller) {
         match self
             .ledger
             .release(key, &inv.request_id, self.clock.now_ms())
@@ -207,7 +207,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     pub(super) async fn claim(
         &self,
         event: &Event<'_>,
-        inv: &Invocation,
+        inv: &Caller,
         response_status: u16,
         response_body: &str,
     ) -> Result<Option<Record>, Rejection> {

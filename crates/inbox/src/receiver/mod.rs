@@ -45,7 +45,7 @@ pub use crate::answer::accepted_response;
 use answer::stored_response;
 pub use answer::{to_apigw_v2, Rejection, PENDING_RETRY_AFTER_SECONDS};
 use payload::{Carry, Event};
-use request::{invocation, source_from, source_name};
+use request::{caller, source_from, source_name};
 pub use stored_secret::{PREVIOUS_SECRET_MS, SECRET_MAX_AGE_MS, SECRET_RETRY_MS};
 
 pub use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
@@ -335,7 +335,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if source.spec.delivery == Delivery::AtMostOnce {
             return self.accept_at_most_once(&event, carry).await;
         }
-        let inv = invocation(req);
+        let inv = caller(req);
         let (status, accepted) = preset_rules::accepted_answer(source, &event.key, body);
         let claim = self.claim(&event, &inv, status, &accepted);
         // A body-only source's guard and the claim are two items: written side by side, one

@@ -12,21 +12,21 @@ use crate::lease;
 
 /// Who is asking: the invocation's request id (the lease owner) and deadline.
 #[derive(Clone, Debug)]
-pub(super) struct Invocation {
+pub(super) struct Caller {
     pub(super) request_id: String,
     pub(super) deadline_ms: Option<i64>,
 }
 
 static LOCAL_INVOCATIONS: AtomicU64 = AtomicU64::new(0);
 
-pub(super) fn invocation(req: &Request) -> Invocation {
+pub(super) fn caller(req: &Request) -> Caller {
     match req.lambda_context_ref() {
-        Some(ctx) if !ctx.request_id.is_empty() => Invocation {
+        Some(ctx) if !ctx.request_id.is_empty() => Caller {
             request_id: ctx.request_id.clone(),
             deadline_ms: lease::deadline_ms(ctx),
         },
         // No Lambda context: a unique owner for this process's call, never a key.
-        _ => Invocation {
+        _ => Caller {
             request_id: format!(
                 "local-{}-{}",
                 std::process::id(),

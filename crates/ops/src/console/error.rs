@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::html;
 
-use super::guard::Refusal;
+use super::guard::Denial;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
     #[error(transparent)]
-    Refused(#[from] Refusal),
+    Denied(#[from] Denial),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -27,8 +27,8 @@ impl ConsoleError {
     /// The HTTP status of each failure.
     pub fn status(&self) -> StatusCode {
         match self {
-            ConsoleError::Refused(Refusal::ForeignHost(_)) => StatusCode::MISDIRECTED_REQUEST,
-            ConsoleError::Refused(_) => StatusCode::FORBIDDEN,
+            ConsoleError::Denied(Denial::ForeignHost(_)) => StatusCode::MISDIRECTED_REQUEST,
+            ConsoleError::Denied(_) => StatusCode::FORBIDDEN,
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
             ConsoleError::BadInput(_) => StatusCode::BAD_REQUEST,
             ConsoleError::Stack(_) | ConsoleError::Aws(_) => StatusCode::BAD_GATEWAY,
@@ -61,14 +61,11 @@ mod tests {
     #[test]
     fn each_failure_has_its_status() {
         let cases = [
-            (ConsoleError::Refused(Refusal::ForeignHost("h".into())), 421),
-            (ConsoleError::Refused(Refusal::NoSession), 403),
-            (ConsoleError::Refused(Refusal::WrongToken), 403),
-            (ConsoleError::Refused(Refusal::Csrf), 403),
-            (
-                ConsoleError::Refused(Refusal::ForeignOrigin("o".into())),
-                403,
-            ),
+            (ConsoleError::Denied(Denial::ForeignHost("h".into())), 421),
+            (ConsoleError::Denied(Denial::NoSession), 403),
+            (ConsoleError::Denied(Denial::WrongToken), 403),
+            (ConsoleError::Denied(Denial::Csrf), 403),
+            (ConsoleError::Denied(Denial::ForeignOrigin("o".into())), 403),
             (ConsoleError::NotFound("k".into()), 404),
             (ConsoleError::BadInput("b".into()), 400),
             (ConsoleError::Aws(anyhow::anyhow!("GetItem")), 502),

@@ -17,7 +17,7 @@ use subtle::ConstantTimeEq as _;
 
 /// Why a request is refused (each mapped to its HTTP status in [`super::error`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub enum Denial {
     #[error("this console answers only at {0}; the Host header named another address")]
     ForeignHost(String),
     #[error("no console session: open the URL `inbox-ops console` printed (it carries the token)")]
@@ -101,20 +101,20 @@ impl Guard {
     }
 
     /// `Host` must be this console's address, by IP or as `localhost`.
-    pub fn check_host(&self, host: Option<&str>) -> Result<(), Refusal> {
+    pub fn check_host(&self, host: Option<&str>) -> Result<(), Denial> {
         let ours = [
             format!("127.0.0.1:{}", self.port),
             format!("localhost:{}", self.port),
         ];
         match host {
             Some(h) if ours.iter().any(|o| o.eq_ignore_ascii_case(h)) => Ok(()),
-            _ => Err(Refusal::ForeignHost(ours[0].clone())),
+            _ => Err(Denial::ForeignHost(ours[0].clone())),
         }
     }
 
     /// The `token` query parameter of a first visit: `Ok(true)` when it is the run's,
     /// `Ok(false)` when there is none, refused when it is another.
-    pub fn check_login(&self, query: Option<&str>) -> Result<bool, Refusal> {
+    pub fn check_login(&self, query: Option<&str>) -> Result<bool, Denial> {
         let given = query
             .into_iter()
             .flat_map(|q| q.split('&'))
@@ -122,7 +122,7 @@ impl Guard {
         match given {
             None => Ok(false),
             Some(t) if same(t, &self.token) => Ok(true),
-            Some(_) => Err(Refusal::WrongToken),
+            Some(_) => Err(Denial::WrongToken),
         }
     }
 
@@ -130,7 +130,7 @@ impl Guard {
     pub fn check_session<'a>(
         &self,
         cookie_headers: impl IntoIterator<Item = &'a str>,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), Denial> {
         let name = self.cookie_name();
         let found = cookie_headers
             .into_iter()
@@ -140,12 +140,12 @@ impl Guard {
         if found {
             Ok(())
         } else {
-            Err(Refusal::NoSession)
+            Err(Denial::NoSession)
         }
     }
 
     /// A POST's `Origin`, where the browser sent one, must be the console's own.
-    pub fn check_origin(&self, origin: Option<&str>) -> Result<(), Refusal> {
+    pub fn check_origin(&self, origin: Option<&str>) -> Result<(), Denial> {
         match origin {
             None => Ok(()),
             Some(o)
@@ -154,15 +154,15 @@ impl Guard {
             {
                 Ok(())
             }
-            Some(o) => Err(Refusal::ForeignOrigin(o.to_owned())),
+            Some(o) => Err(Denial::ForeignOrigin(o.to_owned())),
         }
     }
 
     /// An action's form token.
-    pub fn check_csrf(&self, form_token: Option<&str>) -> Result<(), Refusal> {
+    pub fn check_csrf(&self, form_token: Option<&str>) -> Result<(), Denial> {
         match form_token {
             Some(t) if same(t, &self.csrf) => Ok(()),
-            _ => Err(Refusal::Csrf),
+            _ => Err(Denial::Csrf),
         }
     }
 }
@@ -189,7 +189,7 @@ mod tests {
         ] {
             assert_eq!(
                 g.check_host(foreign),
-                Err(Refusal::ForeignHost("127.0.0.1:8123".into())),
+                Err(Denial::ForeignHost("127.0.0.1:8123".into())),
                 "{foreign:?}"
             );
         }
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(g.check_login(Some("a=1&token=t0ken")), Ok(true));
         assert_eq!(g.check_login(Some("a=1")), Ok(false));
         assert_eq!(g.check_login(None), Ok(false));
-        assert_eq!(g.check_login(Some("token=guess")), Err(Refusal::WrongToken));
+        assert_eq!(g.check_login(Some("token=guess")), Err(Denial::WrongToken));
         assert!(g.check_session(["x=1; inbox_console_8123=t0ken"]).is_ok());
         assert!(g.check_session(["a=b", "inbox_console_8123=t0ken"]).is_ok());
         for bad in [
@@ -211,10 +211,7 @@ mod tests {
             &["inbox_console_9999=t0ken"],
             &["inbox_console_8123=t0kenx"],
         ] {
-            assert_eq!(
-                g.check_session(bad.iter().copied()),
-                Err(Refusal::NoSession)
-            );
+            assert_eq!(g.check_session(bad.iter().copied()), Err(Denial::NoSession));
         }
         let cookie = g.set_cookie();
         assert!(
@@ -228,11 +225,11 @@ mod tests {
     fn an_action_needs_the_form_token_and_no_foreign_origin() {
         let g = guard();
         assert!(g.check_csrf(Some("csrf1")).is_ok());
-        assert_eq!(g.check_csrf(None), Err(Refusal::Csrf));
-        assert_eq!(g.check_csrf(Some("")), Err(Refusal::Csrf));
+        assert_eq!(g.check_csrf(None), Err(Denial::Csrf));
+        assert_eq!(g.check_csrf(Some("")), Err(Denial::Csrf));
         assert_eq!(
             g.check_csrf(Some("t0ken")),
-            Err(Refusal::Csrf),
+            Err(Denial::Csrf),
             "not the session token"
         );
         assert!(g.check_origin(None).is_ok());
@@ -240,7 +237,7 @@ mod tests {
         assert!(g.check_origin(Some("http://localhost:8123")).is_ok());
         assert!(matches!(
             g.check_origin(Some("http://evil.example")),
-            Err(Refusal::ForeignOrigin(_))
+            Err(Denial::ForeignOrigin(_))
         ));
         assert!(g.check_origin(Some("null")).is_err());
     }

@@ -24,7 +24,7 @@ pub const MAX_PAGE: usize = 100;
 
 /// What the list shows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Filter {
+pub struct ListFilter {
     pub source: Option<String>,
     /// A ledger status (`FAILED`, ...).
     pub status: Option<String>,
@@ -131,7 +131,7 @@ impl Lister<'_> {
     /// The page of `size` rows after `cursor`.
     pub async fn page(
         &self,
-        filter: &Filter,
+        filter: &ListFilter,
         cursor: &Cursor,
         size: usize,
     ) -> anyhow::Result<Page> {
@@ -191,7 +191,7 @@ impl Lister<'_> {
     }
 
     /// The next keys of a lane's partition, newest first, in the filter's time range.
-    async fn fill(&self, lane: &mut Lane, filter: &Filter, size: usize) -> anyhow::Result<()> {
+    async fn fill(&self, lane: &mut Lane, filter: &ListFilter, size: usize) -> anyhow::Result<()> {
         let from = filter.from_ms.unwrap_or(0);
         let to = filter.to_ms.map_or(i64::MAX / 2, |t| t - 1);
         let out = self
@@ -292,7 +292,7 @@ impl Lister<'_> {
     }
 
     /// The row of an item the filter admits (and that has not expired).
-    fn row(&self, item: &HashMap<String, AttributeValue>, filter: &Filter) -> Option<Row> {
+    fn row(&self, item: &HashMap<String, AttributeValue>, filter: &ListFilter) -> Option<Row> {
         if number(item, "expires_at").is_some_and(|e| e < self.now_s) {
             return None;
         }

@@ -78,7 +78,7 @@ impl Console {
     }
 
     /// `inbox-ops status` of the stack's mapping and queue.
-    async fn status(&self) -> anyhow::Result<crate::status::Status> {
+    async fn status(&self) -> anyhow::Result<crate::status::MappingStatus> {
         let uuid = self
             .stack
             .need(&self.stack.mapping, crate::stack::MAPPING_OUTPUT)?;

@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use super::figures::{SourceFigures, SERIES};
 use super::layout::{bars, page, time, Nav};
-use super::listing::{Filter, Page, Row};
+use super::listing::{ListFilter, Page, Row};
 use super::show::ShownBody;
 use crate::destination_state::DestinationState;
-use crate::status::Status;
+use crate::status::MappingStatus;
 use crate::text::shown;
 
 /// The ledger statuses the list filters by.
@@ -19,7 +19,7 @@ pub const STATUSES: &[&str] = &["RECEIVED", "QUEUED", "PROCESSING", "COMPLETED",
 
 /// What the overview shows; each part may have failed on its own.
 pub struct Overview {
-    pub status: Result<Status, String>,
+    pub status: Result<MappingStatus, String>,
     pub figures: Result<Vec<SourceFigures>, String>,
     pub alarms: Result<Vec<(String, String)>, String>,
 }
@@ -120,7 +120,7 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
 pub fn events(
     stack: &str,
     sources: &[String],
-    filter: &Filter,
+    filter: &ListFilter,
     given: &ListQuery,
     listed: &Page,
 ) -> Markup {

@@ -14,7 +14,7 @@ use maud::Markup;
 use serde::Deserialize;
 
 use super::error::ConsoleError;
-use super::listing::{Cursor, Filter, Lister, DEFAULT_PAGE};
+use super::listing::{Cursor, ListFilter, Lister, DEFAULT_PAGE};
 use super::pages::{self, EventView, ListQuery, Overview};
 use super::{actions, figures, layout, show, Console};
 
@@ -124,14 +124,14 @@ async fn overview(State(c): State<Arc<Console>>) -> Markup {
     pages::overview(&c.stack.name, &o)
 }
 
-fn parse_filter(q: &ListQuery, sources: &[String]) -> Result<Filter, ConsoleError> {
+fn parse_filter(q: &ListQuery, sources: &[String]) -> Result<ListFilter, ConsoleError> {
     let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
     let time = |v: &Option<String>| {
         given(v)
             .map(|t| crate::replay::parse_time(&t).map_err(ConsoleError::BadInput))
             .transpose()
     };
-    let filter = Filter {
+    let filter = ListFilter {
         source: given(&q.source),
         status: given(&q.status),
         event_type: given(&q.event_type),
