@@ -31,6 +31,14 @@ def _queue_without_polling(self, *args, **kwargs):
 sqs_models.Queue.__init__ = _queue_without_polling
 
 
+# Every local stack has its archive's delivery stream, and the end-to-end tests are one process
+# (one server) making a stack per test, hundreds of them; moto refuses a region's 51st stream
+# (LimitExceededException: "firehose quota of 50 hoses"). The server is the tests' own: no quota.
+import moto.firehose.models as firehose_models
+
+firehose_models.DeliveryStream.MAX_STREAMS_PER_REGION = 100_000
+
+
 # Moto reads every template body as YAML with the pure-Python loader (JSON is YAML), about a
 # quarter of a second for the translated template; the local stacks send JSON, read here by the
 # json module first (what moto falls back to). Moto's CloudFormation (every service's models,
