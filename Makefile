@@ -55,7 +55,7 @@ lint: venv $(VENV_CHECKOV)/.installed
 	$(VENV)/bin/cfn-lint template.yaml
 	$(VENV_CHECKOV)/bin/checkov --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
-# The library as published (issue 36): its docs without a warning, `cargo package` (which
+# The library as published: its docs without a warning, `cargo package` (which
 # builds the packaged crate alone), and a Lambda project outside the workspace
 # (examples/outside-workspace/, its own workspace and lockfile) that depends on it by path,
 # checked with clippy in this target directory, so it reuses the build of the clippy above.
@@ -180,7 +180,7 @@ mutants-idempotency:
 bench: venv
 	bash bench/run.sh $(BENCH_ARGS)
 
-# lambda-idempotency beside Powertools' Python and TypeScript idempotency utilities (issue 36):
+# lambda-idempotency beside Powertools' Python and TypeScript idempotency utilities:
 # one moto server, a counting proxy, the same handler; DynamoDB calls and round trips per path,
 # the bill, init and peak RSS (BENCHMARKS.md). Not part of make test.
 bench-idempotency: venv $(VENV_POWERTOOLS)/.installed node_modules/.installed

@@ -1,4 +1,4 @@
-//! `inbox-ops console` in a real browser (issue 25): headless Chromium (Debian's `chromium`,
+//! `inbox-ops console` in a real browser: headless Chromium (Debian's `chromium`,
 //! installed by `make test`) driven by playwright-core (pinned in package-lock.json) through
 //! `tests/console/console.spec.mjs`, against the local stack made from template.yaml.
 //!

@@ -21,7 +21,7 @@
 //!   `FORWARD_URL` it completes, calls nothing and is counted `Unrouted`, once.
 //!
 //! Envelopes carrying `event_type` are put on the queue as the receiver writes them once the
-//! source declares its event type (issue 23); the fan-out test goes through the receiver.
+//! source declares its event type; the fan-out test goes through the receiver.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

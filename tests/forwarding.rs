@@ -308,7 +308,7 @@ async fn forwards_verify_with_the_standard_webhooks_library_during_a_rotation() 
     );
 }
 
-/// Issue 20, point 3: a replay's identity is inside what is signed. Its `webhook-id` is
+/// A replay's identity is inside what is signed. Its `webhook-id` is
 /// derived from the key and the replay id, so it verifies with the `standardwebhooks`
 /// library as itself, differs from the original's (a system of record deduplicating on
 /// `webhook-id` runs it), and a forward whose `webhook-id` is changed (to the original's, or

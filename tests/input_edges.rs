@@ -1,4 +1,4 @@
-//! Issue 16's input edges that are *accepted*, end to end on the local AWS API server: numeric
+//! The input edges that are *accepted*, end to end on the local AWS API server: numeric
 //! ids beyond 64 bits stay distinct events, and a body SQS cannot carry as text (U+FFFE,
 //! U+FFFF) is accepted, carried base64 and handed to the side effect byte for byte. (The edges
 //! that are refused are in `bad_inputs/edges.rs`, which shows they write nothing.)

@@ -11,8 +11,8 @@
 //!   that replay does not, and the original's redelivery still does nothing;
 //! - a replay by time range selects exactly the events of that hour;
 //! - a replay that fails leaves its completed key COMPLETED, and a late copy of the original
-//!   runs nothing (issue 20);
-//! - an at-most-once source's replay runs once per replay id (issue 20).
+//!   runs nothing;
+//! - an at-most-once source's replay runs once per replay id.
 
 use devstack::faults::When;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};

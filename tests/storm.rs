@@ -2,7 +2,7 @@
 //! (each event delivered 10 times, interleaved) sent 64 at a time through the receiver, while
 //! the consumer runs concurrently behind the bridge (several pumps, as the event source
 //! mapping runs several batches at once). Exactly 100 side effects; every delivery answered
-//! 200 (since issue 15 a duplicate behind a live claim sends the event itself: no 503), or a
+//! 200 (a duplicate behind a live claim sends the event itself: no 503), or a
 //! 500 and then 200 on the sender's retry.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,7 +45,7 @@ async fn deliver(rx: &TestReceiver, event: u32) -> Vec<u16> {
                 assert_eq!(json, serde_json::json!({"status": "accepted", "key": key}));
                 return seen;
             }
-            503 => panic!("{key}: a 503, outside the contract since issue 15: {json}"),
+            503 => panic!("{key}: a 503, outside the contract: {json}"),
             _ if status >= 500 => {}
             _ => panic!("{key}: unexpected {status} {json}"),
         }

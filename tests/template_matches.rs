@@ -206,7 +206,7 @@ fn functions_get_the_environment_the_code_reads() {
     ] {
         assert!(receiver.iter().any(|n| n == name), "receiver lacks {name}");
     }
-    // The archive is the consumer's (issue 21): off the sender's path.
+    // The archive is the consumer's: off the sender's path.
     for name in ["ARCHIVE_BODIES", "ARCHIVE_STREAM"] {
         assert!(!receiver.iter().any(|n| n == name), "receiver has {name}");
         assert!(
@@ -214,7 +214,7 @@ fn functions_get_the_environment_the_code_reads() {
             "consumer lacks {name}"
         );
     }
-    // Removed by issue 15 (a duplicate behind a live claim no longer waits): not set.
+    // Removed (a duplicate behind a live claim no longer waits): not set.
     assert!(!receiver.iter().any(|n| n == "IN_PROGRESS_WAIT_MS"));
     let consumer = t.function_env_names(CONSUMER);
     for name in [
@@ -496,7 +496,13 @@ async fn the_local_stack_holds_what_the_template_declares() {
         .message_body("{}")
         .send()
         .await;
-    assert!(refused.is_err(), "sent without a MessageDeduplicationId");
+    let refused = refused.expect_err("sent without a MessageDeduplicationId");
+    let refused = refused.into_service_error();
+    assert_eq!(
+        aws_sdk_sqs::error::ProvideErrorMetadata::code(&refused),
+        Some("InvalidParameterValue"),
+        "{refused:?}"
+    );
 
     // The functions: every variable the template sets to a literal has that value, its
     // references name the stack's table and queue.

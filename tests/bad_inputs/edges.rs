@@ -1,4 +1,4 @@
-//! The input edges of issue 16, each signed correctly so that only the edge is wrong: numbers
+//! The input edges, each signed correctly so that only the edge is wrong: numbers
 //! that are not plain integers and members twice on a key or group path (400), keys holding
 //! invisible, separator or noncharacter code points (400 `invalid_idempotency_key`), and a
 //! Standard Webhooks id holding `.` (401: its signed content would be ambiguous).

@@ -9,7 +9,7 @@
 //! flag).
 //!
 //! The corpus, by topic: `signatures` (401), `keys_and_bodies` (400, 413), `routes` (404,
-//! 405), `edges` (issue 16's: exact numbers, duplicated members, invisible characters, a `.`
+//! 405), `edges` (exact numbers, duplicated members, invisible characters, a `.`
 //! in a Standard Webhooks id); `case` holds what a case is, `entries` runs one through both entries and checks it.
 
 mod case;

@@ -108,7 +108,15 @@ on_every_backend!(
 fn a_differing_trace_is_caught() {
     let a = vec![("get".to_owned(), Obs::Done(true))];
     let b = vec![("get".to_owned(), Obs::Done(false))];
-    assert!(std::panic::catch_unwind(|| assert_same_trace("other", &a, &b)).is_err());
+    let caught = std::panic::catch_unwind(|| assert_same_trace("other", &a, &b))
+        .expect_err("a differing trace panics");
+    let said = caught
+        .downcast_ref::<String>()
+        .expect("an assertion's message");
+    assert!(
+        said.contains("step 0: memory and other differ (get)"),
+        "{said}"
+    );
 }
 
 /// Why dynalite matters beside moto: a failed condition there carries no old item, though

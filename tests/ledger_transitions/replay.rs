@@ -98,7 +98,7 @@ pub async fn a_replay_is_recorded_only_on_its_events_body<L: LedgerStore>(
     r.trace
 }
 
-/// Issue 20: a replay that fails or is throttled leaves a key that had completed COMPLETED,
+/// A replay that fails or is throttled leaves a key that had completed COMPLETED,
 /// and a late ordinary copy of the original, arriving while a replay holds the key or after
 /// one died holding it, still does nothing.
 pub async fn a_replay_that_does_not_complete_leaves_the_key_completed<L: LedgerStore>(

@@ -272,7 +272,7 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
     );
 }
 
-/// Issue 20, 5(i): the caller's path segment is the `source` of the rejection's line and of
+/// The caller's path segment is the `source` of the rejection's line and of
 /// the request's span; it reaches the log capped, however long it is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "sets the global subscriber: run by logs_and_metrics::in_its_own_process"]

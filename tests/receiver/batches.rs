@@ -490,7 +490,7 @@ async fn each_event_of_a_batch_is_forwarded_once_as_its_own_bytes_under_its_own_
     }
 }
 
-/// Issue 35: `attemptNumber` is left out of each event's payload hash (the preset's
+/// `attemptNumber` is left out of each event's payload hash (the preset's
 /// `attempt_fields`). A HubSpot batch whose receiver died after its claims, before its send,
 /// is retried with `attemptNumber` 2: the dead claims are the same payload, so each is sent
 /// behind (no payload mismatch), the rest claimed and sent; every event queued once and

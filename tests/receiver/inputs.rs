@@ -298,7 +298,7 @@ async fn a_long_key_gets_a_hashed_deduplication_id() {
     );
 }
 
-/// Issue 20, 5(h): `lambda_http` builds a URL from `Host`, `X-Forwarded-Proto` and the path,
+/// `lambda_http` builds a URL from `Host`, `X-Forwarded-Proto` and the path,
 /// and panics where they do not parse; a panic would be a 5xx and a `ReceiverErrorsAlarm`
 /// tick. Headers the receiver does not read are dropped when they are not plain; what still
 /// cannot be built (a path longer than an `http::Uri` holds) is a 400 `malformed_request`.

@@ -374,7 +374,7 @@ async fn a_received_item_past_its_deployed_lease_is_never_claimed_anew() {
     assert_eq!(tally(&lines, "strict", Metric::PayloadMismatch), 1);
 }
 
-/// Issue 20, 5(a): a duplicate with a changed body behind a live claim (the claimant's
+/// A duplicate with a changed body behind a live claim (the claimant's
 /// lease not run out) is not sent, and the archive (the consumer's, from the queue) keeps
 /// the first body, which `lookup --body` and replay read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

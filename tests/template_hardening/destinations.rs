@@ -1,4 +1,4 @@
-//! The destinations' parameters (issue 24, docs/routing.md): `Destinations` reaches the consumer
+//! The destinations' parameters (docs/routing.md): `Destinations` reaches the consumer
 //! as WEBHOOK_DESTINATIONS, and each list of target ARNs grants the consumer its one action on
 //! exactly those ARNs, the statement present only when the list names one.
 

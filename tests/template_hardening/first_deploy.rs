@@ -1,4 +1,4 @@
-//! A first deploy in a new AWS account (issue 22): the receiver's secrets without ARNs typed in,
+//! A first deploy in a new AWS account: the receiver's secrets without ARNs typed in,
 //! and every default within the quotas a new account starts with.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! The Lambda function URL front door (issue 15): an option, off by default.
+//! The Lambda function URL front door: an option, off by default.
 
 use super::*;
 

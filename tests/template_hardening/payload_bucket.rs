@@ -1,4 +1,4 @@
-//! The payload bucket (issue 14): encrypted, private, TLS only, expiring with the ledger;
+//! The payload bucket: encrypted, private, TLS only, expiring with the ledger;
 //! who may put, get and list.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! The queues as a trust boundary (issue 20): a message on the webhook queue is forwarded
+//! The queues as a trust boundary: a message on the webhook queue is forwarded
 //! signed with the inbox's own key, so only the receiver's role and the stack's OperatorRole
 //! may send to it, and both queues are reached over TLS only.
 

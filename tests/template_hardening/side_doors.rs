@@ -1,4 +1,4 @@
-//! No side door (issue 34): what the inbox trusts is written only by the roles that write it.
+//! No side door: what the inbox trusts is written only by the roles that write it.
 //! The dead-letter queue takes `SendMessage` from the consumer's role alone (what lands there
 //! is moved to the webhook queue by `inbox-ops redrive`), and the payload bucket takes
 //! `PutObject` under `archive/` only from Firehose's role and the consumer's, under
@@ -477,8 +477,8 @@ fn resource_statements_for(resource: &str) -> Vec<Value> {
     }
 }
 
-/// `OperatorRole` may do what the commands it serves do (issue 37: `pause --destination` as
-/// the role was denied): each call of each command, against the role's own policies and the
+/// `OperatorRole` may do what the commands it serves do (`pause --destination` as
+/// the role was once denied): each call of each command, against the role's own policies and the
 /// resource's policy, as IAM evaluates them. A listing of the archive only under `archive/`.
 #[test]
 fn operator_role_may_do_what_each_operator_command_calls() {

@@ -132,7 +132,10 @@ mod tests {
     #[test]
     fn each_event_names_itself() {
         let mut eb: EventBridgeEvent = EventBridgeEvent::default();
-        assert!(eb.natural_key().is_err());
+        assert_eq!(
+            eb.natural_key(),
+            Err(KeyError::Missing("the EventBridge event's id".into()))
+        );
         eb.id = Some("53dc4d37".into());
         assert_eq!(
             eb.natural_key().map(|k| k.to_string()),
@@ -162,7 +165,10 @@ mod tests {
         );
 
         let mut sqs = SqsMessage::default();
-        assert!(sqs.natural_key().is_err());
+        assert_eq!(
+            sqs.natural_key(),
+            Err(KeyError::Missing("the SQS messageId".into()))
+        );
         sqs.message_id = Some("m-1".into());
         assert_eq!(
             sqs.natural_key().map(|k| k.to_string()),
@@ -182,6 +188,9 @@ mod tests {
             scheduled_key(&event).map(|k| k.to_string()),
             Ok("schedule:arn:aws:events:us-east-1:123456789012:rule/nightly@2026-12-06T10:00:00+00:00".into())
         );
-        assert!(scheduler_key("arn:aws:scheduler:::schedule/default/x", "").is_err());
+        assert_eq!(
+            scheduler_key("arn:aws:scheduler:::schedule/default/x", ""),
+            Err(KeyError::Missing("the scheduled time".into()))
+        );
     }
 }

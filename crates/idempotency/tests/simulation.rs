@@ -1,4 +1,4 @@
-//! A deterministic simulation of concurrent calls on the memory store (issue 36, item 6).
+//! A deterministic simulation of concurrent calls on the memory store.
 //!
 //! Several invocations of a few keys run `Idempotency::run` at once, interleaved step by step
 //! by a seeded scheduler: each store call (claim, complete, release, fail) waits for the

@@ -1,4 +1,4 @@
-//! What each signature family costs to verify (issue 23, BENCHMARKS.md "Signature families"):
+//! What each signature family costs to verify (BENCHMARKS.md "Signature families"):
 //! a preset's verifier, built as the receiver builds it (`SourceSpecs` → `resolve`), over a
 //! 2 KiB body signed as its provider signs it. Ed25519 and ECDSA P-256 are public-key
 //! verifications; the HMACs and the shared token are a hash or two.

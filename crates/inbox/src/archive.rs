@@ -251,6 +251,9 @@ mod tests {
         let mut bad = bytes.clone();
         bad.extend_from_slice(b"not json\n\n");
         assert_eq!(envelopes_in(&bad).filter(Result::is_err).count(), 1);
-        assert!(NoArchive.put(&["x".into()]).await.is_err());
+        assert_eq!(
+            NoArchive.put(&["x".into()]).await.unwrap_err().to_string(),
+            ArchiveError("no ARCHIVE_STREAM configured".into()).to_string()
+        );
     }
 }

@@ -293,6 +293,9 @@ mod tests {
         assert_eq!(m.list("a/").await.unwrap(), vec!["a/1", "a/2"]);
         assert_eq!(m.get("a/2").await.unwrap(), Some(b"y".to_vec()));
         assert_eq!(m.get("c").await.unwrap(), None);
-        assert!(NoStore.get("a/1").await.is_err());
+        assert_eq!(
+            NoStore.get("a/1").await.unwrap_err().0,
+            "no PAYLOAD_BUCKET configured"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! The receiver's round trips on a body-only source (issue 21): the body guard and the claim
+//! The receiver's round trips on a body-only source: the body guard and the claim
 //! are written side by side, so a first delivery waits for two round trips (guard and claim
 //! together, then the send), not three; a replayed body under a new key keeps no claim.
 

@@ -160,7 +160,7 @@ async fn get_reaches_only_a_source_whose_handshake_is_a_get_and_a_wrong_token_is
         .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.body().to_vec(), b"42");
-    // The challenge echoed, never sniffed into another type (issue 34).
+    // The challenge echoed, never sniffed into another type.
     assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
     assert!(resp.headers()["content-type"]
         .to_str()

@@ -550,14 +550,24 @@ mod tests {
         assert!(check_replay_id(&new_replay_id(1_796_306_399_999)).is_ok());
         assert!(new_replay_id(1_796_306_399_999).starts_with("rp-20261203T135959Z-"));
         for bad in ["", "a b", "x#y", &"x".repeat(65)] {
-            assert!(check_replay_id(bad).is_err(), "{bad}");
+            let e = check_replay_id(bad).unwrap_err().to_string();
+            assert!(e.starts_with("a replay id is 1 to"), "{bad}: {e}");
         }
         assert_eq!(parse_time("2026-12-03T13:00:00Z"), Ok(1_796_302_800_000));
         assert_eq!(parse_time("5"), Ok(5));
-        assert!(parse_time("yesterday").is_err());
+        let e = parse_time("yesterday").unwrap_err();
+        assert!(
+            e.starts_with("`yesterday` is neither RFC 3339 nor epoch milliseconds"),
+            "{e}"
+        );
         assert_eq!(parse_rate("10/s"), Ok(10));
         assert_eq!(parse_rate("3"), Ok(3));
-        assert!(parse_rate("0/s").is_err() && parse_rate("fast").is_err());
+        for bad in ["0/s", "fast"] {
+            assert_eq!(
+                parse_rate(bad),
+                Err(format!("`{bad}` is not a rate of 1/s to 1000/s"))
+            );
+        }
     }
 
     #[test]

@@ -239,8 +239,8 @@ async fn a_dead_letter_is_explained_redriven_and_then_completes() {
     assert_eq!(sor.calls_for(key), u64::from(max_receives) + 1);
 }
 
-/// A forged dead letter whose key holds terminal escapes, a newline and a bidi override
-/// (issue 34): `why` and `why --json`, through the binary, print it escaped; no ESC byte, and
+/// A forged dead letter whose key holds terminal escapes, a newline and a bidi override:
+/// `why` and `why --json`, through the binary, print it escaped; no ESC byte, and
 /// no line of the key's own, reaches the operator's terminal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn why_prints_a_forged_key_escaped() {

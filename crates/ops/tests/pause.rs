@@ -152,7 +152,7 @@ async fn pause_and_resume_one_destination_on_the_pause_board() {
     assert_eq!(paused_destinations(&aws).await, ["crm"]);
 }
 
-/// `--role-arn` (issue 37): `inbox-ops` acts as the stack's `OperatorRole`, assumed with STS
+/// `--role-arn`: `inbox-ops` acts as the stack's `OperatorRole`, assumed with STS
 /// `AssumeRole` over the caller's credentials: the command runs with the role's temporary
 /// credentials (moto's STS issues them; it enforces no policy, so what the role may do is
 /// `tests/template_hardening/side_doors.rs`).

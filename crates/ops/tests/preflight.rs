@@ -489,7 +489,7 @@ fn samconfig_with(stack: &str, overrides: &[String]) -> PathBuf {
     dir
 }
 
-/// `Destinations` read with the consumer's own parser (issue 37): with no `ForwardUrl`, a
+/// `Destinations` read with the consumer's own parser: with no `ForwardUrl`, a
 /// source no destination takes is refused and the types that would go nowhere are said; an
 /// ARN target missing from its list and a signing secret the consumer may not read are
 /// refused, each naming its parameter; a bus with no rule for its source is warned of. Fixed,

@@ -1,7 +1,7 @@
 //! The list prices the bill uses: us-east-1, on-demand, no free tier.
 //!
 //! The first seven (API Gateway, Lambda, DynamoDB, SQS) were read on the AWS pricing pages
-//! in 2025-06 ([`PRICES_AS_OF`]). The others were added with issue 21 and checked on
+//! in 2025-06 ([`PRICES_AS_OF`]). The others were added later and checked on
 //! 2026-12-04 ([`ADDED_PRICES_CHECKED`]) with the session's search tool over stored copies of
 //! the pricing pages and AWS documentation: where the official page's table did not render
 //! in the stored copy (its cells are template tokens), the constant's comment says which
@@ -10,7 +10,7 @@
 
 /// When the first prices were read from the AWS pricing pages.
 pub const PRICES_AS_OF: &str = "2025-06";
-/// When the prices added with issue 21 were checked, and how.
+/// When the prices added later were checked, and how.
 pub const ADDED_PRICES_CHECKED: &str = "2026-12-04";
 
 /// API Gateway HTTP API: per request (first 300 million a month).

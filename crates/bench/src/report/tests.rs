@@ -1,7 +1,7 @@
 //! The report's text for fixed figures, byte for byte (golden.md was printed by the driver's
 //! report before it was split into modules; the answer times, the bill and the goals were
-//! added with issue 15, the consumer, the calls by service and operation and the bill by line
-//! with issue 21, their figures checked by hand in `bill_of_fixed_figures`).
+//! added later, then the consumer, the calls by service and operation and the bill by line;
+//! their figures checked by hand in `bill_of_fixed_figures`).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -268,6 +268,9 @@ mod tests {
             e.contains("FORWARD_SIGNING_SECRET") && e.contains("not a secret reference"),
             "{e}"
         );
-        assert!(parse_forward_signing_secrets("env:A,").is_err());
+        let e = parse_forward_signing_secrets("env:A,")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`` is not a secret reference"), "{e}");
     }
 }

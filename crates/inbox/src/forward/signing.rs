@@ -222,9 +222,15 @@ mod tests {
                 "the message never holds the secret"
             );
         }
-        assert!(ForwardSigner::new::<&str>(&[]).is_err());
+        assert_eq!(
+            ForwardSigner::new::<&str>(&[]).err(),
+            Some("no secret".to_owned())
+        );
         let long = format!("whsec_{}", B64.encode([1u8; 65]));
-        assert!(ForwardSigner::new(&[long]).is_err());
+        let Err(e) = ForwardSigner::new(&[long]) else {
+            panic!("65 bytes are refused");
+        };
+        assert!(e.starts_with("secret #1 decodes to 65 bytes"), "{e}");
     }
 
     #[test]

@@ -278,7 +278,7 @@ pub enum TakeRefusal {
 /// Claim (receiver, PutItem): the key is free or expired, nothing else. An item that exists
 /// is never claimed anew, whatever its lease: a RECEIVED item whose claimant's lease ran out
 /// may well be on the queue already (its answer given, the consumer not there yet), and a new
-/// claim would rewrite its body hash and receipt time under it (issue 20). A duplicate that
+/// claim would rewrite its body hash and receipt time under it. A duplicate that
 /// finds it sends the stored event again instead, only with the stored body (the receiver),
 /// which also recovers a claimant that died before its send.
 /// The library's claim that takes nothing over (`Takeover::Never`), writing RECEIVED.

@@ -178,15 +178,31 @@ mod tests {
         assert!(twilio_form(real.as_bytes()).is_ok());
         // The same signed bytes, split another way: a new status, and a new key.
         let resplit = format!("MessageSid={sid}&SmsStatus=deliveredTo%2B15558675310");
-        assert!(twilio_form(resplit.as_bytes()).is_err());
-        for bad in [
-            format!("MessageSid={sid}To&SmsStatus=delivered"),
-            format!("MessageSid={sid}&SmsStatus=delivered&to=x"),
-            format!("MessageSid={sid}&MessageSid={sid}"),
-            "Body=hi&MessageSid=SMx".to_owned(),
-            "1a=b".to_owned(),
+        let refused = |body: &str| match twilio_form(body.as_bytes()) {
+            Err(Rejection::MalformedBody(why)) => why,
+            other => panic!("{body}: {other:?}"),
+        };
+        assert_eq!(refused(&resplit), "a Twilio status out of shape");
+        for (bad, why) in [
+            (
+                format!("MessageSid={sid}To&SmsStatus=delivered"),
+                "a Twilio SID out of shape",
+            ),
+            (
+                format!("MessageSid={sid}&SmsStatus=delivered&to=x"),
+                "a form name that is not Twilio's",
+            ),
+            (
+                format!("MessageSid={sid}&MessageSid={sid}"),
+                "a form name twice",
+            ),
+            (
+                "Body=hi&MessageSid=SMx".to_owned(),
+                "a Twilio SID out of shape",
+            ),
+            ("1a=b".to_owned(), "a form name that is not Twilio's"),
         ] {
-            assert!(twilio_form(bad.as_bytes()).is_err(), "{bad}");
+            assert_eq!(refused(&bad), why, "{bad}");
         }
         assert!(twilio_form(b"MessagingServiceSid=&Body=Hello+World%21").is_ok());
     }

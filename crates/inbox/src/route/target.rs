@@ -163,7 +163,13 @@ mod tests {
             "arn:aws:s3:::bucket",
             "billing",
         ] {
-            assert!(Target::parse(bad).is_err(), "{bad}");
+            let e = Target::parse(bad).unwrap_err();
+            let said = if bad == "https://" {
+                e.starts_with("not a URL") || e == "an https:// URL needs a host"
+            } else {
+                e.starts_with(&format!("`{bad}` is not an https:// URL, or the ARN"))
+            };
+            assert!(said, "{bad}: {e}");
         }
     }
 }

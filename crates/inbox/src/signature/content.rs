@@ -257,12 +257,16 @@ mod tests {
         );
         let t = Template::parse("{header:Webhook-Id}.{timestamp}.{body}").unwrap();
         assert_eq!(t.parts()[0], Part::Header("webhook-id".into()));
-        assert!(Template::parse("{body").is_err());
-        assert!(Template::parse("body}").is_err());
-        assert!(Template::parse("{bodies}").is_err());
-        assert!(Template::parse("{json:x}").is_err());
-        assert!(Template::parse("{body}{body}").is_err());
-        assert!(Template::parse("").is_err());
+        for (bad, why) in [
+            ("{body", "`{` without its `}` in `{body`"),
+            ("body}", "`}` without its `{` in `body}`"),
+            ("{bodies}", "unknown `{bodies}` (body, timestamp, header:NAME, json:/POINTER, url, method, form_sorted)"),
+            ("{json:x}", "`x` is not a JSON pointer"),
+            ("{body}{body}", "`{body}{body}` names {body} or {timestamp} twice"),
+            ("", "the signed content is empty"),
+        ] {
+            assert_eq!(Template::parse(bad), Err(why.to_owned()), "{bad}");
+        }
         assert!(Template::body().is_body_only());
         assert!(!Template::parse("{json:/a}{json:/b}").unwrap().covers_body());
     }

@@ -133,6 +133,14 @@ mod tests {
             "{}",
             rotating.describe()
         );
-        assert!(Forwarding::new(Some("whsec_abc"), &template).is_err());
+        let Err(e) = Forwarding::new(Some("whsec_abc"), &template) else {
+            panic!("a secret, not a reference, is refused");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("FORWARD_SIGNING_SECRET")
+                && e.contains("`whsec_abc` is not a secret reference"),
+            "{e}"
+        );
     }
 }

@@ -392,6 +392,9 @@ mod tests {
             );
         }
         assert!(enabling(Some("pause")).is_ok_and(|e| !e));
-        assert!(enabling(Some("off")).is_err());
+        assert!(matches!(
+            enabling(Some("off")),
+            Err(ConsoleError::BadInput(why)) if why == "set=pause or set=resume"
+        ));
     }
 }

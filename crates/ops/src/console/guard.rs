@@ -239,7 +239,10 @@ mod tests {
             g.check_origin(Some("http://evil.example")),
             Err(Denial::ForeignOrigin(_))
         ));
-        assert!(g.check_origin(Some("null")).is_err());
+        assert_eq!(
+            g.check_origin(Some("null")),
+            Err(Denial::ForeignOrigin("null".into()))
+        );
     }
 
     #[test]

@@ -447,20 +447,36 @@ mod tests {
         };
         let once = Delivery::EffectivelyOnce;
         assert_eq!(check(once, &accepted, &replayed), Ok(()));
-        assert!(check(once, &accepted, &accepted).is_err(), "not replayed");
-        assert!(check(once, &replayed, &replayed).is_err(), "first a replay");
+        let said = |first: &Answer, second: &Answer| check(once, first, second).unwrap_err();
+        assert_eq!(
+            said(&accepted, &accepted),
+            "the duplicate was not replayed (no Idempotent-Replayed: true)"
+        );
+        assert_eq!(
+            said(&replayed, &replayed),
+            "the first delivery was already a replay (a key sent before?)"
+        );
         let refused = Answer {
             status: 401,
             replayed: false,
             body: "{}".into(),
         };
-        assert!(check(once, &refused, &replayed).is_err());
-        assert!(check(once, &accepted, &refused).is_err());
+        assert_eq!(
+            said(&refused, &replayed),
+            "the event was answered 401, not 2xx: {}"
+        );
+        assert_eq!(
+            said(&accepted, &refused),
+            "the duplicate was answered 401, not 200: {}"
+        );
         let other = Answer {
             body: "{}".into(),
             ..replayed.clone()
         };
-        assert!(check(once, &accepted, &other).is_err(), "another answer");
+        assert_eq!(
+            said(&accepted, &other),
+            r#"the duplicate's answer {} differs from the first's {"key":"k","status":"accepted"}"#
+        );
         assert_eq!(check(Delivery::AtMostOnce, &accepted, &accepted), Ok(()));
     }
 
@@ -493,8 +509,15 @@ mod tests {
                 timeout: 30,
             }))
         );
-        assert!(parse(&["smoke", "--url", "https://x", "--source", ""]).is_err());
-        assert!(parse(&["smoke", "--source", "github", "--url"]).is_err());
+        let kind = |args: &[&str]| parse(args).map(|_| ()).unwrap_err().kind();
+        assert_eq!(
+            kind(&["smoke", "--url", "https://x", "--source", ""]),
+            clap::error::ErrorKind::InvalidValue
+        );
+        assert_eq!(
+            kind(&["smoke", "--source", "github", "--url"]),
+            clap::error::ErrorKind::InvalidValue
+        );
     }
 
     #[test]

@@ -538,6 +538,7 @@ mod tests {
         let mut doc = serde_json::json!({"a": "scalar"});
         set_pointer(&mut doc, "/a/b~1c/d~0e", serde_json::json!(1)).unwrap();
         assert_eq!(doc, serde_json::json!({"a": {"b/c": {"d~e": 1}}}));
-        assert!(set_pointer(&mut doc, "a", serde_json::json!(1)).is_err());
+        let e = set_pointer(&mut doc, "a", serde_json::json!(1)).unwrap_err();
+        assert_eq!(e.to_string(), r#"JSON pointer "a" does not start with '/'"#);
     }
 }
