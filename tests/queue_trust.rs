@@ -240,7 +240,7 @@ async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
             "refused: no destination of this consumer by that name takes this event",
         ),
     ];
-    for (envelope, reason) in &cases {
+    for (refused, (envelope, reason)) in (1u64..).zip(&cases) {
         put_by_hand(&aws, envelope).await;
         bridge
             .drain(|e| testkit::consume(&cx, e))
@@ -256,7 +256,11 @@ async fn messages_nobody_accepted_are_refused_whatever_their_parts_say() {
         if envelope.key == "github:r-1" {
             assert_eq!(noted.as_deref(), Some(*reason), "noted on the real item");
         }
-        assert!(tally(&logged, "github", Metric::Refused) >= 1, "{reason}");
+        assert_eq!(
+            tally(&logged, "github", Metric::Refused),
+            refused,
+            "{reason}: counted once"
+        );
     }
     let logged = lines.lock().expect("metrics").clone();
     assert_eq!(

@@ -165,9 +165,15 @@ mod tests {
             firehose_billed_bytes("PutRecord", one.as_bytes()),
             Ok(5 * 1024)
         );
-        assert!(firehose_billed_bytes("PutRecordBatch", b"{}").is_err());
+        assert_eq!(
+            firehose_billed_bytes("PutRecordBatch", b"{}"),
+            Err("PutRecordBatch without Records".to_owned())
+        );
+        let e =
+            firehose_billed_bytes("PutRecordBatch", br#"{"Records":[{"Data":"%%"}]}"#).unwrap_err();
         assert!(
-            firehose_billed_bytes("PutRecordBatch", br#"{"Records":[{"Data":"%%"}]}"#).is_err()
+            e.starts_with("PutRecordBatch: a record's Data is not base64"),
+            "{e}"
         );
     }
 
@@ -186,6 +192,9 @@ mod tests {
             eventbridge_events("PutEvents", body.to_string().as_bytes()),
             Ok(4)
         );
-        assert!(eventbridge_events("PutEvents", b"{}").is_err());
+        assert_eq!(
+            eventbridge_events("PutEvents", b"{}"),
+            Err("PutEvents without Entries".to_owned())
+        );
     }
 }

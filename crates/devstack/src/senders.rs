@@ -240,7 +240,10 @@ mod tests {
         );
         let h = sw.headers("msg_p5jXN8AQM9LWM0D4loKWxJek", 1_614_265_330, body);
         assert_eq!(get(&h, "webhook-timestamp"), Some("1614265330"));
-        assert!(StandardWebhooks::new("whsec_***").is_err());
+        assert!(matches!(
+            StandardWebhooks::new("whsec_***"),
+            Err(inbox::whsec::WhsecError::NotBase64AfterPrefix)
+        ));
     }
 
     #[test]

@@ -433,7 +433,11 @@ mod tests {
             assert!(c.problems.is_empty(), "{item}: {:?}", c.problems);
         }
         for value in ["a\\ b", "a\nb", "x\\\"y"] {
-            assert!(override_item("P", value).is_err(), "{value:?}");
+            let e = override_item("P", value).unwrap_err().to_string();
+            assert!(
+                e.starts_with("P: its value holds a newline or a backslash"),
+                "{value:?}: {e}"
+            );
         }
     }
 }

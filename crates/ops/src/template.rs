@@ -557,7 +557,8 @@ Resources:
         assert!(format!("{err:#}").contains("VisibilityTimeout"), "{err:#}");
 
         let text = MINIMAL.replace("AttributeName: expires_at", "AttributeName: !Ref Ttl");
-        assert!(Template::parse(&text).is_err());
+        let err = Template::parse(&text).unwrap_err();
+        assert!(format!("{err:#}").contains("AttributeName"), "{err:#}");
     }
 
     #[test]

@@ -272,8 +272,14 @@ mod tests {
             doc: &doc,
             parameters: &p,
         };
-        for name in ["Region", "Loop", "Odd", "Missing"] {
-            assert!(eval.condition(name, 0).is_err(), "{name}");
+        for (name, says) in [
+            ("Region", "AWS::Region"),
+            ("Loop", "refers to itself"),
+            ("Odd", "Fn::Contains"),
+            ("Missing", "no condition Missing"),
+        ] {
+            let e = format!("{:#}", eval.condition(name, 0).unwrap_err());
+            assert!(e.contains(name) && e.contains(says), "{name}: {e}");
         }
     }
 }

@@ -457,7 +457,12 @@ mod tests {
             "web-inbox-payloadbucket-*"
         );
         let other = json!({"Properties": {"BucketName": {"Fn::Sub": "${AWS::AccountId}-x"}}});
-        assert!(physical_name(&other, "BucketName", "B", "st", true).is_err());
+        assert_eq!(
+            physical_name(&other, "BucketName", "B", "st", true)
+                .unwrap_err()
+                .to_string(),
+            "${AWS::AccountId}-x: only ${AWS::StackName} is substituted"
+        );
     }
 
     fn names() -> scopes::Names {

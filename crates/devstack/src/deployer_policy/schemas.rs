@@ -196,7 +196,14 @@ mod tests {
             schemas.handler_permissions("AWS::X::Y").unwrap(),
             ["s3:GetObject", "x:CreateY", "x:DeleteY", "x:GetY"]
         );
-        assert!(schemas.handler_permissions("AWS::X::Z").is_err());
+        let e = schemas
+            .handler_permissions("AWS::X::Z")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("AWS::X::Z: cfn-lint") && e.ends_with("has no schema for it"),
+            "{e}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -208,7 +215,15 @@ mod tests {
                 "list": {"permissions": ["x:ListYs"]}
             }}),
         );
-        assert!(schemas.handler_permissions("AWS::X::Y").is_err());
+        let e = schemas
+            .handler_permissions("AWS::X::Y")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("AWS::X::Y: its schema")
+                && e.contains("no create, read, update or delete"),
+            "{e}"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

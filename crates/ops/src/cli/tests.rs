@@ -1,6 +1,10 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::*;
+use clap::error::ErrorKind::{
+    ArgumentConflict, InvalidSubcommand, InvalidValue, MissingRequiredArgument, UnknownArgument,
+    ValueValidation,
+};
 
 /// The variables the flags fall back to. Only this module's tests touch them, one test at a
 /// time; nothing else in this test binary reads the environment but through `std::env`.
@@ -29,6 +33,14 @@ fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Option<Command>, clap::E
     let parsed = Cli::try_parse_from(std::iter::once("inbox-ops").chain(args.iter().copied()));
     clear_vars();
     parsed.map(|cli| cli.command)
+}
+
+/// What clap refuses `args` with (the kind of error, so a refusal for another reason fails).
+fn refused(args: &[&str], env: &[(&str, &str)]) -> clap::error::ErrorKind {
+    match parse(args, env) {
+        Ok(parsed) => panic!("{args:?} parsed: {parsed:?}"),
+        Err(e) => e.kind(),
+    }
 }
 
 #[test]
@@ -124,14 +136,17 @@ fn parses_each_command_with_env_fallbacks() {
             stack: DEFAULT_STACK.into()
         }))
     );
-    for bad in [
-        &["replay"][..],
-        &["replay", "--key", "k", "--source", "s"],
-        &["replay", "--source", "s", "--from", "5"],
-        &["replay", "--key", "k", "--status", "done"],
-        &["replay", "--key", "k", "--rate", "0/s"],
+    for (bad, kind) in [
+        (&["replay"][..], MissingRequiredArgument),
+        (&["replay", "--key", "k", "--source", "s"], ArgumentConflict),
+        (
+            &["replay", "--source", "s", "--from", "5"],
+            MissingRequiredArgument,
+        ),
+        (&["replay", "--key", "k", "--status", "done"], InvalidValue),
+        (&["replay", "--key", "k", "--rate", "0/s"], ValueValidation),
     ] {
-        assert!(parse(bad, &replay_env).is_err(), "{bad:?}");
+        assert_eq!(refused(bad, &replay_env), kind, "{bad:?}");
     }
     assert_eq!(
         parse(&["lookup", "--body", "--stack", "prod", "k"], &[]).unwrap(),
@@ -199,32 +214,45 @@ fn preflight_reads_the_files_here_unless_told() {
             stack: Some("s".into())
         }))
     );
-    assert!(parse(&["preflight", "--stack", ""], &[]).is_err());
+    assert_eq!(refused(&["preflight", "--stack", ""], &[]), InvalidValue);
 }
 
 #[test]
 fn refuses_what_it_cannot_run() {
-    assert!(
-        parse(&["why", "--table", "t"], &[("DLQ_URL", "")]).is_err(),
+    assert_eq!(
+        refused(&["why", "--table", "t"], &[("DLQ_URL", "")]),
+        InvalidValue,
         "an empty variable is no value"
     );
-    assert!(parse(&["why", "--stack", ""], &[]).is_err());
-    assert!(parse(&["lookup", "--table", "t"], &[]).is_err());
-    assert!(parse(&["lookup", "--table", "t", "a", "b"], &[]).is_err());
-    assert!(parse(
-        &["redrive", "--dlq", "d", "--queue", "q", "--method", "fast"],
-        &[]
-    )
-    .is_err());
-    assert!(parse(&["frobnicate"], &[]).is_err());
-    assert!(parse(&["why", "--dlq", "d", "--table", "t", "--colour"], &[]).is_err());
+    assert_eq!(refused(&["why", "--stack", ""], &[]), InvalidValue);
+    assert_eq!(
+        refused(&["lookup", "--table", "t"], &[]),
+        MissingRequiredArgument
+    );
+    assert_eq!(
+        refused(&["lookup", "--table", "t", "a", "b"], &[]),
+        UnknownArgument
+    );
+    assert_eq!(
+        refused(
+            &["redrive", "--dlq", "d", "--queue", "q", "--method", "fast"],
+            &[]
+        ),
+        InvalidValue
+    );
+    assert_eq!(refused(&["frobnicate"], &[]), InvalidSubcommand);
+    assert_eq!(
+        refused(&["why", "--dlq", "d", "--table", "t", "--colour"], &[]),
+        UnknownArgument
+    );
     for peek in ["0", "43201", "x"] {
-        assert!(
-            parse(&["why", "--dlq", "d", "--table", "t", "--peek", peek], &[]).is_err(),
+        assert_eq!(
+            refused(&["why", "--dlq", "d", "--table", "t", "--peek", peek], &[]),
+            ValueValidation,
             "--peek {peek}"
         );
     }
-    assert!(parse(&["audit", "--sources"], &[]).is_err());
+    assert_eq!(refused(&["audit", "--sources"], &[]), InvalidValue);
     assert_eq!(
         parse(&["pause"], &[]).unwrap(),
         Some(Command::Pause(PauseArgs {
@@ -235,11 +263,12 @@ fn refuses_what_it_cannot_run() {
         })),
         "the default stack's mapping (esm::Locator)"
     );
-    assert!(
-        parse(&["resume", "--uuid", "u", "--stack", "s"], &[]).is_err(),
+    assert_eq!(
+        refused(&["resume", "--uuid", "u", "--stack", "s"], &[]),
+        ArgumentConflict,
         "one way to find it"
     );
-    assert!(parse(&["status", "--function", ""], &[]).is_err());
+    assert_eq!(refused(&["status", "--function", ""], &[]), InvalidValue);
 }
 
 #[test]
@@ -294,8 +323,14 @@ fn pause_resume_and_status_find_the_mapping_one_way() {
         }))
     );
     // A destination's switch is on the stack's table, not a mapping's.
-    assert!(parse(&["pause", "--destination", "b", "--uuid", "u"], &[]).is_err());
-    assert!(parse(&["resume", "--table", "t"], &[]).is_err());
+    assert_eq!(
+        refused(&["pause", "--destination", "b", "--uuid", "u"], &[]),
+        ArgumentConflict
+    );
+    assert_eq!(
+        refused(&["resume", "--table", "t"], &[]),
+        MissingRequiredArgument
+    );
     assert_eq!(
         parse(
             &["status", "--function", "consumer", "--json"],

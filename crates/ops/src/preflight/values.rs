@@ -313,9 +313,23 @@ mod tests {
         );
         assert_eq!(forward_host("https://u:p@h.io:8443").as_deref(), Ok("h.io"));
         assert_eq!(forward_host("https://[::1]:443/x").as_deref(), Ok("::1"));
-        assert!(forward_host("http://records.acme.io").is_err());
-        assert!(forward_host("https:///path").is_err());
-        assert!(forward_host("records.acme.io").is_err());
+        let not_https = |url: &str| {
+            Err(format!(
+                "{url:?} is not an https:// URL: the consumer forwards each body there, and only over TLS"
+            ))
+        };
+        assert_eq!(
+            forward_host("http://records.acme.io"),
+            not_https("http://records.acme.io")
+        );
+        assert_eq!(
+            forward_host("https:///path"),
+            Err(r#""https:///path" has no host"#.to_owned())
+        );
+        assert_eq!(
+            forward_host("records.acme.io"),
+            not_https("records.acme.io")
+        );
     }
 
     #[test]
