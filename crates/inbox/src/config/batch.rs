@@ -23,6 +23,9 @@ pub(super) struct RawBatch {
     at: Option<String>,
     #[serde(default)]
     max_events: Option<u64>,
+    /// `request` (the default) or `each_event`: where the signature is.
+    #[serde(default)]
+    signed: Option<String>,
 }
 
 /// `batch`, checked with what it constrains: a per-event key (not a header), no replay guard,
@@ -76,6 +79,24 @@ pub(super) fn parse_batch(
             ))
         }
     };
+    let signed_each_event = match (raw.signed.as_deref(), &format) {
+        (None | Some("request"), _) => false,
+        (Some("each_event"), BatchFormat::JsonArray { .. }) => true,
+        (Some("each_event"), BatchFormat::JsonLines) => {
+            return Err(field_error(
+                name,
+                "batch.signed",
+                "`each_event` goes with `json_array` (the array whose elements carry their signature)",
+            ))
+        }
+        (Some(other), _) => {
+            return Err(field_error(
+                name,
+                "batch.signed",
+                format!("unknown `{other}` (request, each_event)"),
+            ))
+        }
+    };
     let problem = if matches!(key, KeySpec::Header(_) | KeySpec::Form(_)) {
         Some("a batch's events are keyed in each event: `key` must be `from: json` or `payload_sha256`")
     } else if replay_guard.is_some() {
@@ -87,6 +108,10 @@ pub(super) fn parse_batch(
     };
     match problem {
         Some(message) => Err(field_error(name, "batch", message)),
-        None => Ok(Some(BatchSpec { format, max_events })),
+        None => Ok(Some(BatchSpec {
+            format,
+            max_events,
+            signed_each_event,
+        })),
     }
 }

@@ -22,11 +22,15 @@ const DISCORD_AUTOCOMPLETE: &str = "4";
 
 /// The answer to an accepted event, as the source declares it: the status and the body the
 /// claim stores and every duplicate gets again (an empty body is sent as none).
+/// What Adyen's standard notifications must be answered with (text, not JSON).
+pub(crate) const ADYEN_ACCEPTED: &str = "[accepted]";
+
 pub(super) fn accepted_answer(source: &Source, key: &str, body: &[u8]) -> (u16, String) {
     match source.spec.answer {
         AcceptedAnswer::Key => accepted_response(key),
         AcceptedAnswer::NoContent => (204, String::new()),
         AcceptedAnswer::Empty => (200, String::new()),
+        AcceptedAnswer::AdyenAccepted => (200, ADYEN_ACCEPTED.to_owned()),
         AcceptedAnswer::DiscordInteraction => {
             // DEFERRED_UPDATE_MESSAGE for a component, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
             // for a command or a modal's submission.
