@@ -1,11 +1,17 @@
-"""Batching senders whose every event carries its own proof, and their neighbours from issue 38:
-Adyen (an HMAC per notification item, signed and checked by the `Adyen` library). Each preset
-gets a batch, its retry as the provider sends it, a batch overlapping it with a look-alike
-event, and a batch with one bad event, refused whole (nothing claimed)."""
+"""Issue 38's batched presets and their neighbours. Adyen (an HMAC per notification item, signed
+and checked by the `Adyen` library): a batch, its retry as Adyen sends it, a batch overlapping it
+with a look-alike event, and a batch with one bad event, refused whole (nothing claimed).
+Checkout.com (HMAC-SHA256 of the body, by its documented algorithm, recomputed by the
+cryptography package) and Slack interactivity (a form `payload`, signed and verified by
+slack-sdk): an event, its retry, a look-alike."""
 
 import copy
+import hashlib
+from urllib.parse import urlencode
 
-from .common import Context, SignerError, body_json, derived_hex, event_expect, make_case, package, request, require
+from . import hmac_family as hf
+from .common import (STALE_EXPECT, STALE_SECONDS, Context, SignerError, body_json, body_of, derived_hex, derived_text,
+                     event_expect, make_case, package, request, require, verified_by_library)
 
 JSON = {"Content-Type": "application/json"}
 
@@ -70,4 +76,89 @@ def adyen(ctx: Context) -> list:
     ]
 
 
-SIGNERS = {"adyen": adyen}
+def checkout(ctx: Context) -> list:
+    doc = "https://www.checkout.com/docs/workflows (Cko-Signature: hex HMAC-SHA256 of the raw body)"
+    secret, wrong = derived_text("checkout/secret", 36), derived_text("checkout/wrong", 36)
+    scheme = hf.Scheme("Cko-Signature")
+
+    def event(event_id, payment_id, event_type, amount):
+        return {"id": event_id, "type": event_type, "version": "1.0.0", "created_on": "2024-05-01T14:00:00Z",
+                "data": {"id": payment_id, "action_id": "act_" + derived_text(f"checkout/{event_id}", 26),
+                         "amount": amount, "currency": "GBP", "reference": "ORD-5023-4E89",
+                         "processed_on": "2024-05-01T13:59:58Z", "response_code": "10000"},
+                "_links": {"self": {"href": f"https://api.sandbox.checkout.com/workflows/events/{event_id}"}}}
+
+    def signed(body):
+        raw = body_json(body)
+        req = request(ctx, "checkout", {**JSON, scheme.header: scheme.sign(secret, raw)}, raw)
+        hf.check(scheme, secret, req)
+        return req
+
+    signed_by = f"algorithm from {doc}, recomputed by the cryptography package"
+    first = event("evt_az5sblvku4ge3dwpztvyizgcau", "pay_mbabizu24mvu3mela5njyhpit4", "payment_approved", 6540)
+    # A second approval of another payment of the same order and amount: only the id tells.
+    alike = event("evt_dli6ty4qo5vuxle5wklf5gwbwy", "pay_ymhp2ihx5vkunhbwxxldzq7pye", "payment_approved", 6540)
+    return [
+        make_case("checkout", "event", "payment_approved event", signed_by, secret, wrong, signed(first),
+                  event_expect("evt_az5sblvku4ge3dwpztvyizgcau", "payment_approved")),
+        make_case("checkout", "event", "the same event resent: a duplicate", signed_by, secret, wrong, signed(first),
+                  event_expect("evt_az5sblvku4ge3dwpztvyizgcau", "payment_approved")),
+        make_case("checkout", "event", "a look-alike approval of another payment", signed_by, secret, wrong,
+                  signed(alike), event_expect("evt_dli6ty4qo5vuxle5wklf5gwbwy", "payment_approved")),
+    ]
+
+
+def slack_interactivity(ctx: Context) -> list:
+    from slack_sdk.signature import SignatureVerifier
+
+    secret, wrong = derived_hex("slack-interactivity/secret", 32), derived_hex("slack-interactivity/wrong", 32)
+
+    def interaction(trigger, action_ts):
+        # A block_actions payload as Slack's interactivity reference shows it (trimmed).
+        return {"type": "block_actions", "team": {"id": "T9TK3CUKW", "domain": "example"},
+                "user": {"id": "UA8RXUSPL", "username": "jtorrance", "team_id": "T9TK3CUKW"},
+                "api_app_id": "AABA1ABCD", "token": "9s8d9as89d8as9d8as989", "container": {
+                    "type": "message_attachment", "message_ts": "1548261231.000200", "attachment_id": 1,
+                    "channel_id": "CBR2V3XEX", "is_ephemeral": False, "is_app_unfurl": False},
+                "trigger_id": trigger, "channel": {"id": "CBR2V3XEX", "name": "review-updates"},
+                "response_url": "https://hooks.slack.com/actions/AABA1ABCD/1232321423432/D09sSasdasdAS9091209",
+                "actions": [{"action_id": "WaXA", "block_id": "=qXel", "text": {"type": "plain_text", "text": "View"},
+                             "value": "click_me_123", "type": "button", "action_ts": action_ts}]}
+
+    def signer(payload):
+        raw = urlencode({"payload": body_json(payload).decode("utf-8")}).encode("utf-8")
+
+        def signed(at):
+            value = SignatureVerifier(secret).generate_signature(timestamp=str(at), body=raw)
+            headers = {"Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": str(at),
+                       "X-Slack-Signature": value}
+            req = request(ctx, "slack-interactivity", headers, raw)
+            verified_by_library("slack-interactivity", "block_actions", lambda: SignatureVerifier(secret).is_valid_request(
+                body_of(req), req["headers"]), at, ctx.now)
+            return req
+        return signed
+
+    signed_by = (f"{package('slack-sdk')} SignatureVerifier.generate_signature over the form body, "
+                 "verified by SignatureVerifier.is_valid_request")
+    first = signer(interaction("13345224609.738474920.8088930838d88f008e0", "1548426417.840180"))
+    # The same button pressed again: another trigger_id and action_ts, all else alike.
+    again = signer(interaction("13345224609.738474920.8088930838d88f008e1", "1548426419.101207"))
+
+    def key(req):
+        return hashlib.sha256(body_of(req)).hexdigest()
+
+    first_req, again_req = first(ctx.now), again(ctx.now)
+    answer = {"status": 200, "body": ""}
+    return [
+        make_case("slack-interactivity", "event", "block_actions button press", signed_by, secret, wrong, first_req,
+                  {**event_expect(key(first_req), None), **answer}),
+        make_case("slack-interactivity", "stale", "block_actions signed 2 h ago", signed_by, secret, wrong,
+                  first(ctx.now - STALE_SECONDS), STALE_EXPECT),
+        make_case("slack-interactivity", "event", "the same request again: a duplicate", signed_by, secret, wrong,
+                  first_req, {**event_expect(key(first_req), None), **answer}),
+        make_case("slack-interactivity", "event", "the button pressed again: a new interaction", signed_by, secret,
+                  wrong, again_req, {**event_expect(key(again_req), None), **answer}),
+    ]
+
+
+SIGNERS = {"adyen": adyen, "checkout": checkout, "slack-interactivity": slack_interactivity}
