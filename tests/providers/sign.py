@@ -82,8 +82,8 @@ def check_expect(case: dict, where: str) -> None:
         if expect != {"status": 401}:
             raise SignerError(f"{where}: a stale case expects status 401 and nothing else")
     elif case["kind"] == "refused":
-        if expect != {"status": 401}:
-            raise SignerError(f"{where}: a refused case (a batch with a bad event) expects status 401 and nothing else")
+        if expect not in ({"status": 401}, {"status": 400}):
+            raise SignerError(f"{where}: a refused case (a batch with a bad event) expects status 401 or 400 and nothing else")
     elif case["kind"] == "reused":
         if set(expect) != {"key"} or not isinstance(expect["key"], str) or not expect["key"]:
             raise SignerError(f"{where}: a reused case expects the key of the event it reuses")

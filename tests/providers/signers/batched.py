@@ -58,6 +58,16 @@ def adyen(ctx: Context) -> list:
     if forged["NotificationRequestItem"]["amount"]["value"] == 1130:
         raise SignerError("adyen: the forged item is not changed")
 
+    # The authorisation's signed string re-split around the `:` of its merchantReference so
+    # that the key would change (eventCode "EUR", success "AUTHORISATION:true"): the same
+    # signature verifies it (checked below), and the preset's body check refuses it, 400.
+    genuine = auth["NotificationRequestItem"]
+    resplit = {**{k: v for k, v in genuine.items() if k != "additionalData"}, "merchantReference": "order",
+               "amount": {"value": 2024, "currency": "0042:1130"}, "eventCode": "EUR", "success": "AUTHORISATION:true"}
+    require(generate_notification_sig(resplit, secret).decode("ascii") == genuine["additionalData"]["hmacSignature"],
+            "adyen: the re-split item does not carry the genuine signature")
+    resplit = {"NotificationRequestItem": {**resplit, "additionalData": genuine["additionalData"]}}
+
     def case(kind, name, items, expect):
         return make_case("adyen", kind, name, signed_by, secret, wrong, batch(items), expect)
 
@@ -73,6 +83,7 @@ def adyen(ctx: Context) -> list:
         case("refused", "a batch with one item whose signed amount was changed: refused whole",
              [item("9914073381342200", "REFUND", "true", "order:2024:0043"), forged], REFUSED),
         case("refused", "a batch with no item: nothing is signed", [], REFUSED),
+        case("refused", "the authorisation's signed string re-split into a new key: 400", [resplit], {"status": 400}),
     ]
 
 

@@ -136,15 +136,25 @@ pub enum BodyCheck {
     /// (`MessageStatus`, Voice's `CallStatus`) is lower-case letters, `_` and `-`: `{url}{form_sorted}` has no
     /// separators, and these shapes leave one way to split it.
     TwilioForm,
+    /// Every Adyen notification item's `pspReference`, `originalReference` and `eventCode`
+    /// free of `:` and its `success` `true` or `false`: the fields Adyen joins with `:`
+    /// unescaped that the key is read from, so a signed string re-split around a `:` in a
+    /// `merchantReference` keeps its key (docs/providers.md, "Batches").
+    AdyenItems,
 }
 
 impl BodyCheck {
-    pub const ALL: [BodyCheck; 2] = [BodyCheck::JsonObject, BodyCheck::TwilioForm];
+    pub const ALL: [BodyCheck; 3] = [
+        BodyCheck::JsonObject,
+        BodyCheck::TwilioForm,
+        BodyCheck::AdyenItems,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             BodyCheck::JsonObject => "json_object",
             BodyCheck::TwilioForm => "twilio_form",
+            BodyCheck::AdyenItems => "adyen_items",
         }
     }
 }
