@@ -7,6 +7,7 @@ slack-sdk): an event, its retry, a look-alike."""
 
 import copy
 import hashlib
+import json
 from urllib.parse import urlencode
 
 from . import hmac_family as hf
@@ -172,4 +173,63 @@ def slack_interactivity(ctx: Context) -> list:
     ]
 
 
-SIGNERS = {"adyen": adyen, "checkout": checkout, "slack-interactivity": slack_interactivity}
+def microsoft_graph(ctx: Context) -> list:
+    from urllib.parse import quote
+
+    doc = "https://learn.microsoft.com/graph/change-notifications-delivery-webhooks"
+    # clientState: the subscription's secret, at most 255 characters, sent in every notification.
+    secret, wrong = derived_text("microsoft-graph/secret", 40), derived_text("microsoft-graph/wrong", 40)
+    subscription = "7f105c7d-2dc5-4530-97cd-4e7ae6534c07"
+    tenant = "bb8775a4-4d8c-42cf-a1d4-4d58c2bb668f"
+
+    def notification(message_id, etag, change="created", client_state=None):
+        """A changeNotification for an Outlook message, as Graph's webhook delivery page shows it."""
+        return {"subscriptionId": subscription, "subscriptionExpirationDateTime": "2024-05-03T11:00:00.0000000Z",
+                "changeType": change, "resource": f"Users/{tenant}/Messages/{message_id}",
+                "resourceData": {"@odata.type": "#Microsoft.Graph.Message",
+                                 "@odata.id": f"Users/{tenant}/Messages/{message_id}",
+                                 "@odata.etag": etag, "id": message_id},
+                "clientState": client_state or secret, "tenantId": tenant}
+
+    def key(item):
+        # The event's bytes without its clientState (taken out before the key, like Figma's passcode).
+        return hashlib.sha256(body_json({k: v for k, v in item.items() if k != "clientState"})).hexdigest()
+
+    def batch(items):
+        raw = body_json({"value": items})
+        req = request(ctx, "microsoft-graph", JSON, raw)
+        # Read back from the emitted request: each notification carries the clientState meant
+        # for it (the check Graph documents: compare it with the subscription's).
+        sent = [n.get("clientState") for n in json.loads(body_of(req))["value"]]
+        require(sent == [n["clientState"] for n in items], "microsoft-graph: the emitted clientState differs")
+        return req
+
+    signed_by = f"the clientState check from {doc} (and the changeNotification resource type), read back from the request"
+    first = notification("AAMkAGUwNjQ4ZjIxAAA=", 'W/"CQAAABYAAACQ2fKdhq8oSKEDSVrdi3lRAAAaV4/7"')
+    second = notification("AAMkAGUwNjQ4ZjIxBBB=", 'W/"CQAAABYAAACQ2fKdhq8oSKEDSVrdi3lRAAAaV5+8"')
+    # The same message changed again: another etag, all else alike.
+    updated = notification("AAMkAGUwNjQ4ZjIxAAA=", 'W/"CQAAABYAAACQ2fKdhq8oSKEDSVrdi3lRAAAaWA/9"', "updated")
+    token = "Validation: Testing client application reachability for subscription Request-Id: 61fbd7e8-5f1b-4f57-9b2c-05ad8a8ea7ba"
+
+    def case(kind, name, req, expect):
+        return make_case("microsoft-graph", kind, name, signed_by, secret, wrong, req, expect)
+
+    return [
+        case("handshake", "validationToken on the notification URL",
+             request(ctx, "microsoft-graph", {"Content-Type": "text/plain; charset=utf-8"}, b"", "POST",
+                     "validationToken=" + quote(token, safe="")),
+             {"status": 200, "body": token, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}}),
+        case("event", "two notifications in one batch", batch([first, second]), event_expect(key(first), "created")),
+        case("event", "the batch retried: each notification a duplicate", batch([first, second]),
+             event_expect(key(second), "created")),
+        case("event", "a batch overlapping it: the same message updated is a new event", batch([second, updated]),
+             event_expect(key(updated), "updated")),
+        case("refused", "a batch with one notification under another clientState: refused whole",
+             batch([notification("AAMkAGUwNjQ4ZjIxCCC=", 'W/"CQAAABYAAACQ2fKdhq8oSKEDSVrdi3lRAAAaW1/1"'),
+                    notification("AAMkAGUwNjQ4ZjIxDDD=", 'W/"CQAAABYAAACQ2fKdhq8oSKEDSVrdi3lRAAAaW2/2"',
+                                 client_state=wrong)]), REFUSED),
+        case("refused", "a batch with no notification: nothing is signed", batch([]), REFUSED),
+    ]
+
+
+SIGNERS = {"adyen": adyen, "microsoft-graph": microsoft_graph, "checkout": checkout, "slack-interactivity": slack_interactivity}

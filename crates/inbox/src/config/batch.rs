@@ -82,13 +82,11 @@ pub(super) fn parse_batch(
     let signed_each_event = match (raw.signed.as_deref(), &format) {
         (None | Some("request"), _) => false,
         (Some("each_event"), BatchFormat::JsonArray { .. }) => true,
-        (Some("each_event"), BatchFormat::JsonLines) => {
-            return Err(field_error(
-                name,
-                "batch.signed",
-                "`each_event` goes with `json_array` (the array whose elements carry their signature)",
-            ))
-        }
+        (Some("each_event"), BatchFormat::JsonLines) => return Err(field_error(
+            name,
+            "batch.signed",
+            "`each_event` goes with `json_array` (the array whose elements carry their signature)",
+        )),
         (Some(other), _) => {
             return Err(field_error(
                 name,

@@ -186,10 +186,13 @@ pub enum Handshake {
     /// WooCommerce's creation ping: an unsigned form `webhook_id=<digits>`, no signature
     /// header: 200 and no body, nothing claimed or sent.
     WooCommerce,
+    /// Microsoft Graph's notification URL validation: a `POST ?validationToken=…`, unsigned,
+    /// answered 200 with the token (decoded) as `text/plain` within Graph's 10 seconds.
+    Graph,
 }
 
 impl Handshake {
-    pub const ALL: [Handshake; 11] = [
+    pub const ALL: [Handshake; 12] = [
         Handshake::Slack,
         Handshake::Zoom,
         Handshake::Meta,
@@ -201,6 +204,7 @@ impl Handshake {
         Handshake::Discord,
         Handshake::Okta,
         Handshake::WooCommerce,
+        Handshake::Graph,
     ];
 
     pub fn name(self) -> &'static str {
@@ -216,6 +220,7 @@ impl Handshake {
             Handshake::Discord => "discord",
             Handshake::Okta => "okta",
             Handshake::WooCommerce => "woocommerce",
+            Handshake::Graph => "graph",
         }
     }
 
@@ -361,7 +366,9 @@ impl SourceSpec {
     /// Where each event carries its own signature (`batch.signed: "each_event"`): the JSON
     /// pointer of the events' array.
     pub fn each_event_signed_at(&self) -> Option<&str> {
-        self.batch.as_ref().and_then(BatchSpec::each_event_signed_at)
+        self.batch
+            .as_ref()
+            .and_then(BatchSpec::each_event_signed_at)
     }
 
     /// The header names the queue envelope carries along: the scheme's, the key's, and the content type.

@@ -74,7 +74,21 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if ranges.len() > spec.max_events {
             return Err(Rejection::TooManyEvents(ranges.len()));
         }
-        let events = self.events(req, source, body, &ranges)?;
+        // A token each event carries (Graph's `clientState`) is taken out of it, as Figma's
+        // passcode is of its body: the events' bytes, each as sent but for that member.
+        let parts: Vec<std::borrow::Cow<'_, [u8]>> = ranges
+            .iter()
+            .map(|&(start, end)| {
+                let bytes = &body[start..end];
+                if source.spec.each_event_signed_at().is_some() {
+                    preset_rules::without_body_token(source, bytes)
+                } else {
+                    Ok(std::borrow::Cow::Borrowed(bytes))
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
+        let events = self.events(req, source, body, &parts)?;
         let keys: Vec<&str> = events.keys.iter().map(String::as_str).collect();
         let inv = invocation(req);
         // Collected first: a closure inside the stream would not be `Send` for every lifetime.
@@ -150,18 +164,17 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         &self,
         req: &Request,
         source: &'a Source,
-        body: &'a [u8],
-        ranges: &[(usize, usize)],
+        body: &[u8],
+        parts: &[&'a [u8]],
     ) -> Result<Events<'a>, Rejection> {
         let batch_sha256 = key::sha256_hex(body);
         let now = self.clock.now_ms();
         let mut out = Events {
-            keys: Vec::with_capacity(ranges.len()),
-            events: Vec::with_capacity(ranges.len()),
+            keys: Vec::with_capacity(parts.len()),
+            events: Vec::with_capacity(parts.len()),
         };
         let mut seen: HashMap<String, usize> = HashMap::new();
-        for (index, &(start, end)) in ranges.iter().enumerate() {
-            let bytes = &body[start..end];
+        for (index, &bytes) in parts.iter().enumerate() {
             let sha = key::payload_sha256(bytes, &source.spec.attempt_fields);
             let (event_key, json) = derive_key(source, req, bytes, &sha)?;
             out.keys.push(event_key.clone());
@@ -184,7 +197,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             let place = BatchPlace {
                 sha256: batch_sha256.clone(),
                 index,
-                count: ranges.len(),
+                count: parts.len(),
             };
             let event = self.event(
                 source,

@@ -316,10 +316,7 @@ mod tests {
             ))
         );
         let lifted = t.without_separator_check();
-        let pieces: Vec<u8> = lifted
-            .render(&request, None, Some(&json))
-            .unwrap()
-            .concat();
+        let pieces: Vec<u8> = lifted.render(&request, None, Some(&json)).unwrap().concat();
         assert_eq!(pieces, b"x:y::12");
         // A required field absent is still refused.
         let missing = json_fields::read(br#"{"b":"1"}"#, &["/a", "/b"]).unwrap();

@@ -151,11 +151,7 @@ impl Verifier {
     }
 
     /// One signed message: the request, or one event of it.
-    fn verify_one(
-        &self,
-        request: &Inbound<'_>,
-        now_unix_secs: i64,
-    ) -> Result<(), SignatureError> {
+    fn verify_one(&self, request: &Inbound<'_>, now_unix_secs: i64) -> Result<(), SignatureError> {
         let json = if self.pointers.is_empty() {
             None
         } else {
