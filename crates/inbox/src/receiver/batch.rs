@@ -3,6 +3,7 @@
 //! answered 200 only when every event is queued or a duplicate. When any event fails, the
 //! claims this request made for events not on the queue are released and the answer is 500.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use futures::StreamExt as _;
@@ -74,19 +75,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if ranges.len() > spec.max_events {
             return Err(Rejection::TooManyEvents(ranges.len()));
         }
-        // A token each event carries (Graph's `clientState`) is taken out of it, as Figma's
-        // passcode is of its body: the events' bytes, each as sent but for that member.
-        let parts: Vec<std::borrow::Cow<'_, [u8]>> = ranges
-            .iter()
-            .map(|&(start, end)| {
-                let bytes = &body[start..end];
-                if source.spec.each_event_signed_at().is_some() {
-                    preset_rules::without_body_token(source, bytes)
-                } else {
-                    Ok(std::borrow::Cow::Borrowed(bytes))
-                }
-            })
-            .collect::<Result<_, _>>()?;
+        let parts = event_bytes(source, body, &ranges)?;
         let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
         let events = self.events(req, source, body, &parts)?;
         let keys: Vec<&str> = events.keys.iter().map(String::as_str).collect();
@@ -331,6 +320,26 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             batch_index = event.batch.as_ref().map_or(0, |b| b.index)
         );
     }
+}
+
+/// Each event's bytes, as sent but for a token the event carries (Graph's `clientState`,
+/// where each event is signed), taken out as Figma's passcode is of its body.
+fn event_bytes<'b>(
+    source: &Source,
+    body: &'b [u8],
+    ranges: &[(usize, usize)],
+) -> Result<Vec<Cow<'b, [u8]>>, Rejection> {
+    ranges
+        .iter()
+        .map(|&(start, end)| {
+            let bytes = &body[start..end];
+            if source.spec.each_event_signed_at().is_some() {
+                preset_rules::without_body_token(source, bytes)
+            } else {
+                Ok(Cow::Borrowed(bytes))
+            }
+        })
+        .collect()
 }
 
 /// A batch's events: every element's key in order (duplicates within the batch included,

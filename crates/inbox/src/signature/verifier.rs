@@ -298,3 +298,56 @@ pub(super) fn check_family(family: &Family) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "a-long-enough-shared-secret";
+
+    fn token_verifier() -> Verifier {
+        Verifier::new(
+            Scheme::Token(TokenAt::Json("/s".into())),
+            vec![SECRET.into()],
+            300,
+        )
+        .expect("a verifier")
+    }
+
+    #[test]
+    fn each_event_is_verified_and_one_bad_event_or_none_refuses_the_request() {
+        let each = token_verifier().each_event_at(Some("/value"));
+        let headers = HeaderMap::new();
+        let ok = format!(r#"{{"value":[{{"s":"{SECRET}","n":1}},{{"n":2,"s":"{SECRET}"}}]}}"#);
+        assert_eq!(each.verify(&headers, ok.as_bytes(), 0), Ok(()));
+        let one_bad = format!(r#"{{"value":[{{"s":"{SECRET}","n":1}},{{"s":"another","n":2}}]}}"#);
+        assert_eq!(
+            each.verify(&headers, one_bad.as_bytes(), 0),
+            Err(SignatureError::Mismatch)
+        );
+        let unsigned = format!(r#"{{"value":[{{"s":"{SECRET}"}},{{"n":2}}]}}"#);
+        assert_eq!(
+            each.verify(&headers, unsigned.as_bytes(), 0),
+            Err(SignatureError::MissingHeader(
+                "body field /s (event 1)".into()
+            ))
+        );
+        assert_eq!(
+            each.verify(&headers, br#"{"value":[]}"#, 0),
+            Err(SignatureError::Malformed(
+                "no event to verify: each event carries the signature".into()
+            ))
+        );
+        assert_eq!(
+            each.verify(&headers, br#"{"value":{}}"#, 0),
+            Err(SignatureError::Malformed(
+                "no array of signed events at `/value`".into()
+            ))
+        );
+        // Signed over the request, the same batch has no token where the scheme reads it.
+        assert_eq!(
+            token_verifier().verify(&headers, ok.as_bytes(), 0),
+            Err(SignatureError::MissingHeader("body field /s".into()))
+        );
+    }
+}
