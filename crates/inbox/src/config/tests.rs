@@ -600,6 +600,12 @@ fn a_batch_with_a_header_key_a_replay_guard_or_out_of_range_stops_start_up() {
             "goes with `json_array`",
         ),
         (
+            r#"{"format": "json_array", "signed": "each_event"}"#,
+            json_key,
+            "batch.signed",
+            "a `pointer`, not a header",
+        ),
+        (
             r#"{"format": "json_array", "signed": "per_item"}"#,
             json_key,
             "batch.signed",
