@@ -17,7 +17,7 @@ import sys
 from signers import PRESETS
 from signers.common import Context, SignerError
 
-KINDS = {"event", "stale", "handshake", "reused"}
+KINDS = {"event", "stale", "handshake", "reused", "refused"}
 CASE_FIELDS = {"preset", "kind", "name", "signed_by", "secret", "wrong_secret", "source", "request", "expect"}
 REQUEST_FIELDS = {"method", "path", "query", "headers", "body_base64"}
 HANDSHAKE_EXPECT = {"status", "body", "json", "headers", "content_type"}
@@ -81,6 +81,9 @@ def check_expect(case: dict, where: str) -> None:
     if case["kind"] == "stale":
         if expect != {"status": 401}:
             raise SignerError(f"{where}: a stale case expects status 401 and nothing else")
+    elif case["kind"] == "refused":
+        if expect not in ({"status": 401}, {"status": 400}):
+            raise SignerError(f"{where}: a refused case (a batch with a bad event) expects status 401 or 400 and nothing else")
     elif case["kind"] == "reused":
         if set(expect) != {"key"} or not isinstance(expect["key"], str) or not expect["key"]:
             raise SignerError(f"{where}: a reused case expects the key of the event it reuses")

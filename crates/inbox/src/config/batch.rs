@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::spec::{BatchFormat, BatchSpec, Delivery, KeySpec};
 use super::{field_error, ConfigError};
+use crate::signature::Scheme;
 
 /// The most events a source may allow in one request: Segment's largest batch (Webhooks
 /// (Actions): a default of 1,000, at most 4,000). A request is claimed and sent within one
@@ -23,6 +24,9 @@ pub(super) struct RawBatch {
     at: Option<String>,
     #[serde(default)]
     max_events: Option<u64>,
+    /// `request` (the default) or `each_event`: where the signature is.
+    #[serde(default)]
+    signed: Option<String>,
 }
 
 /// `batch`, checked with what it constrains: a per-event key (not a header), no replay guard,
@@ -31,6 +35,7 @@ pub(super) fn parse_batch(
     name: &str,
     raw: Option<RawBatch>,
     key: &KeySpec,
+    scheme: &Scheme,
     delivery: Delivery,
     replay_guard: Option<u64>,
 ) -> Result<Option<BatchSpec>, ConfigError> {
@@ -76,6 +81,7 @@ pub(super) fn parse_batch(
             ))
         }
     };
+    let signed_each_event = parse_signed(name, raw.signed.as_deref(), &format, scheme)?;
     let problem = if matches!(key, KeySpec::Header(_) | KeySpec::Form(_)) {
         Some("a batch's events are keyed in each event: `key` must be `from: json` or `payload_sha256`")
     } else if replay_guard.is_some() {
@@ -87,6 +93,44 @@ pub(super) fn parse_batch(
     };
     match problem {
         Some(message) => Err(field_error(name, "batch", message)),
-        None => Ok(Some(BatchSpec { format, max_events })),
+        None => Ok(Some(BatchSpec {
+            format,
+            max_events,
+            signed_each_event,
+        })),
     }
+}
+
+/// `batch.signed`: `request` (the default) or `each_event`, which needs a `json_array` and a
+/// scheme that reads its signature (or token) in the body, so in each event.
+fn parse_signed(
+    name: &str,
+    signed: Option<&str>,
+    format: &BatchFormat,
+    scheme: &Scheme,
+) -> Result<bool, ConfigError> {
+    let each_event = match (signed, format) {
+        (None | Some("request"), _) => false,
+        (Some("each_event"), BatchFormat::JsonArray { .. }) => true,
+        (Some("each_event"), BatchFormat::JsonLines) => return Err(field_error(
+            name,
+            "batch.signed",
+            "`each_event` goes with `json_array` (the array whose elements carry their signature)",
+        )),
+        (Some(other), _) => {
+            return Err(field_error(
+                name,
+                "batch.signed",
+                format!("unknown `{other}` (request, each_event)"),
+            ))
+        }
+    };
+    if each_event && scheme.pointers().is_empty() {
+        return Err(field_error(
+            name,
+            "batch.signed",
+            "`each_event` needs the signature (or token) in each event: a `pointer`, not a header",
+        ));
+    }
+    Ok(each_event)
 }

@@ -250,6 +250,7 @@ impl Source {
             vec![secret],
             self.spec.tolerance_seconds,
         )
+        .map(|v| v.each_event_at(self.spec.each_event_signed_at()))
     }
 }
 
@@ -295,6 +296,7 @@ pub fn verifier_from(spec: &SourceSpec, secrets: Vec<String>) -> Result<Verifier
         )?;
     }
     Verifier::new(spec.scheme.clone(), secrets, spec.tolerance_seconds)
+        .map(|v| v.each_event_at(spec.each_event_signed_at()))
 }
 
 /// What tells two reads of a source's secrets apart without keeping them: the SHA-256 of the

@@ -47,6 +47,9 @@ pub(super) struct RawSignature {
     timestamp: Option<RawTimestamp>,
     #[serde(default)]
     key_encoding: Option<String>,
+    /// `false`: a signed value may hold the literal that follows it in `content` (Adyen's).
+    #[serde(default)]
+    separator_check: Option<bool>,
 }
 
 /// Where the signed timestamp is: exactly one of `header`, `field` (of the signature value)
@@ -112,6 +115,7 @@ fn check_fields_taken(source: &str, sig: &RawSignature) -> Result<(), ConfigErro
         ("content", sig.content.is_some()),
         ("timestamp", sig.timestamp.is_some()),
         ("key_encoding", sig.key_encoding.is_some()),
+        ("separator_check", sig.separator_check.is_some()),
     ];
     let family = [
         "header",
@@ -125,6 +129,7 @@ fn check_fields_taken(source: &str, sig: &RawSignature) -> Result<(), ConfigErro
         "content",
         "timestamp",
         "key_encoding",
+        "separator_check",
     ];
     let taken: &[&str] = match sig.scheme.as_str() {
         "hmac-sha256" => &["header", "encoding", "prefix"],
@@ -141,6 +146,7 @@ fn check_fields_taken(source: &str, sig: &RawSignature) -> Result<(), ConfigErro
             "content",
             "timestamp",
             "key_encoding",
+            "separator_check",
         ],
         "ed25519" | "ecdsa-p256" => &family,
         "token" => &["header", "pointer", "prefix"],
@@ -251,8 +257,11 @@ fn parse_signed(source: &str, sig: &RawSignature) -> Result<Signed, ConfigError>
         name: sig.name.clone(),
         encoding: parse_encoding(source, sig.encoding.as_deref())?,
     };
-    let content = Template::parse(sig.content.as_deref().unwrap_or("{body}"))
+    let mut content = Template::parse(sig.content.as_deref().unwrap_or("{body}"))
         .map_err(|message| field_error(source, "signature.content", message))?;
+    if sig.separator_check == Some(false) {
+        content = content.without_separator_check();
+    }
     let timestamp = match &sig.timestamp {
         None => None,
         Some(raw) => Some(parse_timestamp(source, raw)?),

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::signature::Scheme;
 
+use super::batch::parse_batch;
 use super::presets;
 use super::secrets::SecretRef;
 use super::signature::{parse_scheme, RawSignature};
@@ -89,6 +90,10 @@ struct RawEventType {
 }
 
 /// The source called `name`, from its entry (its preset's fields filled in first).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one parse per field of the entry, in the order they constrain each other"
+)]
 pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, ConfigError> {
     check_name(name)?;
     let expanded = presets::expand(name, value)?;
@@ -117,7 +122,14 @@ pub(super) fn parse_source(name: &str, value: Value) -> Result<SourceSpec, Confi
     let handshake = parse_handshake(name, raw.handshake.as_deref(), &scheme)?;
     let pending = parse_pending(name, raw.pending, &secrets)?;
     let key = parse_key(name, raw.key)?;
-    let batch = super::batch::parse_batch(name, raw.batch, &key, delivery, replay_guard_seconds)?;
+    let batch = parse_batch(
+        name,
+        raw.batch,
+        &key,
+        &scheme,
+        delivery,
+        replay_guard_seconds,
+    )?;
     Ok(SourceSpec {
         attempt_fields: parse_attempt_fields(name, raw.attempt_fields, &key)?,
         pending,

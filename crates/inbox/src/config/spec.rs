@@ -73,14 +73,18 @@ pub enum AcceptedAnswer {
     /// 200 and a deferred interaction response: `{"type": 6}` for a message component
     /// (interaction type 3), `{"type": 5}` for any other (Discord's Interactions).
     DiscordInteraction,
+    /// 200 and the text `[accepted]` (Adyen's standard notifications: an endpoint that
+    /// answers anything else is retried and, after failures, queues every later one).
+    AdyenAccepted,
 }
 
 impl AcceptedAnswer {
-    pub const ALL: [AcceptedAnswer; 4] = [
+    pub const ALL: [AcceptedAnswer; 5] = [
         AcceptedAnswer::Key,
         AcceptedAnswer::NoContent,
         AcceptedAnswer::Empty,
         AcceptedAnswer::DiscordInteraction,
+        AcceptedAnswer::AdyenAccepted,
     ];
 
     pub fn name(self) -> &'static str {
@@ -89,6 +93,7 @@ impl AcceptedAnswer {
             AcceptedAnswer::NoContent => "no_content",
             AcceptedAnswer::Empty => "empty",
             AcceptedAnswer::DiscordInteraction => "discord_interaction",
+            AcceptedAnswer::AdyenAccepted => "adyen_accepted",
         }
     }
 }
@@ -131,15 +136,25 @@ pub enum BodyCheck {
     /// (`MessageStatus`, Voice's `CallStatus`) is lower-case letters, `_` and `-`: `{url}{form_sorted}` has no
     /// separators, and these shapes leave one way to split it.
     TwilioForm,
+    /// Every Adyen notification item's `pspReference`, `originalReference` and `eventCode`
+    /// free of `:` and its `success` `true` or `false`: the fields Adyen joins with `:`
+    /// unescaped that the key is read from, so a signed string re-split around a `:` in a
+    /// `merchantReference` keeps its key (docs/providers.md, "Batches").
+    AdyenItems,
 }
 
 impl BodyCheck {
-    pub const ALL: [BodyCheck; 2] = [BodyCheck::JsonObject, BodyCheck::TwilioForm];
+    pub const ALL: [BodyCheck; 3] = [
+        BodyCheck::JsonObject,
+        BodyCheck::TwilioForm,
+        BodyCheck::AdyenItems,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             BodyCheck::JsonObject => "json_object",
             BodyCheck::TwilioForm => "twilio_form",
+            BodyCheck::AdyenItems => "adyen_items",
         }
     }
 }
@@ -171,10 +186,13 @@ pub enum Handshake {
     /// WooCommerce's creation ping: an unsigned form `webhook_id=<digits>`, no signature
     /// header: 200 and no body, nothing claimed or sent.
     WooCommerce,
+    /// Microsoft Graph's notification URL validation: a `POST ?validationToken=…`, unsigned,
+    /// answered 200 with the token (decoded) as `text/plain` within Graph's 10 seconds.
+    Graph,
 }
 
 impl Handshake {
-    pub const ALL: [Handshake; 11] = [
+    pub const ALL: [Handshake; 12] = [
         Handshake::Slack,
         Handshake::Zoom,
         Handshake::Meta,
@@ -186,6 +204,7 @@ impl Handshake {
         Handshake::Discord,
         Handshake::Okta,
         Handshake::WooCommerce,
+        Handshake::Graph,
     ];
 
     pub fn name(self) -> &'static str {
@@ -201,6 +220,7 @@ impl Handshake {
             Handshake::Discord => "discord",
             Handshake::Okta => "okta",
             Handshake::WooCommerce => "woocommerce",
+            Handshake::Graph => "graph",
         }
     }
 
@@ -242,16 +262,33 @@ pub struct BatchSpec {
     pub format: BatchFormat,
     /// The most events one request may carry (more: 413 `too_many_events`).
     pub max_events: usize,
+    /// `signed: "each_event"`: the signature is in each event and verified there (Adyen's
+    /// `hmacSignature`, Microsoft Graph's `clientState`), not over the request.
+    pub signed_each_event: bool,
 }
 
 impl BatchSpec {
+    /// The JSON pointer of the array whose every element carries its own signature, where the
+    /// source declares `signed: "each_event"`.
+    pub fn each_event_signed_at(&self) -> Option<&str> {
+        match &self.format {
+            BatchFormat::JsonArray { at } if self.signed_each_event => Some(at),
+            _ => None,
+        }
+    }
+
     pub fn describe(&self) -> String {
         let format = match &self.format {
             BatchFormat::JsonArray { at } if at.is_empty() => "a JSON array".to_owned(),
             BatchFormat::JsonArray { at } => format!("the JSON array at {at}"),
             BatchFormat::JsonLines => "JSON Lines (or one JSON array)".to_owned(),
         };
-        format!("{format}, at most {} events", self.max_events)
+        let signed = if self.signed_each_event {
+            ", each event signed"
+        } else {
+            ""
+        };
+        format!("{format}, at most {} events{signed}", self.max_events)
     }
 }
 
@@ -326,6 +363,14 @@ pub struct SourceSpec {
 }
 
 impl SourceSpec {
+    /// Where each event carries its own signature (`batch.signed: "each_event"`): the JSON
+    /// pointer of the events' array.
+    pub fn each_event_signed_at(&self) -> Option<&str> {
+        self.batch
+            .as_ref()
+            .and_then(BatchSpec::each_event_signed_at)
+    }
+
     /// The header names the queue envelope carries along: the scheme's, the key's, and the content type.
     pub fn envelope_headers(&self) -> Vec<String> {
         let mut names = self.scheme.header_names();

@@ -554,14 +554,16 @@ fn a_batch_is_declared_with_a_per_event_key_and_checked() {
             format: BatchFormat::JsonArray {
                 at: "/events".into()
             },
-            max_events: 10
+            max_events: 10,
+            signed_each_event: false,
         })
     );
     assert_eq!(
         specs.get("l").unwrap().batch,
         Some(BatchSpec {
             format: BatchFormat::JsonLines,
-            max_events: DEFAULT_MAX_EVENTS
+            max_events: DEFAULT_MAX_EVENTS,
+            signed_each_event: false,
         })
     );
 }
@@ -604,6 +606,24 @@ fn a_batch_with_a_header_key_a_replay_guard_or_out_of_range_stops_start_up() {
             json_key,
             "batch.max_events",
             "between 1 and 4000",
+        ),
+        (
+            r#"{"format": "json_lines", "signed": "each_event"}"#,
+            json_key,
+            "batch.signed",
+            "goes with `json_array`",
+        ),
+        (
+            r#"{"format": "json_array", "signed": "each_event"}"#,
+            json_key,
+            "batch.signed",
+            "a `pointer`, not a header",
+        ),
+        (
+            r#"{"format": "json_array", "signed": "per_item"}"#,
+            json_key,
+            "batch.signed",
+            "request, each_event",
         ),
         (
             r#"{"format": "xml"}"#,

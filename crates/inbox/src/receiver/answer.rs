@@ -117,14 +117,24 @@ pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> 
     resp
 }
 
-/// A stored answer (an accepted event's, given again to its duplicates): its JSON, or no
-/// body at all where it is empty or the status is 204 (Discord's Webhook Events want 204 and
-/// nothing; an item the consumer's take created holds the default body).
+/// A stored answer (an accepted event's, given again to its duplicates): its JSON, Adyen's
+/// `[accepted]` as text, or no body at all where it is empty or the status is 204 (Discord's
+/// Webhook Events want 204 and nothing; an item the consumer's take created holds the
+/// default body).
 pub(super) fn stored_response(status: u16, body: String) -> Response<Body> {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     if body.is_empty() || status == StatusCode::NO_CONTENT {
         let mut resp = Response::new(Body::Empty);
         *resp.status_mut() = status;
+        return resp;
+    }
+    if body == super::preset_rules::ADYEN_ACCEPTED {
+        let mut resp = Response::new(Body::Text(body));
+        *resp.status_mut() = status;
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
         return resp;
     }
     json_response(status, body)

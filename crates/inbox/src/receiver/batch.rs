@@ -3,6 +3,7 @@
 //! answered 200 only when every event is queued or a duplicate. When any event fails, the
 //! claims this request made for events not on the queue are released and the answer is 500.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use futures::StreamExt as _;
@@ -74,7 +75,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if ranges.len() > spec.max_events {
             return Err(Rejection::TooManyEvents(ranges.len()));
         }
-        let events = self.events(req, source, body, &ranges)?;
+        let parts = event_bytes(source, body, &ranges)?;
+        let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
+        let events = self.events(req, source, body, &parts)?;
         let keys: Vec<&str> = events.keys.iter().map(String::as_str).collect();
         let inv = caller(req);
         // Collected first: a closure inside the stream would not be `Send` for every lifetime.
@@ -150,18 +153,17 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         &self,
         req: &Request,
         source: &'a Source,
-        body: &'a [u8],
-        ranges: &[(usize, usize)],
+        body: &[u8],
+        parts: &[&'a [u8]],
     ) -> Result<Events<'a>, Rejection> {
         let batch_sha256 = key::sha256_hex(body);
         let now = self.clock.now_ms();
         let mut out = Events {
-            keys: Vec::with_capacity(ranges.len()),
-            events: Vec::with_capacity(ranges.len()),
+            keys: Vec::with_capacity(parts.len()),
+            events: Vec::with_capacity(parts.len()),
         };
         let mut seen: HashMap<String, usize> = HashMap::new();
-        for (index, &(start, end)) in ranges.iter().enumerate() {
-            let bytes = &body[start..end];
+        for (index, &bytes) in parts.iter().enumerate() {
             let sha = key::payload_sha256(bytes, &source.spec.attempt_fields);
             let (event_key, json) = derive_key(source, req, bytes, &sha)?;
             out.keys.push(event_key.clone());
@@ -184,7 +186,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             let place = BatchPlace {
                 sha256: batch_sha256.clone(),
                 index,
-                count: ranges.len(),
+                count: parts.len(),
             };
             let event = self.event(
                 source,
@@ -313,6 +315,26 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             batch_index = event.batch.as_ref().map_or(0, |b| b.index)
         );
     }
+}
+
+/// Each event's bytes, as sent but for a token the event carries (Graph's `clientState`,
+/// where each event is signed), taken out as Figma's passcode is of its body.
+fn event_bytes<'b>(
+    source: &Source,
+    body: &'b [u8],
+    ranges: &[(usize, usize)],
+) -> Result<Vec<Cow<'b, [u8]>>, Rejection> {
+    ranges
+        .iter()
+        .map(|&(start, end)| {
+            let bytes = &body[start..end];
+            if source.spec.each_event_signed_at().is_some() {
+                preset_rules::without_body_token(source, bytes)
+            } else {
+                Ok(Cow::Borrowed(bytes))
+            }
+        })
+        .collect()
 }
 
 /// A batch's events: every element's key in order (duplicates within the batch included,

@@ -155,6 +155,36 @@ pub(super) fn answer_signed_post(
     })
 }
 
+/// Microsoft Graph's validation of a notification URL: a `POST` whose query holds
+/// `validationToken` (no `clientState`, nothing signed), answered 200 with the token decoded,
+/// as `text/plain`, `nosniff`, within Graph's 10 seconds: nothing claimed or sent, no AWS
+/// call. The token is echoed only when it is 1 to 512 bytes of visible ASCII and spaces
+/// (Graph's holds spaces); `None` for any other request.
+pub(super) fn graph_validation(
+    source: &Source,
+    req: &Request,
+) -> Option<Result<Response<Body>, Rejection>> {
+    if source.spec.handshake != Some(Handshake::Graph) || req.method() != Method::POST {
+        return None;
+    }
+    let query = req.uri().query()?;
+    let token = form_urlencoded::parse(query.as_bytes())
+        .find(|(name, _)| name == "validationToken")
+        .map(|(_, value)| value.into_owned())?;
+    Some(
+        if !token.is_empty()
+            && token.len() <= MAX_CHALLENGE_BYTES
+            && token.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        {
+            Ok(text(&token))
+        } else {
+            Err(Rejection::MalformedRequest(
+                "validationToken is missing or not a short visible-ASCII token",
+            ))
+        },
+    )
+}
+
 /// Whether Asana's handshake: a `POST` with `X-Hook-Secret` (and the secret it carries).
 pub(super) fn asana_secret(source: &Source, req: &Request) -> Option<String> {
     if source.spec.handshake != Some(Handshake::Asana) || req.method() != Method::POST {

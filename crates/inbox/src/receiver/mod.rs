@@ -394,6 +394,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         if let Some(resp) = preset_rules::woocommerce_ping(source, req) {
             return Ok(Checked::Answered(resp));
         }
+        if let Some(answer) = handshake::graph_validation(source, req) {
+            return answer.map(Checked::Answered);
+        }
         if let Some(secret) = handshake::asana_secret(source, req) {
             return self.keep_hook_secret(source, &secret).await;
         }

@@ -22,11 +22,15 @@ const DISCORD_AUTOCOMPLETE: &str = "4";
 
 /// The answer to an accepted event, as the source declares it: the status and the body the
 /// claim stores and every duplicate gets again (an empty body is sent as none).
+/// What Adyen's standard notifications must be answered with (text, not JSON).
+pub(crate) const ADYEN_ACCEPTED: &str = "[accepted]";
+
 pub(super) fn accepted_answer(source: &Source, key: &str, body: &[u8]) -> (u16, String) {
     match source.spec.answer {
         AcceptedAnswer::Key => accepted_response(key),
         AcceptedAnswer::NoContent => (204, String::new()),
         AcceptedAnswer::Empty => (200, String::new()),
+        AcceptedAnswer::AdyenAccepted => (200, ADYEN_ACCEPTED.to_owned()),
         AcceptedAnswer::DiscordInteraction => {
             // DEFERRED_UPDATE_MESSAGE for a component, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
             // for a command or a modal's submission.
@@ -90,7 +94,50 @@ pub(super) fn check_body(source: &Source, body: &[u8]) -> Result<(), Rejection> 
             }
         }
         Some(BodyCheck::TwilioForm) => twilio_form(body),
+        Some(BodyCheck::AdyenItems) => adyen_items(body),
     }
+}
+
+/// Adyen signs `pspReference:originalReference:merchantAccountCode:merchantReference:value:
+/// currency:eventCode:success` with no escaping, and a `merchantReference` may hold a `:`.
+/// The key (`pspReference`, `eventCode`, `success`) stays the one Adyen signed when the first
+/// two fields and the last two hold no `:` and `success` is `true` or `false`: a re-split
+/// then moves only boundaries among the middle fields (the same key, another payload).
+fn adyen_items(body: &[u8]) -> Result<(), Rejection> {
+    const ITEM: &str = "/NotificationRequestItem";
+    let out_of_shape = Rejection::MalformedBody(
+        "an Adyen item's pspReference, originalReference or eventCode holds a `:`, or its success is not true or false",
+    );
+    let items = json_fields::array_elements(body, "/notificationItems")
+        .map_err(|_| Rejection::MalformedBody("no `notificationItems` array"))?;
+    let pointers = [
+        format!("{ITEM}/pspReference"),
+        format!("{ITEM}/originalReference"),
+        format!("{ITEM}/eventCode"),
+        format!("{ITEM}/success"),
+    ];
+    let pointers: Vec<&str> = pointers.iter().map(String::as_str).collect();
+    for (start, end) in items {
+        let fields = json_fields::read(&body[start..end], &pointers)
+            .map_err(|_| Rejection::MalformedBody("an Adyen item is not JSON"))?;
+        let text = |pointer: &str| match fields.get(pointer) {
+            Some(Field::String(text)) => Some(text.as_str()),
+            _ => None,
+        };
+        let joined_safely = |pointer: &str, required: bool| match fields.get(pointer) {
+            Some(Field::String(text)) => !text.contains(':'),
+            None | Some(Field::Null) => !required,
+            Some(_) => false,
+        };
+        let fits = joined_safely(pointers[0], true)
+            && joined_safely(pointers[1], false)
+            && joined_safely(pointers[2], true)
+            && matches!(text(pointers[3]), Some("true" | "false"));
+        if !fits {
+            return Err(out_of_shape);
+        }
+    }
+    Ok(())
 }
 
 /// Twilio signs `{url}` and the form's names and values run together, sorted by name: with
@@ -170,6 +217,33 @@ fn interaction_type(body: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_adyen_item_resplit_into_a_new_key_is_refused_and_the_real_one_passes() {
+        let item = |psp: &str, code: &str, success: &str| {
+            format!(
+                r#"{{"live":"false","notificationItems":[{{"NotificationRequestItem":{{"pspReference":"{psp}","merchantReference":"order:1","eventCode":"{code}","success":"{success}"}}}}]}}"#
+            )
+        };
+        assert!(adyen_items(item("7914073381342284", "AUTHORISATION", "true").as_bytes()).is_ok());
+        // The signed `7914073381342284::ACCT:order:1:1130:EUR:AUTHORISATION:true` re-split so
+        // that the key changes: a `:` moved into the pspReference, the eventCode or success.
+        for bad in [
+            item("7914073381342284:", "AUTHORISATION", "true"),
+            item("7914073381342284", "EUR:AUTHORISATION", "true"),
+            item("7914073381342284", "EUR", "AUTHORISATION:true"),
+            item("7914073381342284", "AUTHORISATION", "yes"),
+        ] {
+            assert!(
+                matches!(adyen_items(bad.as_bytes()), Err(Rejection::MalformedBody(why)) if why.contains("holds a `:`")),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            adyen_items(br#"{"notificationItems":{}}"#),
+            Err(Rejection::MalformedBody("no `notificationItems` array"))
+        ));
+    }
 
     #[test]
     fn a_twilio_form_resplit_is_refused_and_the_real_one_passes() {

@@ -19,6 +19,9 @@ pub enum Part {
     Header(String),
     /// A body field's text (a string unescaped, a number as written).
     Json(String),
+    /// `{json?:/POINTER}`: the same, or nothing where the field is absent, null or empty
+    /// (Adyen joins its notification fields so: an absent `originalReference` signs as "").
+    JsonOrEmpty(String),
     /// The public URL and the query string as received.
     Url,
     /// The HTTP method.
@@ -32,6 +35,9 @@ pub enum Part {
 pub struct Template {
     parts: Vec<Part>,
     text: String,
+    /// Whether a value followed by a literal is refused when it holds that literal (the
+    /// default; [`Template::without_separator_check`]).
+    separator_check: bool,
 }
 
 impl Template {
@@ -40,6 +46,7 @@ impl Template {
         Template::parse("{body}").unwrap_or_else(|_| Template {
             parts: vec![Part::Body],
             text: "{body}".to_owned(),
+            separator_check: true,
         })
     }
 
@@ -79,7 +86,22 @@ impl Template {
         Ok(Template {
             parts,
             text: text.to_owned(),
+            separator_check: true,
         })
+    }
+
+    /// The same template accepting a value that holds the literal after it (`separator_check:
+    /// false`): for a provider whose signed values may hold its separator (an Adyen
+    /// `merchantReference` with a `:`) and whose key is read from signed fields that cannot
+    /// hold it, so a re-split request is the same key (a payload mismatch), never a new event.
+    pub fn without_separator_check(mut self) -> Template {
+        self.separator_check = false;
+        self
+    }
+
+    /// Whether a value holding the literal after it is refused (the default).
+    pub fn checks_separators(&self) -> bool {
+        self.separator_check
     }
 
     pub fn parts(&self) -> &[Part] {
@@ -114,7 +136,7 @@ impl Template {
     /// The JSON pointers the content reads.
     pub fn pointers(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {
-            Part::Json(pointer) => Some(pointer.as_str()),
+            Part::Json(pointer) | Part::JsonOrEmpty(pointer) => Some(pointer.as_str()),
             _ => None,
         })
     }
@@ -143,13 +165,18 @@ impl Template {
                     Cow::Borrowed(super::header(request.headers, name)?.as_bytes())
                 }
                 Part::Json(pointer) => Cow::Owned(json_text(json, pointer)?.into_bytes()),
+                Part::JsonOrEmpty(pointer) => match json_text(json, pointer) {
+                    Err(SignatureError::MissingHeader(_)) => Cow::Borrowed(&b""[..]),
+                    other => Cow::Owned(other?.into_bytes()),
+                },
                 Part::Method => Cow::Borrowed(request.method.as_bytes()),
                 Part::Url => Cow::Owned(url(request)?.into_bytes()),
                 Part::FormSorted => Cow::Owned(form_sorted(request.body)?),
             };
-            if let (Some(Part::Literal(next)), false) = (
+            if let (Some(Part::Literal(next)), false, true) = (
                 self.parts.get(index + 1),
                 matches!(part, Part::Body | Part::Literal(_)),
+                self.separator_check,
             ) {
                 if contains(&piece, next.as_bytes()) {
                     return Err(SignatureError::Malformed(format!(
@@ -180,9 +207,14 @@ fn variable(name: &str) -> Result<Part, String> {
                     return Err(format!("`{pointer}` is not a JSON pointer"));
                 }
                 Part::Json(pointer.to_owned())
+            } else if let Some(pointer) = name.strip_prefix("json?:") {
+                if !pointer.starts_with('/') {
+                    return Err(format!("`{pointer}` is not a JSON pointer"));
+                }
+                Part::JsonOrEmpty(pointer.to_owned())
             } else {
                 return Err(format!(
-                    "unknown `{{{name}}}` (body, timestamp, header:NAME, json:/POINTER, url, method, form_sorted)"
+                    "unknown `{{{name}}}` (body, timestamp, header:NAME, json:/POINTER, json?:/POINTER, url, method, form_sorted)"
                 ));
             }
         }
@@ -269,6 +301,33 @@ mod tests {
         }
         assert!(Template::body().is_body_only());
         assert!(!Template::parse("{json:/a}{json:/b}").unwrap().covers_body());
+    }
+
+    #[test]
+    fn an_optional_field_signs_as_nothing_and_the_separator_check_can_be_lifted() {
+        let t = Template::parse("{json:/a}:{json?:/b}:{json?:/c}").unwrap();
+        assert_eq!(t.parts()[2], Part::JsonOrEmpty("/b".into()));
+        assert_eq!(t.pointers().collect::<Vec<_>>(), ["/a", "/b", "/c"]);
+        let body = br#"{"a":"x:y","b":null,"c":12}"#;
+        let json = json_fields::read(body, &["/a", "/b", "/c"]).unwrap();
+        let headers = http::HeaderMap::new();
+        let request = Inbound::post(&headers, body);
+        // `x:y` holds the `:` after it: refused unless the template lifts the check.
+        assert_eq!(
+            t.render(&request, None, Some(&json)),
+            Err(SignatureError::Malformed(
+                "a signed value holds the separator `:` that follows it".into()
+            ))
+        );
+        let lifted = t.without_separator_check();
+        let pieces: Vec<u8> = lifted.render(&request, None, Some(&json)).unwrap().concat();
+        assert_eq!(pieces, b"x:y::12");
+        // A required field absent is still refused.
+        let missing = json_fields::read(br#"{"b":"1"}"#, &["/a", "/b"]).unwrap();
+        assert!(matches!(
+            lifted.render(&request, None, Some(&missing)),
+            Err(SignatureError::MissingHeader(what)) if what == "body field /a"
+        ));
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct Verifier {
     keys: Keys,
     tolerance_seconds: u64,
     pointers: Vec<String>,
+    /// Where each event carries its own signature: the JSON pointer of the array of events
+    /// ([`Verifier::each_event_at`]); `None`: the request is signed.
+    events_at: Option<String>,
 }
 
 impl fmt::Debug for Verifier {
@@ -28,6 +31,7 @@ impl fmt::Debug for Verifier {
             .field("scheme", &self.scheme)
             .field("secrets", &format_args!("<{} redacted>", self.keys.len()))
             .field("tolerance_seconds", &self.tolerance_seconds)
+            .field("events_at", &self.events_at)
             .finish_non_exhaustive()
     }
 }
@@ -74,7 +78,19 @@ impl Verifier {
             keys,
             tolerance_seconds,
             pointers,
+            events_at: None,
         })
+    }
+
+    /// The same verifier checking each element of the JSON array at `at` (`""`: the body
+    /// itself) as if it were the body: a batch whose every event carries its own signature
+    /// (Adyen's `hmacSignature`, Microsoft Graph's `clientState`; docs/design.md §14). A
+    /// request verifies when it has at least one event and every event verifies; what lies
+    /// outside the events is signed by none of them and is not delivered (each event's bytes
+    /// are).
+    pub fn each_event_at(mut self, at: Option<&str>) -> Verifier {
+        self.events_at = at.map(str::to_owned);
+        self
     }
 
     /// The scheme this verifier checks.
@@ -102,6 +118,40 @@ impl Verifier {
         request: &Inbound<'_>,
         now_unix_secs: i64,
     ) -> Result<(), SignatureError> {
+        let Some(at) = &self.events_at else {
+            return self.verify_one(request, now_unix_secs);
+        };
+        let events = crate::json_fields::array_elements(request.body, at).map_err(|_| {
+            SignatureError::Malformed(format!("no array of signed events at `{at}`"))
+        })?;
+        if events.is_empty() {
+            return Err(SignatureError::Malformed(
+                "no event to verify: each event carries the signature".to_owned(),
+            ));
+        }
+        for (index, &(start, end)) in events.iter().enumerate() {
+            let event = Inbound {
+                body: &request.body[start..end],
+                ..*request
+            };
+            // Which event failed, never what it holds; a mismatch stays a mismatch (a rotated
+            // secret is tried on it).
+            self.verify_one(&event, now_unix_secs)
+                .map_err(|why| match why {
+                    SignatureError::MissingHeader(what) => {
+                        SignatureError::MissingHeader(format!("{what} (event {index})"))
+                    }
+                    SignatureError::Malformed(what) => {
+                        SignatureError::Malformed(format!("event {index}: {what}"))
+                    }
+                    other => other,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// One signed message: the request, or one event of it.
+    fn verify_one(&self, request: &Inbound<'_>, now_unix_secs: i64) -> Result<(), SignatureError> {
         let json = if self.pointers.is_empty() {
             None
         } else {
@@ -247,4 +297,57 @@ pub(super) fn check_family(family: &Family) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "a-long-enough-shared-secret";
+
+    fn token_verifier() -> Verifier {
+        Verifier::new(
+            Scheme::Token(TokenAt::Json("/s".into())),
+            vec![SECRET.into()],
+            300,
+        )
+        .expect("a verifier")
+    }
+
+    #[test]
+    fn each_event_is_verified_and_one_bad_event_or_none_refuses_the_request() {
+        let each = token_verifier().each_event_at(Some("/value"));
+        let headers = HeaderMap::new();
+        let ok = format!(r#"{{"value":[{{"s":"{SECRET}","n":1}},{{"n":2,"s":"{SECRET}"}}]}}"#);
+        assert_eq!(each.verify(&headers, ok.as_bytes(), 0), Ok(()));
+        let one_bad = format!(r#"{{"value":[{{"s":"{SECRET}","n":1}},{{"s":"another","n":2}}]}}"#);
+        assert_eq!(
+            each.verify(&headers, one_bad.as_bytes(), 0),
+            Err(SignatureError::Mismatch)
+        );
+        let unsigned = format!(r#"{{"value":[{{"s":"{SECRET}"}},{{"n":2}}]}}"#);
+        assert_eq!(
+            each.verify(&headers, unsigned.as_bytes(), 0),
+            Err(SignatureError::MissingHeader(
+                "body field /s (event 1)".into()
+            ))
+        );
+        assert_eq!(
+            each.verify(&headers, br#"{"value":[]}"#, 0),
+            Err(SignatureError::Malformed(
+                "no event to verify: each event carries the signature".into()
+            ))
+        );
+        assert_eq!(
+            each.verify(&headers, br#"{"value":{}}"#, 0),
+            Err(SignatureError::Malformed(
+                "no array of signed events at `/value`".into()
+            ))
+        );
+        // Signed over the request, the same batch has no token where the scheme reads it.
+        assert_eq!(
+            token_verifier().verify(&headers, ok.as_bytes(), 0),
+            Err(SignatureError::MissingHeader("body field /s".into()))
+        );
+    }
 }

@@ -191,6 +191,10 @@ fn hmac_family(
                     .unwrap_or_default(),
             ),
             Part::Json(pointer) => Cow::Owned(json_text(payload, pointer)?.into_bytes()),
+            // Absent from the event: signed as nothing, as the sender does (Adyen's).
+            Part::JsonOrEmpty(pointer) => {
+                Cow::Owned(json_text(payload, pointer).unwrap_or_default().into_bytes())
+            }
             Part::Url => Cow::Owned(
                 ctx.public_url
                     .ok_or_else(|| {
@@ -472,6 +476,10 @@ mod tests {
             }
             let secret = match spec.scheme.family() {
                 Family::Hmac { signed, .. } if signed.key_encoding == KeyEncoding::Whsec => WHSEC,
+                // Adyen's HMAC key: hex digits.
+                Family::Hmac { signed, .. } if signed.key_encoding == KeyEncoding::Hex => {
+                    "4c6f6e67206c6976652074686520696e626f782c2073616964207468652074657374"
+                }
                 Family::Basic => "smoke:It's a Secret to Everybody",
                 _ => SECRET,
             };
