@@ -58,7 +58,10 @@ pub struct KeyFetcher {
 impl std::fmt::Debug for KeyFetcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeyFetcher")
-            .field("test_origin", &self.test_origin.as_ref().map(reqwest::Url::as_str))
+            .field(
+                "test_origin",
+                &self.test_origin.as_ref().map(reqwest::Url::as_str),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -112,7 +115,9 @@ impl KeyFetcher {
     /// The fetcher the environment asks for: [`TEST_ORIGIN_ENV`] read, and a warning logged
     /// when it is set (it must never be in a deployed function).
     pub fn from_env() -> Result<KeyFetcher, String> {
-        let origin = std::env::var(TEST_ORIGIN_ENV).ok().filter(|v| !v.is_empty());
+        let origin = std::env::var(TEST_ORIGIN_ENV)
+            .ok()
+            .filter(|v| !v.is_empty());
         if let Some(origin) = &origin {
             tracing::warn!(
                 setting = TEST_ORIGIN_ENV,
@@ -135,7 +140,11 @@ impl KeyFetcher {
 
     /// The key of the certificate at `url` (its host already checked), from the cache while
     /// it is younger than [`CACHE_MAX_AGE_MS`], else fetched.
-    pub async fn certificate(&self, url: &reqwest::Url, now_ms: i64) -> Result<CertKey, FetchError> {
+    pub async fn certificate(
+        &self,
+        url: &reqwest::Url,
+        now_ms: i64,
+    ) -> Result<CertKey, FetchError> {
         let name = url.as_str().to_owned();
         let cached = self.with_cache(|cache| {
             cache

@@ -247,9 +247,11 @@ pub(super) fn check_length(
 ) -> Result<(), String> {
     let bytes = key_bytes(encoding, position, secret)?;
     match (kind, encoding) {
-        (Kind::Ed25519 | Kind::P256 | Kind::Topic, _) => Keys::new(kind, encoding, &[secret.to_owned()])
-            .map(|_| ())
-            .map_err(|e| e.replace("secret #1", &format!("secret #{position}"))),
+        (Kind::Ed25519 | Kind::P256 | Kind::Topic, _) => {
+            Keys::new(kind, encoding, &[secret.to_owned()])
+                .map(|_| ())
+                .map_err(|e| e.replace("secret #1", &format!("secret #{position}")))
+        }
         (_, KeyEncoding::Whsec) => {
             crate::whsec::check_length(&bytes).map_err(|e| format!("secret #{position} {e}"))
         }

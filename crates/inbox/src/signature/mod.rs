@@ -202,8 +202,8 @@ impl Scheme {
         *self == Scheme::AwsSns
             || self
                 .family()
-            .signed()
-            .is_some_and(|s| s.timestamp.is_some())
+                .signed()
+                .is_some_and(|s| s.timestamp.is_some())
     }
 
     /// Whether the scheme signs the body alone (no id, no timestamp): a captured request
@@ -225,8 +225,8 @@ impl Scheme {
         *self == Scheme::AwsSns
             || self
                 .family()
-            .signed()
-            .is_some_and(|s| s.content.covers_body())
+                .signed()
+                .is_some_and(|s| s.content.covers_body())
     }
 
     /// The declaration checked where its parser cannot: header names, prefixes, the

@@ -237,7 +237,9 @@ pub fn sns_url(url: &str, pem: bool) -> Result<reqwest::Url, SignatureError> {
     if host_ok && plain && shaped {
         Ok(parsed)
     } else {
-        Err(malformed("a URL outside https://sns.<region>.amazonaws.com"))
+        Err(malformed(
+            "a URL outside https://sns.<region>.amazonaws.com",
+        ))
     }
 }
 
@@ -352,7 +354,9 @@ mod tests {
     #[test]
     fn topic_arns_are_sns_arns() {
         assert!(is_topic_arn("arn:aws:sns:us-east-1:123456789012:orders"));
-        assert!(is_topic_arn("arn:aws-cn:sns:cn-north-1:123456789012:o.fifo"));
+        assert!(is_topic_arn(
+            "arn:aws-cn:sns:cn-north-1:123456789012:o.fifo"
+        ));
         for bad in [
             "arn:aws:sqs:us-east-1:123456789012:q",
             "arn:aws:sns:us-east-1:1234:orders",
