@@ -115,9 +115,12 @@ impl KeyFetcher {
     /// The fetcher the environment asks for: [`TEST_ORIGIN_ENV`] read, and a warning logged
     /// when it is set (it must never be in a deployed function).
     pub fn from_env() -> Result<KeyFetcher, String> {
-        let origin = std::env::var(TEST_ORIGIN_ENV)
-            .ok()
-            .filter(|v| !v.is_empty());
+        KeyFetcher::from_setting(std::env::var(TEST_ORIGIN_ENV).ok())
+    }
+
+    /// [`KeyFetcher::from_env`] with the variable's value given (`None` or empty: unset).
+    pub fn from_setting(origin: Option<String>) -> Result<KeyFetcher, String> {
+        let origin = origin.filter(|v| !v.is_empty());
         if let Some(origin) = &origin {
             tracing::warn!(
                 setting = TEST_ORIGIN_ENV,
@@ -246,5 +249,54 @@ mod tests {
         let url = reqwest::Url::parse("https://sns.us-east-1.amazonaws.com/a.pem").unwrap();
         assert_eq!(fetcher.target(&url).as_str(), "http://127.0.0.1:9/a.pem");
         assert_eq!(KeyFetcher::default().target(&url), url);
+    }
+
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("buffer").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> lambda_runtime::tracing::subscriber::fmt::MakeWriter<'a> for Buffer {
+        type Writer = Buffer;
+        fn make_writer(&'a self) -> Buffer {
+            self.clone()
+        }
+    }
+
+    /// The fetcher `setting` gives, its test origin, and what its start-up logged.
+    fn logged(setting: Option<String>) -> (Option<String>, String) {
+        let buffer = Buffer::default();
+        let subscriber = lambda_runtime::tracing::subscriber::fmt()
+            .with_writer(buffer.clone())
+            .with_ansi(false)
+            .finish();
+        let fetcher = tracing::subscriber::with_default(subscriber, || {
+            KeyFetcher::from_setting(setting).expect("a fetcher")
+        });
+        let text = String::from_utf8(buffer.0.lock().expect("buffer").clone()).expect("utf-8");
+        (fetcher.test_origin().map(str::to_owned), text)
+    }
+
+    #[test]
+    fn start_up_warns_loudly_when_the_test_origin_is_set_and_is_silent_otherwise() {
+        let (origin, text) = logged(Some("http://127.0.0.1:9".to_owned()));
+        assert_eq!(origin.as_deref(), Some("http://127.0.0.1:9/"));
+        assert!(
+            text.contains("WARN") && text.contains(TEST_ORIGIN_ENV) && text.contains("TEST-ONLY"),
+            "{text}"
+        );
+        for unset in [None, Some(String::new())] {
+            let (origin, text) = logged(unset);
+            assert_eq!(origin, None);
+            assert!(text.is_empty(), "{text}");
+        }
     }
 }
