@@ -352,6 +352,27 @@ mod tests {
     }
 
     #[test]
+    fn the_secrets_are_topic_arns_and_the_verifier_never_accepts_by_itself() {
+        use crate::signature::{check_secret_length, Inbound, Scheme, Verifier};
+        let topic = "arn:aws:sns:us-east-1:123456789012:orders";
+        assert_eq!(check_secret_length(&Scheme::AwsSns, 1, topic), Ok(()));
+        let err = check_secret_length(&Scheme::AwsSns, 2, "not-a-topic-arn-at-all").unwrap_err();
+        assert!(
+            err.starts_with("secret #2 is not an SNS topic ARN"),
+            "{err}"
+        );
+        let verifier = Verifier::new(Scheme::AwsSns, vec![topic.to_owned()], 3600).unwrap();
+        assert!(verifier.accepts_topic(topic));
+        assert!(!verifier.accepts_topic("arn:aws:sns:us-east-1:123456789012:other"));
+        // Its certificate is fetched by the receiver: the synchronous check always refuses.
+        let headers = http::HeaderMap::new();
+        assert!(matches!(
+            verifier.verify_request(&Inbound::post(&headers, b"{}"), 0),
+            Err(SignatureError::Malformed(m)) if m.contains("fetched certificate")
+        ));
+    }
+
+    #[test]
     fn topic_arns_are_sns_arns() {
         assert!(is_topic_arn("arn:aws:sns:us-east-1:123456789012:orders"));
         assert!(is_topic_arn(
