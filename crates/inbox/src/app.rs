@@ -157,7 +157,13 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
         },
         Metrics::stdout("receiver"),
     )
-    .with_secret_resolver(AwsSecretResolver::new(&sdk));
+    .with_secret_resolver(AwsSecretResolver::new(&sdk))
+    .with_key_fetcher(crate::key_fetch::KeyFetcher::from_env().map_err(|message| {
+        ConfigError::BadVar {
+            name: crate::key_fetch::TEST_ORIGIN_ENV,
+            message,
+        }
+    })?);
     if env.payload_bucket.is_none() {
         tracing::warn!("PAYLOAD_BUCKET is not set: a body whose envelope would not fit the queue is refused with 413");
     }

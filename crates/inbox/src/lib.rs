@@ -49,6 +49,7 @@ pub mod forward;
 pub mod json_fields;
 pub mod json_text;
 pub mod key;
+pub mod key_fetch;
 pub(crate) mod lease;
 pub mod ledger;
 pub mod log_text;

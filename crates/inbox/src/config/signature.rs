@@ -68,7 +68,7 @@ struct RawTimestamp {
 }
 
 const SCHEMES: &str =
-    "standard-webhooks, stripe, github, shopify, hmac-sha256, hmac, ed25519, ecdsa-p256, token, basic, none";
+    "standard-webhooks, stripe, github, shopify, hmac-sha256, hmac, ed25519, ecdsa-p256, token, basic, aws-sns, none";
 
 /// `signature.scheme` and the fields that scheme takes; a field the scheme does not take is
 /// an error, never ignored.
@@ -79,6 +79,7 @@ pub(super) fn parse_scheme(source: &str, sig: &RawSignature) -> Result<Scheme, C
         "github" => Scheme::Github,
         "shopify" => Scheme::Shopify,
         "none" => Scheme::None,
+        "aws-sns" => Scheme::AwsSns,
         "basic" => Scheme::Basic,
         "hmac-sha256" => Scheme::HmacSha256(parse_hmac_sha256(source, sig)?),
         "hmac" => Scheme::Hmac {

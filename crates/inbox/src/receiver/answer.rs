@@ -37,6 +37,14 @@ pub enum Rejection {
     /// nothing is accepted unsigned, the sender is asked to come back.
     #[error("source pending: {0}")]
     SourcePending(String),
+    /// A provider's key or certificate could not be fetched (AWS SNS's): never accepted,
+    /// nothing written; the provider retries.
+    #[error("the signing key could not be fetched: {0}")]
+    KeyUnavailable(String),
+    /// AWS SNS's `SubscribeURL` could not be visited: the subscription is not confirmed, and
+    /// SNS sends the confirmation again.
+    #[error("the subscription could not be confirmed: {0}")]
+    SubscriptionNotConfirmed(String),
     #[error("the batch holds {0} events, over the source's max_events")]
     TooManyEvents(usize),
     #[error("internal: {0}")]
@@ -75,6 +83,11 @@ impl Rejection {
             Rejection::SourcePending(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 crate::config::SOURCE_PENDING_CODE,
+            ),
+            Rejection::KeyUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "key_unavailable"),
+            Rejection::SubscriptionNotConfirmed(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "subscription_not_confirmed",
             ),
             Rejection::TooManyEvents(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_many_events"),
             Rejection::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

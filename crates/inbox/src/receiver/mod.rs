@@ -39,6 +39,7 @@ mod handshake;
 mod payload;
 mod preset_rules;
 mod request;
+mod sns;
 mod stored_secret;
 
 pub use crate::answer::accepted_response;
@@ -115,6 +116,8 @@ pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
     /// The sources' secrets as this instance holds them, read again where
     /// [`stored_secret`] says ([`Receiver::with_secret_resolver`]).
     stored: stored_secret::StoredSecrets,
+    /// The keys and certificates fetched from providers (AWS SNS's), cached per instance.
+    keys: crate::key_fetch::KeyFetcher,
 }
 
 /// What the checks before the key found: an event to claim (its body as kept: a token it
@@ -149,6 +152,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             ),
             established: Default::default(),
             stored: Default::default(),
+            keys: crate::key_fetch::KeyFetcher::default(),
         }
     }
 }
@@ -167,6 +171,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             cache: self.cache,
             established: self.established,
             stored: self.stored,
+            keys: self.keys,
         }
     }
 
@@ -183,6 +188,18 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             self.clock.now_ms(),
         );
         self
+    }
+
+    /// The same receiver fetching provider keys through `keys` (the Lambda function's:
+    /// [`crate::key_fetch::KeyFetcher::from_env`]; tests point it at a local server).
+    pub fn with_key_fetcher(mut self, keys: crate::key_fetch::KeyFetcher) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// The provider keys fetched (for tests).
+    pub fn key_fetcher(&self) -> &crate::key_fetch::KeyFetcher {
+        &self.keys
     }
 
     /// Whether a payload bucket is configured.
@@ -390,6 +407,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         let body: &[u8] = req.body().as_ref();
         if body.len() > self.settings.max_body_bytes {
             return Err(Rejection::PayloadTooLarge("over MAX_BODY_BYTES"));
+        }
+        if source.spec.scheme == crate::signature::Scheme::AwsSns {
+            return self.sns_verified(source, body).await;
         }
         if let Some(resp) = preset_rules::woocommerce_ping(source, req) {
             return Ok(Checked::Answered(resp));

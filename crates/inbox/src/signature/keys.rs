@@ -57,6 +57,8 @@ pub(super) enum Kind {
     P256,
     /// A shared token or `user:password`, compared as sent.
     Shared,
+    /// An SNS topic ARN a source accepts (not a key: the key is the fetched certificate's).
+    Topic,
 }
 
 /// The keys of one verifier.
@@ -68,6 +70,8 @@ pub(super) enum Keys {
     /// SHA-256 of each shared secret: compared digest to digest, so neither the secret's
     /// length nor its bytes show in the time taken.
     Shared(Vec<[u8; 32]>),
+    /// The SNS topic ARNs accepted.
+    Topics(Vec<String>),
 }
 
 impl Keys {
@@ -77,6 +81,7 @@ impl Keys {
             Keys::Ed25519(k) => k.len(),
             Keys::P256(k) => k.len(),
             Keys::Shared(k) => k.len(),
+            Keys::Topics(k) => k.len(),
         }
     }
 
@@ -88,6 +93,7 @@ impl Keys {
             Kind::Ed25519 => Keys::Ed25519(Vec::new()),
             Kind::P256 => Keys::P256(Vec::new()),
             Kind::Shared => Keys::Shared(Vec::new()),
+            Kind::Topic => Keys::Topics(Vec::new()),
         };
         for (index, secret) in secrets.iter().enumerate() {
             let position = index + 1;
@@ -118,6 +124,14 @@ impl Keys {
                         })?,
                 ),
                 (Keys::Shared(list), _) => list.push(Sha256::digest(&bytes).into()),
+                (Keys::Topics(list), _) => {
+                    if !super::sns::is_topic_arn(secret) {
+                        return Err(format!(
+                            "secret #{position} is not an SNS topic ARN (arn:aws:sns:<region>:<account>:<topic>)"
+                        ));
+                    }
+                    list.push(secret.clone());
+                }
                 _ => unreachable!("the list matches its kind"),
             }
         }
@@ -136,10 +150,17 @@ impl Keys {
         }
     }
 
+    /// Whether `arn` is one of the SNS topics accepted.
+    pub fn has_topic(&self, arn: &str) -> bool {
+        matches!(self, Keys::Topics(topics) if topics.iter().any(|t| t == arn))
+    }
+
     /// Whether any candidate is a valid signature of `pieces` under any key. The HMAC and
     /// shared comparisons run over every key and candidate in constant time.
     pub fn matches(&self, pieces: &[Cow<'_, [u8]>], candidates: &[Vec<u8>]) -> bool {
         match self {
+            // Never a match here: an SNS message is verified against its fetched certificate.
+            Keys::Topics(_) => false,
             Keys::Hmac(keys) => {
                 let mut matched = Choice::from(0);
                 for key in keys {
@@ -226,9 +247,11 @@ pub(super) fn check_length(
 ) -> Result<(), String> {
     let bytes = key_bytes(encoding, position, secret)?;
     match (kind, encoding) {
-        (Kind::Ed25519 | Kind::P256, _) => Keys::new(kind, encoding, &[secret.to_owned()])
-            .map(|_| ())
-            .map_err(|e| e.replace("secret #1", &format!("secret #{position}"))),
+        (Kind::Ed25519 | Kind::P256 | Kind::Topic, _) => {
+            Keys::new(kind, encoding, &[secret.to_owned()])
+                .map(|_| ())
+                .map_err(|e| e.replace("secret #1", &format!("secret #{position}")))
+        }
         (_, KeyEncoding::Whsec) => {
             crate::whsec::check_length(&bytes).map_err(|e| format!("secret #{position} {e}"))
         }

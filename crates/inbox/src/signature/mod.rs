@@ -11,6 +11,7 @@
 mod carrier;
 pub mod content;
 mod keys;
+pub mod sns;
 pub mod spec;
 mod verifier;
 
@@ -52,6 +53,9 @@ pub enum Scheme {
     Token(TokenAt),
     /// HTTP basic auth; the secret is `user:password`.
     Basic,
+    /// AWS SNS: RSA under a certificate fetched from an SNS host ([`sns`]); the "secrets" are
+    /// the topic ARNs the source accepts.
+    AwsSns,
     /// No verification at all.
     None,
 }
@@ -67,6 +71,7 @@ pub enum Family {
     EcdsaP256(Signed),
     Token(TokenAt),
     Basic,
+    AwsSns,
     None,
 }
 
@@ -187,15 +192,18 @@ impl Scheme {
             Scheme::EcdsaP256(signed) => Family::EcdsaP256(signed.clone()),
             Scheme::Token(at) => Family::Token(at.clone()),
             Scheme::Basic => Family::Basic,
+            Scheme::AwsSns => Family::AwsSns,
             Scheme::None => Family::None,
         }
     }
 
     /// Whether the scheme signs a timestamp (and so has a `tolerance_seconds`).
     pub fn has_timestamp(&self) -> bool {
-        self.family()
-            .signed()
-            .is_some_and(|s| s.timestamp.is_some())
+        *self == Scheme::AwsSns
+            || self
+                .family()
+                .signed()
+                .is_some_and(|s| s.timestamp.is_some())
     }
 
     /// Whether the scheme signs the body alone (no id, no timestamp): a captured request
@@ -214,9 +222,11 @@ impl Scheme {
 
     /// Whether the signature covers the body (Mailgun's covers a token and a timestamp only).
     pub fn covers_body(&self) -> bool {
-        self.family()
-            .signed()
-            .is_some_and(|s| s.content.covers_body())
+        *self == Scheme::AwsSns
+            || self
+                .family()
+                .signed()
+                .is_some_and(|s| s.content.covers_body())
     }
 
     /// The declaration checked where its parser cannot: header names, prefixes, the
@@ -251,6 +261,7 @@ impl Scheme {
             Scheme::EcdsaP256(_) => "ecdsa-p256",
             Scheme::Token(_) => "token",
             Scheme::Basic => "basic",
+            Scheme::AwsSns => "aws-sns",
             Scheme::None => "none",
         }
     }
@@ -353,6 +364,7 @@ fn key_kind(family: &Family) -> (Kind, KeyEncoding) {
         Family::Hmac { algorithm, signed } => (Kind::Hmac(*algorithm), signed.key_encoding),
         Family::Ed25519(signed) => (Kind::Ed25519, signed.key_encoding),
         Family::EcdsaP256(signed) => (Kind::P256, signed.key_encoding),
+        Family::AwsSns => (Kind::Topic, KeyEncoding::Raw),
         Family::Token(_) | Family::Basic | Family::None => (Kind::Shared, KeyEncoding::Raw),
     }
 }

@@ -166,6 +166,10 @@ impl Verifier {
         };
         match &self.family {
             Family::None => Ok(()),
+            // Its certificate is fetched: the receiver verifies it (receiver::sns), never here.
+            Family::AwsSns => Err(SignatureError::Malformed(
+                "aws-sns messages are verified against their fetched certificate".to_owned(),
+            )),
             Family::Token(at) => {
                 let sent = match at {
                     TokenAt::Header { name, prefix } => {
@@ -224,6 +228,21 @@ impl Verifier {
     /// a verifier without a shared secret.
     pub fn handshake_mac(&self, message: &[u8]) -> Option<Vec<u8>> {
         self.keys.first_mac_sha256(message)
+    }
+
+    /// Whether `arn` is an SNS topic this verifier's source accepts (`aws-sns`).
+    pub fn accepts_topic(&self, arn: &str) -> bool {
+        self.keys.has_topic(arn)
+    }
+
+    /// The signed timestamp's tolerance, in seconds.
+    pub fn tolerance_seconds(&self) -> u64 {
+        self.tolerance_seconds
+    }
+
+    /// [`Verifier::check_tolerance`] for a scheme that reads its timestamp itself (`aws-sns`).
+    pub fn within_tolerance(&self, timestamp: i64, now: i64) -> Result<(), SignatureError> {
+        self.check_tolerance(timestamp, now)
     }
 
     fn check(
