@@ -50,7 +50,7 @@ fn named<'a>(cases: &'a [Case], start: &str) -> &'a Case {
 
 /// A receiver of the aws-sns source whose fetches go to `origin` (none: to a port nothing
 /// listens on, so every fetch fails).
-async fn sns_receiver(case: &Case, origin: Option<String>) -> (Rx, Kept) {
+async fn sns_receiver(case: &Case, origin: Option<String>) -> (Rx, MemoryQueue) {
     let mut without = case.source.clone();
     without.remove("test_certificates");
     let bare = Case {
@@ -102,9 +102,9 @@ fn with_field(body: &[u8], field: &str, value: &str) -> Vec<u8> {
     serde_json::to_vec(&message).expect("json")
 }
 
-fn nothing_written(rx: &Rx, kept: &Kept, what: &str) {
+fn nothing_written(rx: &Rx, kept: &MemoryQueue, what: &str) {
     assert!(rx.ledger().snapshot().is_empty(), "{what}: a ledger write");
-    assert_eq!(kept.len(), 0, "{what}: a message sent");
+    assert!(kept.is_empty(), "{what}: a message sent");
 }
 
 #[tokio::test]
