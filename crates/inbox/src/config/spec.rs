@@ -73,14 +73,19 @@ pub enum AcceptedAnswer {
     /// 200 and a deferred interaction response: `{"type": 6}` for a message component
     /// (interaction type 3), `{"type": 5}` for any other (Discord's Interactions).
     DiscordInteraction,
+    /// 200, `text/xml`, the empty TwiML document `<Response/>`: Twilio "requires TwiML in XML
+    /// format for incoming call and incoming SMS webhook responses" (error 12300 on JSON), and
+    /// an empty `<Response/>` asks it to do nothing; its status callbacks ignore the body.
+    Twiml,
 }
 
 impl AcceptedAnswer {
-    pub const ALL: [AcceptedAnswer; 4] = [
+    pub const ALL: [AcceptedAnswer; 5] = [
         AcceptedAnswer::Key,
         AcceptedAnswer::NoContent,
         AcceptedAnswer::Empty,
         AcceptedAnswer::DiscordInteraction,
+        AcceptedAnswer::Twiml,
     ];
 
     pub fn name(self) -> &'static str {
@@ -89,6 +94,7 @@ impl AcceptedAnswer {
             AcceptedAnswer::NoContent => "no_content",
             AcceptedAnswer::Empty => "empty",
             AcceptedAnswer::DiscordInteraction => "discord_interaction",
+            AcceptedAnswer::Twiml => "twiml",
         }
     }
 }
