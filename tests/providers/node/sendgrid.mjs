@@ -47,7 +47,7 @@ const LATE_RETRY_SECONDS = 1800;
 // Beyond the preset's 3600 s: refused.
 const STALE_SECONDS = 7200;
 
-export async function cases({ now }) {
+export async function cases({ now, firstNow = now }) {
   const verifier = new EventWebhook();
   const publicKey = verifier.convertPublicKeyToECDSA(SIGNER.spkiBase64);
   const otherKey = verifier.convertPublicKeyToECDSA(OTHER.spkiBase64);
@@ -73,7 +73,7 @@ export async function cases({ now }) {
     wrong_secret: OTHER.spkiBase64,
     source: {},
   };
-  const body = batchBody(now);
+  const body = batchBody(firstNow); // the events' times: a retry keeps them
   const late = batchBody(now - LATE_RETRY_SECONDS);
   return [
     {

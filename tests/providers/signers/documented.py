@@ -49,8 +49,10 @@ def shopify_event(ctx: Context) -> Event:
 
 def intercom_event(ctx: Context) -> Event:
     # The "Signed Notifications" example body of Intercom's developer reference.
+    # delivery_attempts counts the attempts (the preset's attempt_fields leave it out of the hash).
     body = {"type": "notification_event", "id": "notif_78c122d0-23ba-11e4-9464-79b01267cc2e",
-            "topic": "user.created", "app_id": "a86dr8yl",
+            "topic": "user.created", "app_id": "a86dr8yl", "delivery_attempts": 1 + ctx.attempt,
+            "first_sent_at": 1714572000,
             "data": {"type": "notification_event_data", "item": {
                 "type": "user", "id": "530370b477ad7120001d", "user_id": "25", "name": "Hoban Washburne",
                 "unsubscribed_from_emails": False, "custom_attributes": {}}}}
@@ -80,7 +82,7 @@ def bitbucket_event(ctx: Context) -> Event:
     request_uuid = derived_uuid("bitbucket/request")
     return Event("repo:push", body, {
         **JSON, "X-Event-Key": "repo:push", "X-Hook-UUID": derived_uuid("bitbucket/hook"),
-        "X-Request-UUID": request_uuid, "X-Attempt-Number": "1", "User-Agent": "Bitbucket-Webhooks/2.0",
+        "X-Request-UUID": request_uuid, "X-Attempt-Number": str(1 + ctx.attempt), "User-Agent": "Bitbucket-Webhooks/2.0",
     }, request_uuid, "repo:push")
 
 
@@ -113,7 +115,7 @@ def docusign_event(ctx: Context) -> Event:
     envelope = derived_uuid("docusign/envelope")
     body = {"event": "envelope-completed", "apiVersion": "v2.1",
             "uri": f"/restapi/v2.1/accounts/{derived_uuid('docusign/account')}/envelopes/{envelope}",
-            "retryCount": 0, "configurationId": 10418264, "generatedDateTime": "2024-05-01T14:00:00.0000000Z",
+            "retryCount": ctx.attempt, "configurationId": 10418264, "generatedDateTime": "2024-05-01T14:00:00.0000000Z",
             "data": {"accountId": derived_uuid("docusign/account"), "userId": derived_uuid("docusign/user"),
                      "envelopeId": envelope}}
     return Event("envelope-completed", body, JSON, f"envelope-completed|{envelope}|2024-05-01T14:00:00.0000000Z",
@@ -176,7 +178,7 @@ def jira_event(ctx: Context) -> Event:
             "issue": {"id": "10002", "key": "ED-1", "fields": {"summary": "I feel the need for speed"}}}
     identifier = "1714572000000-" + derived_hex("jira/identifier", 12)
     return Event("jira:issue_created", body, {
-        **JSON, "X-Atlassian-Webhook-Identifier": identifier, "X-Atlassian-Webhook-Retry": "0",
+        **JSON, "X-Atlassian-Webhook-Identifier": identifier, "X-Atlassian-Webhook-Retry": str(ctx.attempt),
     }, identifier, "jira:issue_created")
 
 

@@ -67,6 +67,9 @@ def slack(ctx: Context) -> list:
             raw = body_json(body)
             value = SignatureVerifier(secret).generate_signature(timestamp=str(at), body=raw)
             headers = {**JSON, "X-Slack-Request-Timestamp": str(at), "X-Slack-Signature": value}
+            if ctx.attempt:
+                # Slack's retry headers (verifying requests: "X-Slack-Retry-Num").
+                headers |= {"X-Slack-Retry-Num": str(ctx.attempt), "X-Slack-Retry-Reason": "http_timeout"}
             req = request(ctx, "slack", headers, raw)
             verified_by_library("slack", body["type"], lambda: SignatureVerifier(secret).is_valid_request(
                 body_of(req), req["headers"]), at, ctx.now)
@@ -109,8 +112,12 @@ def twilio(ctx: Context) -> list:
     verified_by_library("twilio", "sms", lambda: RequestValidator(secret).validate(
         url, sent, header(req, "X-Twilio-Signature")), ctx.now, ctx.now)
     signed_by = f"{package('twilio')} RequestValidator.compute_signature, verified by RequestValidator.validate"
+    # Twilio "requires TwiML in XML format for incoming call and incoming SMS webhook responses"
+    # (error 12300 on JSON): the preset answers the empty TwiML document, as text/xml.
+    expect = {**event_expect(f"{sid}|received", "received"),
+              "body": '<?xml version="1.0" encoding="UTF-8"?><Response/>', "content_type": "text/xml"}
     return [make_case("twilio", "event", "incoming SMS (form POST)", signed_by, secret, wrong, req,
-                      event_expect(f"{sid}|received", "received"), {"public_url": url})]
+                      expect, {"public_url": url})]
 
 
 def square(ctx: Context) -> list:
@@ -168,7 +175,7 @@ def coinbase_commerce(ctx: Context) -> list:
 
     secret, wrong = derived_uuid("coinbase/secret"), derived_uuid("coinbase/wrong")
     event_id = "24934862-d980-46cb-9402-43c81b0cdba6"
-    body = {"attempt_number": 1, "event": {
+    body = {"attempt_number": 1 + ctx.attempt, "event": {
         "api_version": "2018-03-22", "created_at": "2024-05-01T14:00:00Z", "id": event_id, "resource": "event",
         "type": "charge:confirmed", "data": {"id": "2aee9dd1-67b8-43ef-8dfe-977959850f27", "code": "XA6G6ZFR",
                                              "pricing": {"local": {"amount": "1.00", "currency": "USD"}}}},
@@ -196,7 +203,7 @@ def telnyx(ctx: Context) -> list:
                      "payload": {"call_control_id": "v2:T02llQxIyaRkhfRKxgAP8nY511EhFLizdvdUKJiSw8d6A9BborherQ",
                                  "connection_id": "1240401930086254526", "direction": "incoming",
                                  "from": "+15557654321", "to": "+15551234567", "state": "parked"}},
-            "meta": {"attempt": 1, "delivered_to": "https://example.com/webhooks"}}
+            "meta": {"attempt": 1 + ctx.attempt, "delivered_to": "https://example.com/webhooks"}}
     raw = body_json(body)
 
     def signed(at):

@@ -52,7 +52,7 @@ def hubspot(ctx: Context) -> list:
     source = {"public_url": url}
     # Events are split out of the batch (docs/design.md §14): its retry (attemptNumber 1) is a
     # duplicate of each event, a later batch overlapping it queues only its new event.
-    return _pair(ctx, "hubspot", "contact.propertyChange batch", signer([event(1234567890, 0)]), secret, wrong,
+    return _pair(ctx, "hubspot", "contact.propertyChange batch", signer([event(1234567890, ctx.attempt)]), secret, wrong,
                  first, signed_by, source) + [
         make_case("hubspot", "event", "the batch retried, attemptNumber 1: a duplicate", signed_by, secret, wrong,
                   signer([event(1234567890, 1)])(ctx.now), first, source),
