@@ -39,8 +39,18 @@ def stripe(ctx: Context) -> list:
 
     signed_by = (f"{package('stripe')} WebhookSignature.generate_signature_header, "
                  "verified by Webhook.construct_event (tolerance 300)")
-    return _stale_pair(ctx, "stripe", "invoice.paid event", signed, secret, wrong,
-                       event_expect("evt_1NG8Du2eZvKYlo2CUI79vXWy", "invoice.paid"), signed_by)
+    cases = _stale_pair(ctx, "stripe", "invoice.paid event", signed, secret, wrong,
+                        event_expect("evt_1NG8Du2eZvKYlo2CUI79vXWy", "invoice.paid"), signed_by)
+    # Another invoice paid in the same second: a look-alike with its own event id.
+    alike = {**body, "id": "evt_1NG8Du2eZvKYlo2CUI79vXWz",
+             "data": {"object": {**body["data"]["object"], "id": "in_1NG8Du2eZvKYlo2C8rNLbqAq"}}}
+    payload = body_json(alike).decode("utf-8")
+    value = lib.WebhookSignature.generate_signature_header(payload, secret, timestamp=ctx.now)
+    req = request(ctx, "stripe", {**JSON, "Stripe-Signature": value}, payload.encode("utf-8"))
+    verified_by_library("stripe", "alike", lambda: lib.Webhook.construct_event(
+        body_of(req).decode("utf-8"), header(req, "Stripe-Signature"), secret), ctx.now, ctx.now)
+    return cases + [make_case("stripe", "distinct", "invoice.paid of another invoice, alike", signed_by, secret,
+                              wrong, req, event_expect("evt_1NG8Du2eZvKYlo2CUI79vXWz", "invoice.paid"))]
 
 
 # Slack's "Verifying requests" walkthrough: its signing secret, timestamp, body and signature.
@@ -86,8 +96,13 @@ def slack(ctx: Context) -> list:
     verification = {"token": "Jhj5dZrVaK7ZwHHjRyZWjbDl", "challenge": challenge, "type": "url_verification"}
     signed_by = (f"{package('slack-sdk')} SignatureVerifier.generate_signature (reproduces the doc example), "
                  "verified by SignatureVerifier.is_valid_request")
+    # The same mention again, a second later: its own event_id.
+    alike = {**event, "event_id": "Ev123ABC457", "event_time": 1515449523000016,
+             "event": {**event["event"], "ts": "1515449523.000016", "event_ts": "1515449523000016"}}
     return _stale_pair(ctx, "slack", "app_mention event_callback", signer(event), secret, wrong,
                        event_expect("Ev123ABC456", "app_mention"), signed_by) + [
+        make_case("slack", "distinct", "app_mention again a second later, alike", signed_by, secret, wrong,
+                  signer(alike)(ctx.now), event_expect("Ev123ABC457", "app_mention")),
         make_case("slack", "handshake", "url_verification", signed_by, secret, wrong, signer(verification)(ctx.now),
                   {"status": 200, "body": challenge, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}})]
 
@@ -116,8 +131,20 @@ def twilio(ctx: Context) -> list:
     # (error 12300 on JSON): the preset answers the empty TwiML document, as text/xml.
     expect = {**event_expect(f"{sid}|received", "received"),
               "body": '<?xml version="1.0" encoding="UTF-8"?><Response/>', "content_type": "text/xml"}
+    # The same text again from the same number: another message, another MessageSid.
+    sid2 = "SM" + derived_hex("twilio/message/2", 32)
+    params2 = {**params, "SmsMessageSid": sid2, "SmsSid": sid2, "MessageSid": sid2}
+    raw2 = urlencode(params2).encode("utf-8")
+    req2 = request(ctx, "twilio", {"Content-Type": "application/x-www-form-urlencoded",
+                                   "X-Twilio-Signature": RequestValidator(secret).compute_signature(url, params2)}, raw2)
+    sent2 = dict(parse_qsl(body_of(req2).decode("utf-8"), keep_blank_values=True))
+    verified_by_library("twilio", "alike", lambda: RequestValidator(secret).validate(
+        url, sent2, header(req2, "X-Twilio-Signature")), ctx.now, ctx.now)
+    expect2 = {**expect, "key": f"{sid2}|received"}
     return [make_case("twilio", "event", "incoming SMS (form POST)", signed_by, secret, wrong, req,
-                      expect, {"public_url": url})]
+                      expect, {"public_url": url}),
+            make_case("twilio", "distinct", "the same text again, another message, alike", signed_by, secret, wrong,
+                      req2, expect2, {"public_url": url})]
 
 
 def square(ctx: Context) -> list:
