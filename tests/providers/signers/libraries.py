@@ -171,8 +171,19 @@ def square(ctx: Context) -> list:
         signature_key=secret, notification_url=url), ctx.now, ctx.now)
     signed_by = ("algorithm from https://developer.squareup.com/docs/webhooks/step3validate, verified by "
                  f"{package('squareup')} square.utils.webhooks_helper.verify_signature")
+    # Another payment of the same amount a moment later: its own event_id.
+    other = "7b9f6039-65b2-4fc1-b0a9-4222624ae5a7"
+    alike = {**body, "event_id": other, "data": {**body["data"], "id": "LlBlieNthzo60TN9B90XhLxflmMZ"}}
+    raw2 = body_json(alike)
+    req2 = request(ctx, "square", {**headers, "x-square-hmacsha256-signature": b64(mac(secret, url.encode("utf-8") + raw2))},
+                   raw2)
+    verified_by_library("square", "alike", lambda: verify_signature(
+        request_body=body_of(req2).decode("utf-8"), signature_header=header(req2, "x-square-hmacsha256-signature"),
+        signature_key=secret, notification_url=url), ctx.now, ctx.now)
     return [make_case("square", "event", "payment.created event", signed_by, secret, wrong, req,
-                      event_expect(event_id, "payment.created"), {"public_url": url})]
+                      event_expect(event_id, "payment.created"), {"public_url": url}),
+            make_case("square", "distinct", "payment.created of another payment, alike", signed_by, secret, wrong,
+                      req2, event_expect(other, "payment.created"), {"public_url": url})]
 
 
 def razorpay(ctx: Context) -> list:
@@ -193,8 +204,17 @@ def razorpay(ctx: Context) -> list:
         body_of(req).decode("utf-8"), header(req, "X-Razorpay-Signature"), secret), ctx.now, ctx.now)
     signed_by = ("algorithm from https://razorpay.com/docs/webhooks/validate-test/, verified by "
                  f"{package('razorpay')} Utility.verify_webhook_signature")
+    # Another payment captured in the same second: its own event id.
+    alike = {**body, "payload": {"payment": {"entity": {**body["payload"]["payment"]["entity"], "id": "pay_DESlfW9H8K9uqN"}}}}
+    raw2 = body_json(alike)
+    req2 = request(ctx, "razorpay", {**JSON, "X-Razorpay-Signature": mac(secret, raw2).hex(),
+                                     "X-Razorpay-Event-Id": "EdFPe1hrLd5Csg"}, raw2)
+    verified_by_library("razorpay", "alike", lambda: client.utility.verify_webhook_signature(
+        body_of(req2).decode("utf-8"), header(req2, "X-Razorpay-Signature"), secret), ctx.now, ctx.now)
     return [make_case("razorpay", "event", "payment.captured event", signed_by, secret, wrong, req,
-                      event_expect(event_id, "payment.captured"))]
+                      event_expect(event_id, "payment.captured")),
+            make_case("razorpay", "distinct", "payment.captured of another payment, alike", signed_by, secret, wrong,
+                      req2, event_expect("EdFPe1hrLd5Csg", "payment.captured"))]
 
 
 def coinbase_commerce(ctx: Context) -> list:
@@ -213,8 +233,18 @@ def coinbase_commerce(ctx: Context) -> list:
         body_of(req).decode("utf-8"), header(req, "X-CC-Webhook-Signature"), secret), ctx.now, ctx.now)
     signed_by = ("algorithm from https://docs.cdp.coinbase.com/commerce/api-arcitecture/webhooks-security, verified by "
                  f"{package('coinbase-commerce')} Webhook.construct_event")
+    # Another charge confirmed: its own event id.
+    other = "35a45973-e091-47de-b513-54d92e15ecb7"
+    alike = {**body, "id": derived_uuid("coinbase/notification/2"),
+             "event": {**body["event"], "id": other, "data": {**body["event"]["data"], "code": "XA6G6ZFS"}}}
+    raw2 = body_json(alike)
+    req2 = request(ctx, "coinbase-commerce", {**JSON, "X-CC-Webhook-Signature": mac(secret, raw2).hex()}, raw2)
+    verified_by_library("coinbase-commerce", "alike", lambda: Webhook.construct_event(
+        body_of(req2).decode("utf-8"), header(req2, "X-CC-Webhook-Signature"), secret), ctx.now, ctx.now)
     return [make_case("coinbase-commerce", "event", "charge:confirmed event", signed_by, secret, wrong, req,
-                      event_expect(event_id, "charge:confirmed"))]
+                      event_expect(event_id, "charge:confirmed")),
+            make_case("coinbase-commerce", "distinct", "charge:confirmed of another charge, alike", signed_by, secret,
+                      wrong, req2, event_expect(other, "charge:confirmed"))]
 
 
 def telnyx(ctx: Context) -> list:
