@@ -115,9 +115,19 @@ def xero(ctx: Context) -> list:
     good = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(secret, itr)}, itr)
     hf.check(scheme, secret, good)
     bad = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(wrong, itr)}, itr)
+    # A later batch overlapping it: the same event again and the same invoice updated again a
+    # moment later (a new event: its own eventDateUtc), with a new sequence and entropy.
+    later = {**event, "eventDateUtc": "2024-05-01T14:00:01.456"}
+    raw2 = body_json({"events": [event, later], "firstEventSequence": 2, "lastEventSequence": 3,
+                      "entropy": derived_text("xero/entropy/2", 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")})
+    req2 = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(secret, raw2)}, raw2)
+    hf.check(scheme, secret, req2)
     return [
         make_case("xero", "event", "INVOICE UPDATE event", _alg(doc), secret, wrong, req,
                   event_expect(f"{tenant}|INVOICE|UPDATE|{resource}|2024-05-01T14:00:00.123", "UPDATE")),
+        make_case("xero", "distinct", "a batch overlapping it: the invoice updated again, its new event", _alg(doc),
+                  secret, wrong, req2,
+                  event_expect(f"{tenant}|INVOICE|UPDATE|{resource}|2024-05-01T14:00:01.456", "UPDATE")),
         make_case("xero", "handshake", "intent to receive, correctly signed", _alg(doc), secret, wrong, good,
                   {"status": 200, "body": ""}),
         make_case("xero", "handshake", "intent to receive, incorrectly signed", _alg(doc), secret, wrong, bad,
@@ -139,10 +149,18 @@ def x(ctx: Context) -> list:
     hf.check(scheme, secret, req)
     crc_token = derived_text("x/crc", 32)
     answer = "sha256=" + b64(mac(secret, crc_token))
+    # The same text tweeted again: another tweet, another id, another body.
+    body2 = {**body, "tweet_create_events": [{**body["tweet_create_events"][0], "id": int(tweet_id) + 1,
+                                              "id_str": str(int(tweet_id) + 1)}]}
+    raw2 = body_json(body2)
+    req2 = request(ctx, "x", {**JSON, scheme.header: scheme.sign(secret, raw2)}, raw2)
+    hf.check(scheme, secret, req2)
     return [
         make_case("x", "event", "tweet_create_events", _alg(doc), secret, wrong, req,
                   # Account Activity events carry no envelope id: keyed on the body's SHA-256.
                   event_expect(hashlib.sha256(raw).hexdigest(), None)),
+        make_case("x", "distinct", "the same text tweeted again, alike", _alg(doc), secret, wrong, req2,
+                  event_expect(hashlib.sha256(raw2).hexdigest(), None)),
         make_case("x", "handshake", "CRC check", f"algorithm from {doc}", secret, wrong,
                   request(ctx, "x", {}, b"", "GET", urlencode({"crc_token": crc_token})),
                   {"status": 200, "json": {"response_token": answer}, "headers": {"X-Content-Type-Options": "nosniff"}}),
