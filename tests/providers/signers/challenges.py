@@ -48,10 +48,26 @@ def meta(ctx: Context) -> list:
                   # Meta's envelope carries no id (statuses, Messenger and Instagram have no
                   # message id either): the preset keys on the body's SHA-256.
                   event_expect(hashlib.sha256(raw).hexdigest(), "messages"), source),
+        _meta_alike(ctx, doc, secret, wrong, body, scheme256, scheme1, source),
         make_case("meta", "handshake", "hub.challenge verification", f"algorithm from {doc}, doc example values",
                   secret, wrong, request(ctx, "meta", {}, b"", "GET", query),
                   {"status": 200, "body": challenge, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}}, source),
     ]
+
+
+def _meta_alike(ctx, doc, secret, wrong, body, scheme256, scheme1, source):
+    """The same question sent again a second later: another message (another wamid, timestamp)."""
+    value = body["entry"][0]["changes"][0]["value"]
+    message = {**value["messages"][0], "id": "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RwA=",
+               "timestamp": "1749416384"}
+    alike = {**body, "entry": [{**body["entry"][0], "changes": [{"field": "messages",
+                                                                  "value": {**value, "messages": [message]}}]}]}
+    raw = body_json(alike)
+    headers = {**JSON, scheme256.header: scheme256.sign(secret, raw), scheme1.header: scheme1.sign(secret, raw)}
+    req = request(ctx, "meta", headers, raw)
+    hf.check(scheme256, secret, req)
+    return make_case("meta", "distinct", "the same text sent again, alike", _alg(doc), secret, wrong, req,
+                     event_expect(hashlib.sha256(raw).hexdigest(), "messages"), source)
 
 
 def dropbox(ctx: Context) -> list:
@@ -67,11 +83,23 @@ def dropbox(ctx: Context) -> list:
     return [
         make_case("dropbox", "event", "list_folder notification", _alg(doc), secret, wrong, req,
                   event_expect(_body_key(raw), None)),
+        _signed_alike(ctx, "dropbox", doc, scheme, secret, wrong, "another account's notification",
+                      {"list_folder": {"accounts": ["dbid:AACMTbgqK1ZmcPvZrXpCd0Lfj6hs7NkZxVE"]},
+                       "delta": {"users": [12346]}}, None),
         make_case("dropbox", "handshake", "challenge verification", f"algorithm from {doc}", secret, wrong,
                   request(ctx, "dropbox", {}, b"", "GET", urlencode({"challenge": challenge})),
                   {"status": 200, "body": challenge, "content_type": "text/plain",
                    "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
+
+
+def _signed_alike(ctx, preset, doc, scheme, secret, wrong, name, body, event_type):
+    """A distinct event alike an earlier one, keyed on its body's SHA-256."""
+    raw = body_json(body)
+    req = request(ctx, preset, {**JSON, scheme.header: scheme.sign(secret, raw)}, raw)
+    hf.check(scheme, secret, req)
+    return make_case(preset, "distinct", f"{name}, alike", _alg(doc), secret, wrong, req,
+                     event_expect(_body_key(raw), event_type))
 
 
 def asana(ctx: Context) -> list:
@@ -93,6 +121,9 @@ def asana(ctx: Context) -> list:
                   {"status": 200, "headers": {"X-Hook-Secret": secret}}),
         make_case("asana", "event", "task changed event", _alg(doc), secret, wrong, req,
                   event_expect(_body_key(raw), "changed")),
+        _signed_alike(ctx, "asana", doc, scheme, secret, wrong, "the name of another task changed",
+                      {"events": [{**body["events"][0], "resource": {**body["events"][0]["resource"],
+                                                                      "gid": "1199123456789013"}}]}, "changed"),
     ]
 
 
