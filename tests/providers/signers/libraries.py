@@ -273,8 +273,13 @@ def telnyx(ctx: Context) -> list:
 
     signed_by = (f"Ed25519 by {package('PyNaCl')} over '{{timestamp}}|{{body}}', verified by "
                  f"{package('telnyx')} telnyx.lib.webhook_verification.verify_webhook_signature")
-    return _stale_pair(ctx, "telnyx", "call.initiated event", signed, secret, wrong,
-                       event_expect(event_id, "call.initiated"), signed_by)
+    cases = _stale_pair(ctx, "telnyx", "call.initiated event", signed, secret, wrong,
+                        event_expect(event_id, "call.initiated"), signed_by)
+    # Another call from the same number a second later: its own event id.
+    other = "1ddd8c65-5e0f-4cdb-b76d-4eb08e8f0f81"
+    raw = body_json({**body, "data": {**body["data"], "id": other, "occurred_at": "2018-02-02T22:25:28.521992Z"}})
+    return cases + [make_case("telnyx", "distinct", "another call.initiated, alike", signed_by, secret, wrong,
+                              signed(ctx.now), event_expect(other, "call.initiated"))]
 
 
 SIGNERS = {"stripe": stripe, "slack": slack, "twilio": twilio, "square": square, "razorpay": razorpay,
