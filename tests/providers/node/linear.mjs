@@ -72,7 +72,18 @@ export async function cases({ now, firstNow = now }) {
     "Linear-Signature": s,
   });
   const delivery = "234d1a4e-b617-4388-90fe-adc3633d6b72";
+  // Another issue created in the same second: another delivery.
+  const otherBody = issueCreate("b7d5c7a3-2e6f-4a1f-9b8c-4d3e2f1a0b9c", now, firstNow);
+  const otherDelivery = "5e2a9c4b-7d1f-4b3a-8c6e-9f0a1b2c3d4e";
+  if ((await verifyAt(now, client, otherBody, signature(otherBody, SECRET))) !== true) fail("linear: the look-alike");
   return [
+    {
+      ...base,
+      kind: "distinct",
+      name: "another issue created in the same second, alike",
+      request: post(preset, headers(otherDelivery, signature(otherBody, SECRET)), otherBody),
+      expect: { key: otherDelivery, event_type: "Issue" },
+    },
     {
       ...base,
       kind: "event",

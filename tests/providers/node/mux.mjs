@@ -71,7 +71,19 @@ export async function cases({ now, firstNow = now, attempt = 0 }) {
     source: {},
   };
   const headers = (s) => ({ "Content-Type": "application/json", "Mux-Signature": s });
+  // Another asset ready in the same second: its own event id.
+  const otherId = "4b67bd4e-44ec-4477-966c-06a9e9a8b2d7";
+  const otherBody = assetReady(otherId, firstNow, attempt);
+  const otherSig = header(now, otherBody, SECRET);
+  if ((await unwrapAt(now, otherBody, otherSig, SECRET)).id !== otherId) throw new Error("mux: the look-alike");
   return [
+    {
+      ...base,
+      kind: "distinct",
+      name: "another video.asset.ready in the same second, alike",
+      request: post(preset, headers(otherSig), otherBody),
+      expect: { key: otherId, event_type: "video.asset.ready" },
+    },
     {
       ...base,
       kind: "event",
