@@ -257,15 +257,9 @@ fn label(case: &Case) -> String {
     )
 }
 
-/// An event: accepted under its key, with its type, on the queue once, answered as the preset
-/// answers (200 `{"key":…}` unless the case says otherwise); the same request again gets the
-/// same answer, marked replayed, and sends nothing.
-async fn check_event(rx: &Rx, kept: &Kept, case: &Case) -> (String, Answer) {
-    let what = label(case);
-    let before = kept.len();
-    let answer = send(rx, &case.request, body_of(&case.request)).await;
-    // A batch sends one message per event (a retry of one already taken, none).
-    let events = (kept.len() - before).max(1);
+/// The answer an event case expects: its status (200 unless it says), and its body, JSON and
+/// content type where it names them.
+fn check_answer_as_expected(what: &str, case: &Case, answer: &Answer) {
     let status = case
         .expect
         .get("status")
@@ -292,6 +286,18 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) -> (String, Answer) {
             .unwrap_or_default();
         assert!(got.starts_with(prefix), "{what}: content type {got}");
     }
+}
+
+/// An event: accepted under its key, with its type, on the queue once, answered as the preset
+/// answers (200 `{"key":…}` unless the case says otherwise); the same request again gets the
+/// same answer, marked replayed, and sends nothing.
+async fn check_event(rx: &Rx, kept: &Kept, case: &Case) -> (String, Answer) {
+    let what = label(case);
+    let before = kept.len();
+    let answer = send(rx, &case.request, body_of(&case.request)).await;
+    // A batch sends one message per event (a retry of one already taken, none).
+    let events = (kept.len() - before).max(1);
+    check_answer_as_expected(&what, case, &answer);
     let key = format!(
         "{}:{}",
         case.preset,
