@@ -16,6 +16,10 @@
 //! on a black hole, and its outbound HTTP with it); the test then drops the handler's future.
 //! Nothing after that point reaches DynamoDB, SQS or the system of record, nothing is
 //! released, and the sender sees a lost connection.
+//!
+//! `batches` runs the matrix for a request of several events (docs/design.md §14): a claim
+//! failing, a send's answer lost, the receiver dying after some claims or after one of its
+//! SendMessageBatch calls; the sender retries the whole batch, and every event is applied once.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -35,6 +39,7 @@ use lambda_http::{Body, Response};
 type Rx = testkit::TestReceiver;
 type Cx<P> = testkit::TestConsumer<P>;
 
+mod batches;
 mod consumer_side;
 mod receiver_side;
 

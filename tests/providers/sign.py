@@ -12,12 +12,16 @@ stdout: {"cases": [...]}. Any failure, an unknown preset included: a message on 
 import base64
 import binascii
 import json
+import re
 import sys
 
 from signers import PRESETS
 from signers.common import Context, SignerError
 
-KINDS = {"event", "stale", "handshake", "reused", "refused"}
+KINDS = {"event", "stale", "handshake", "reused", "refused", "retry", "distinct"}
+# A retry is the signer run again this much later, as attempt 1: new timestamps and signatures
+# where the provider signs one, the per-attempt fields changed where the signer knows them.
+RETRY_AFTER_SECONDS = 30
 CASE_FIELDS = {"preset", "kind", "name", "signed_by", "secret", "wrong_secret", "source", "request", "expect"}
 REQUEST_FIELDS = {"method", "path", "query", "headers", "body_base64"}
 HANDSHAKE_EXPECT = {"status", "body", "json", "headers", "content_type"}
@@ -84,12 +88,12 @@ def check_expect(case: dict, where: str) -> None:
     elif case["kind"] == "refused":
         if expect not in ({"status": 401}, {"status": 400}):
             raise SignerError(f"{where}: a refused case (a batch with a bad event) expects status 401 or 400 and nothing else")
-    elif case["kind"] == "reused":
+    elif case["kind"] in ("reused", "retry"):
         if set(expect) != {"key"} or not isinstance(expect["key"], str) or not expect["key"]:
-            raise SignerError(f"{where}: a reused case expects the key of the event it reuses")
-    elif case["kind"] == "event":
+            raise SignerError(f"{where}: a {case['kind']} case expects the key of the event it repeats")
+    elif case["kind"] in ("event", "distinct"):
         if not {"key", "event_type"} <= set(expect) <= {"key", "event_type", "status", "json", "body",
-                                                         "refused_status"} \
+                                                         "refused_status", "content_type"} \
                 or not isinstance(expect["key"], str) or not expect["key"]:
             raise SignerError(f"{where}: an event expects a key and an event_type (and optionally its answer)")
         if not (expect["event_type"] is None or isinstance(expect["event_type"], str)):
@@ -106,15 +110,37 @@ def check_preset(preset: str, cases: list) -> None:
         raise SignerError(f"{preset}: no event case")
 
 
+def retries(preset: str, ctx: Context, first: list) -> list:
+    """Each event case as the provider resends it: the same signer, RETRY_AFTER_SECONDS later,
+    attempt 1 (signed and verified by the same library). Its key must be the first's."""
+    later = Context(now=ctx.now + RETRY_AFTER_SECONDS, base_url=ctx.base_url, attempt=1)
+    # An event case that is itself a retry (named so) is not retried again.
+    by_name = {case["name"]: case for case in first
+               if case["kind"] == "event" and not re.search(r"retr(y|ied)", case["name"], re.I)}
+    out = []
+    for case in PRESETS[preset](later):
+        original = by_name.get(case["name"]) if case["kind"] == "event" else None
+        if original is None:
+            continue
+        if case["expect"]["key"] != original["expect"]["key"]:
+            raise SignerError(f"{preset}/{case['name']}: its retry has another key "
+                              f"({case['expect']['key']} against {original['expect']['key']})")
+        out.append({**case, "kind": "retry",
+                    "name": f"{case['name']}: resent {RETRY_AFTER_SECONDS} s later as attempt 1",
+                    "expect": {"key": case["expect"]["key"]}})
+    return out
+
+
 def main() -> int:
     try:
         ctx, presets = read_input(sys.stdin.read())
         cases = []
         for preset in presets:
             produced = PRESETS[preset](ctx)
+            check_preset(preset, produced)
+            produced += retries(preset, ctx, produced)
             for case in produced:
                 check_case(case, ctx, preset)
-            check_preset(preset, produced)
             cases.extend(produced)
     except SignerError as err:
         print(f"sign.py: {err}", file=sys.stderr)

@@ -12,7 +12,16 @@
 //! - an event answered as its preset answers, and a duplicate answered the same;
 //! - a signed part of an event reused under another body (Mailgun's signature block) is that
 //!   event's duplicate, never a new one;
-//! - each handshake is answered as the provider checks it, claiming and sending nothing.
+//! - each handshake is answered as the provider checks it, claiming and sending nothing;
+//! - every event resent as its provider resends it (issue 35: the signer run again 30 s
+//!   later as attempt 1, re-signed with a new timestamp where the provider signs one, its
+//!   per-attempt fields changed: `attemptNumber`, `delivery_attempts`, `retryCount`,
+//!   `attempt_number`, `meta.attempt`, Mux's `attempts`, Linear's `webhookTimestamp`,
+//!   `X-Attempt-Number`, `X-Atlassian-Webhook-Retry`, `X-Slack-Retry-Num`) is its first
+//!   delivery's duplicate: the same key, the same answer, marked replayed, nothing new
+//!   claimed, and the same payload (no `PayloadMismatch`: a field that changes per attempt
+//!   is in the preset's `attempt_fields`);
+//! - a distinct event that looks like an earlier one gets its own key, a new ledger item.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
@@ -24,7 +33,7 @@ use inbox::clock::{Clock, SystemClock};
 use inbox::config::presets;
 use inbox::config::{SecretRef, SecretResolver};
 use inbox::ledger::memory::MemoryLedger;
-use inbox::metrics::Metrics;
+use inbox::metrics::{tally, Metric, Metrics};
 use inbox::queue::MemoryQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
 use inbox::SourceSpecs;
@@ -132,10 +141,17 @@ impl SecretResolver for Secrets {
 }
 
 type Rx = Receiver<MemoryLedger, MemoryQueue, SystemClock>;
+type Lines = Arc<Mutex<Vec<String>>>;
 
 /// A receiver with the one source `preset`, keyed by `secret` (none: Asana's established by
 /// its handshake), plus the case's own fields.
 async fn receiver(case: &Case, secret: Option<&str>) -> (Rx, MemoryQueue) {
+    let (rx, kept, _) = receiver_counted(case, secret).await;
+    (rx, kept)
+}
+
+/// [`receiver`], with its metric lines.
+async fn receiver_counted(case: &Case, secret: Option<&str>) -> (Rx, MemoryQueue, Lines) {
     let mut entry = case.source.clone();
     let mut values = HashMap::new();
     if let Some(token) = entry.remove("verify_token") {
@@ -168,13 +184,14 @@ async fn receiver(case: &Case, secret: Option<&str>) -> (Rx, MemoryQueue) {
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", case.preset));
     let kept = MemoryQueue::new();
+    let (metrics, lines) = Metrics::memory("receiver");
     let rx = Receiver::new(
         sources,
         MemoryLedger::new(),
         kept.clone(),
         SystemClock,
         ReceiverSettings::default(),
-        Metrics::memory("receiver").0,
+        metrics,
     );
     let rx = match served {
         Some(origin) => rx.with_key_fetcher(
@@ -182,7 +199,7 @@ async fn receiver(case: &Case, secret: Option<&str>) -> (Rx, MemoryQueue) {
         ),
         None => rx,
     };
-    (rx, kept)
+    (rx, kept, lines)
 }
 
 /// A local server answering the certificates by path, and 200 to any `/?Action=...` (SNS's
@@ -253,15 +270,9 @@ fn label(case: &Case) -> String {
     )
 }
 
-/// An event: accepted under its key, with its type, on the queue once, answered as the preset
-/// answers (200 `{"key":…}` unless the case says otherwise); the same request again gets the
-/// same answer, marked replayed, and sends nothing.
-async fn check_event(rx: &Rx, kept: &MemoryQueue, case: &Case) {
-    let what = label(case);
-    let before = kept.len();
-    let answer = send(rx, &case.request, body_of(&case.request)).await;
-    // A batch sends one message per event (a retry of one already taken, none).
-    let events = (kept.len() - before).max(1);
+/// The answer an event case expects: its status (200 unless it says), and its body, JSON and
+/// content type where it names them.
+fn check_answer_as_expected(what: &str, case: &Case, answer: &Answer) {
     let status = case
         .expect
         .get("status")
@@ -280,6 +291,26 @@ async fn check_event(rx: &Rx, kept: &MemoryQueue, case: &Case) {
         let got: Value = serde_json::from_slice(&answer.body).expect("a JSON answer");
         assert_eq!(&got, wanted, "{what}");
     }
+    if let Some(prefix) = case.expect.get("content_type").and_then(Value::as_str) {
+        let got = answer
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        assert!(got.starts_with(prefix), "{what}: content type {got}");
+    }
+}
+
+/// An event: accepted under its key, with its type, on the queue once, answered as the preset
+/// answers (200 `{"key":…}` unless the case says otherwise); the same request again gets the
+/// same answer, marked replayed, and sends nothing.
+async fn check_event(rx: &Rx, kept: &MemoryQueue, case: &Case) -> (String, Answer) {
+    let what = label(case);
+    let before = kept.len();
+    let answer = send(rx, &case.request, body_of(&case.request)).await;
+    // A batch sends one message per event (a retry of one already taken, none).
+    let events = (kept.len() - before).max(1);
+    check_answer_as_expected(&what, case, &answer);
     let key = format!(
         "{}:{}",
         case.preset,
@@ -337,6 +368,53 @@ async fn check_event(rx: &Rx, kept: &MemoryQueue, case: &Case) {
     assert!(
         kept.len() <= sent + events,
         "{what}: a duplicate sent more than once"
+    );
+    (key, answer)
+}
+
+fn ledger_keys(rx: &Rx) -> Vec<String> {
+    let mut keys: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
+    keys.sort();
+    keys
+}
+
+/// An event resent as its provider resends it: its first delivery's duplicate (the same
+/// answer, marked replayed), nothing new claimed, the same payload.
+async fn check_retry(rx: &Rx, lines: &Lines, case: &Case, first: &HashMap<String, Answer>) {
+    let what = label(case);
+    let key = format!(
+        "{}:{}",
+        case.preset,
+        case.expect["key"].as_str().expect("expect.key")
+    );
+    let original = first
+        .get(&key)
+        .unwrap_or_else(|| panic!("{what}: {key} was not accepted first"));
+    let before = ledger_keys(rx);
+    let mismatches = |l: &Lines| {
+        tally(
+            &l.lock().expect("lines"),
+            &case.preset,
+            Metric::PayloadMismatch,
+        )
+    };
+    let counted = mismatches(lines);
+    let answer = send(rx, &case.request, body_of(&case.request)).await;
+    assert_eq!(
+        (answer.status, &answer.body),
+        (original.status, &original.body),
+        "{what}: the retry's answer: {}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert!(
+        answer.headers.contains_key("idempotent-replayed"),
+        "{what}: the retry not answered as a duplicate"
+    );
+    assert_eq!(ledger_keys(rx), before, "{what}: a new ledger item");
+    assert_eq!(
+        mismatches(lines),
+        counted,
+        "{what}: the retry is another payload (a field that changes per attempt is not in the preset's attempt_fields)"
     );
 }
 
@@ -459,10 +537,15 @@ fn covers_body(preset: &str) -> bool {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one preset's table of cases, kind by kind, in the order they build on each other"
+)]
 async fn prove(preset: &str, cases: &[&Case]) {
     let first = cases[0];
     let established = preset == "asana";
-    let (rx, kept) = receiver(first, (!established).then_some(first.secret.as_str())).await;
+    let (rx, kept, lines) =
+        receiver_counted(first, (!established).then_some(first.secret.as_str())).await;
     if established {
         // The operator opens the window the first handshake keeps its secret in.
         let until = SystemClock.now_secs() + 600;
@@ -494,6 +577,7 @@ async fn prove(preset: &str, cases: &[&Case]) {
         )
         .await;
     }
+    let mut answers: HashMap<String, Answer> = HashMap::new();
     for case in cases.iter().filter(|c| c.kind == "event") {
         if covers_body(preset) {
             let mut changed = body_of(&case.request);
@@ -501,7 +585,8 @@ async fn prove(preset: &str, cases: &[&Case]) {
             changed[middle] ^= 0x01;
             check_refused(&rx, &kept, case, changed, "with one body byte changed").await;
         }
-        check_event(&rx, &kept, case).await;
+        let (key, answer) = check_event(&rx, &kept, case).await;
+        answers.insert(key, answer);
         let (wrong, wrong_kept) = receiver(case, Some(&case.wrong_secret)).await;
         check_refused(
             &wrong,
@@ -514,6 +599,29 @@ async fn prove(preset: &str, cases: &[&Case]) {
     }
     for case in cases.iter().filter(|c| c.kind == "reused") {
         check_reused(&rx, &kept, case).await;
+    }
+    for case in cases.iter().filter(|c| c.kind == "retry") {
+        check_retry(&rx, &lines, case, &answers).await;
+    }
+    for case in cases.iter().filter(|c| c.kind == "distinct") {
+        let what = label(case);
+        let key = format!(
+            "{}:{}",
+            case.preset,
+            case.expect["key"].as_str().expect("expect.key")
+        );
+        let before = ledger_keys(&rx);
+        assert!(!before.contains(&key), "{what}: {key} taken before");
+        let (_, answer) = check_event(&rx, &kept, case).await;
+        assert!(
+            !answer.headers.contains_key("idempotent-replayed"),
+            "{what}: answered as a duplicate of an earlier event"
+        );
+        assert_eq!(
+            ledger_keys(&rx).len(),
+            before.len() + 1,
+            "{what}: not its own item"
+        );
     }
 }
 

@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+use inbox::clock::Clock as _;
+
 const ANCHOR: &str = "// ANCHOR: processor";
 const ANCHOR_END: &str = "// ANCHOR_END: processor";
 
@@ -72,4 +74,33 @@ fn rust_blocks_are_found_whole() {
     );
     let ex = "a\n// ANCHOR: processor\nb\nc\n// ANCHOR_END: processor\nd\n";
     assert_eq!(anchored(ex), vec!["b", "c"]);
+}
+
+#[path = "../examples/discord_followup.rs"]
+mod discord_followup;
+
+/// Issue 35: the Discord follow-up example runs end to end against its local stand-in for
+/// Discord's API: the signed slash command is answered at once with a deferred response, and
+/// the consumer's `FollowUp` edits it through the interaction webhook, once, with the
+/// interaction's own application id and token, inside the token's 15 minutes.
+#[tokio::test]
+async fn the_discord_follow_up_example_edits_the_deferred_answer_on_a_stand_in() {
+    let (api, seen) = discord_followup::stand_in().await.expect("the stand-in");
+    let out = discord_followup::run(&api, &seen)
+        .await
+        .expect("the example");
+    assert_eq!((out.status, out.answer.as_str()), (200, r#"{"type":5}"#));
+    assert_eq!(
+        out.calls,
+        [(
+            "PATCH /api/v10/webhooks/1234560123453231555/A_UNIQUE_TOKEN/messages/@original HTTP/1.1"
+                .to_owned(),
+            r#"{"content":"/blep: done"}"#.to_owned()
+        )]
+    );
+    // The snowflake's time is the interaction's: the token's 15 minutes run from it.
+    let now = inbox::clock::SystemClock.now_ms();
+    let id = discord_followup::snowflake_at(now);
+    assert_eq!(discord_followup::created_ms(&id), Some(now));
+    assert_eq!(discord_followup::TOKEN_LIFETIME_MS, 900_000);
 }

@@ -115,7 +115,7 @@ export function post(preset, headers, body) {
   };
 }
 
-const KINDS = new Set(["event", "stale", "handshake", "reused"]);
+const KINDS = new Set(["event", "stale", "handshake", "reused", "retry", "distinct"]);
 
 /** Checks one case against the contract's shape; fails loudly on the first defect. */
 export function checkCase(c) {
@@ -146,6 +146,7 @@ export function checkCase(c) {
     fail(`${where}: a handshake case needs expect.status`);
   }
   if (c.kind === "stale" && (typeof e !== "object" || e === null)) fail(`${where}: expect`);
-  if (c.kind === "reused" && !text(e?.key)) fail(`${where}: a reused case needs expect.key`);
+  if ((c.kind === "reused" || c.kind === "retry") && !text(e?.key)) fail(`${where}: a ${c.kind} case needs expect.key`);
+  if (c.kind === "distinct" && (!text(e?.key) || !("event_type" in e))) fail(`${where}: a distinct case needs a key and an event_type`);
   return c;
 }

@@ -100,12 +100,12 @@ async function signed(what, body, now, to = preset) {
   }, body);
 }
 
-export async function cases({ now }) {
+export async function cases({ now, firstNow = now }) {
   const by = `node:crypto Ed25519 over timestamp+body (algorithm from the docs), verified by discord-interactions ${packageVersion("discord-interactions")} verifyKey`;
   const base = { preset, signed_by: by, secret: SIGNER.publicHex, wrong_secret: OTHER.publicHex, source: {} };
   const commandId = "1247693530841296896";
   const componentId = "1247693530841296897";
-  const authorized = applicationAuthorized(now);
+  const authorized = applicationAuthorized(firstNow);
   // Discord retries a webhook event "for up to 10 minutes" and does not say a retry is
   // re-signed: a retry 8 minutes on with its first timestamp is inside the preset's 900 s.
   const lateAt = now - 480;

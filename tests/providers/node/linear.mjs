@@ -13,11 +13,12 @@ const SECRET = "lin_wh_Xq9hT2vK7pLm4nR8sW3yB6cD1fG5jZ0a";
 const WRONG_SECRET = "lin_wh_Pa3eU8kN1qV6tY9wC2xF5hJ7mL0oS4rB";
 const ORG = "0f6a2e1c-6d6b-4b5e-9d4a-58c1d9e0b7a3";
 
-function issueCreate(issueId, sentSeconds) {
+// `createdSeconds`: when the issue was made (a retry keeps it); `sentSeconds`: this attempt.
+function issueCreate(issueId, sentSeconds, createdSeconds = sentSeconds) {
   return JSON.stringify({
     action: "create",
     actor: { id: "2e7a9f5d-3b1c-4e8a-9f0d-6c5b4a3e2d1f", type: "user", name: "Jane Doe" },
-    createdAt: new Date((sentSeconds - 1) * 1000).toISOString(),
+    createdAt: new Date((createdSeconds - 1) * 1000).toISOString(),
     data: {
       id: issueId,
       identifier: "ENG-123",
@@ -25,7 +26,7 @@ function issueCreate(issueId, sentSeconds) {
       priority: 2,
       teamId: "72b2a2dc-6f4f-4423-9d34-24b5bd10634a",
       stateId: "c1f9e0b2-0d3b-4b6e-8a55-0a7f6f1c2d3e",
-      createdAt: new Date((sentSeconds - 1) * 1000).toISOString(),
+      createdAt: new Date((createdSeconds - 1) * 1000).toISOString(),
     },
     url: "https://linear.app/acme/issue/ENG-123/checkout-fails-when-the-cart-is-empty",
     type: "Issue",
@@ -39,14 +40,14 @@ function signature(body, secret) {
   return createHmac("sha256", secret).update(body).digest("hex");
 }
 
-export async function cases({ now }) {
+export async function cases({ now, firstNow = now }) {
   if (LINEAR_WEBHOOK_SIGNATURE_HEADER !== "linear-signature") fail("linear: the SDK names another header");
   const client = new LinearWebhookClient(SECRET);
   const other = new LinearWebhookClient(WRONG_SECRET);
   const verifyAt = (clock, c, body, sig) =>
     atClock(clock * 1000, () => c.verify(Buffer.from(body, "utf8"), sig));
 
-  const body = issueCreate("a6c4b6f2-1d5e-4f0e-8a7b-3c2d1e0f9a8b", now);
+  const body = issueCreate("a6c4b6f2-1d5e-4f0e-8a7b-3c2d1e0f9a8b", now, firstNow);
   const sig = signature(body, SECRET);
   if ((await verifyAt(now, client, body, sig)) !== true) fail("linear: verify did not return true");
   await expectRejected(() => verifyAt(now, other, body, sig), "linear: wrong secret");
@@ -71,7 +72,18 @@ export async function cases({ now }) {
     "Linear-Signature": s,
   });
   const delivery = "234d1a4e-b617-4388-90fe-adc3633d6b72";
+  // Another issue created in the same second: another delivery.
+  const otherBody = issueCreate("b7d5c7a3-2e6f-4a1f-9b8c-4d3e2f1a0b9c", now, firstNow);
+  const otherDelivery = "5e2a9c4b-7d1f-4b3a-8c6e-9f0a1b2c3d4e";
+  if ((await verifyAt(now, client, otherBody, signature(otherBody, SECRET))) !== true) fail("linear: the look-alike");
   return [
+    {
+      ...base,
+      kind: "distinct",
+      name: "another issue created in the same second, alike",
+      request: post(preset, headers(otherDelivery, signature(otherBody, SECRET)), otherBody),
+      expect: { key: otherDelivery, event_type: "Issue" },
+    },
     {
       ...base,
       kind: "event",

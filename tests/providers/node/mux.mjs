@@ -12,7 +12,8 @@ export const preset = "mux";
 const SECRET = "okhqk8bsfna91vskjl4r4a9a2rgdd1qv";
 const WRONG_SECRET = "3v8ml7ud2ckp0h1tqj5xg4ws6ye9rzaf";
 
-function assetReady(id, now) {
+// `now`: when the event was created (a retry keeps it); `attempt`: earlier attempts listed.
+function assetReady(id, now, attempt = 0) {
   const assetId = "0201p02fGKPE7MrbC269XRD7LpcHhrmbu0002";
   return JSON.stringify({
     type: "video.asset.ready",
@@ -30,7 +31,10 @@ function assetReady(id, now) {
       created_at: now - 40,
     },
     created_at: new Date(now * 1000).toISOString(),
-    attempts: [],
+    attempts: Array.from({ length: attempt }, (_, n) => ({
+      webhook_id: 30417, response_status_code: 503, response_headers: {}, response_body: "",
+      max_attempts: 30, id: `a${n}`, created_at: new Date(now * 1000).toISOString(), address: "https://example.com/webhooks",
+    })),
     accessor_source: null,
     accessor: null,
   });
@@ -40,13 +44,13 @@ function header(t, body, secret) {
   return `t=${t},v1=${createHmac("sha256", secret).update(`${t}.${body}`).digest("hex")}`;
 }
 
-export async function cases({ now }) {
+export async function cases({ now, firstNow = now, attempt = 0 }) {
   const mux = new Mux({ tokenId: "unused", tokenSecret: "unused", webhookSecret: SECRET });
   const unwrapAt = (clock, body, sig, secret) =>
     atClock(clock * 1000, () => mux.webhooks.unwrap(body, { "mux-signature": sig }, secret));
 
   const eventId = "3a56ac3d-33da-4366-855b-f592d898409d";
-  const body = assetReady(eventId, now);
+  const body = assetReady(eventId, firstNow, attempt);
   const sig = header(now, body, SECRET);
   const event = await unwrapAt(now, body, sig, SECRET);
   if (event.id !== eventId) throw new Error("mux: unwrap returned another event");
@@ -67,7 +71,19 @@ export async function cases({ now }) {
     source: {},
   };
   const headers = (s) => ({ "Content-Type": "application/json", "Mux-Signature": s });
+  // Another asset ready in the same second: its own event id.
+  const otherId = "4b67bd4e-44ec-4477-966c-06a9e9a8b2d7";
+  const otherBody = assetReady(otherId, firstNow, attempt);
+  const otherSig = header(now, otherBody, SECRET);
+  if ((await unwrapAt(now, otherBody, otherSig, SECRET)).id !== otherId) throw new Error("mux: the look-alike");
   return [
+    {
+      ...base,
+      kind: "distinct",
+      name: "another video.asset.ready in the same second, alike",
+      request: post(preset, headers(otherSig), otherBody),
+      expect: { key: otherId, event_type: "video.asset.ready" },
+    },
     {
       ...base,
       kind: "event",

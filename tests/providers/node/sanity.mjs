@@ -23,15 +23,43 @@ function documentCreated(now) {
   });
 }
 
-export async function cases({ now }) {
+export async function cases({ now, firstNow = now }) {
   if (SIGNATURE_HEADER_NAME !== "sanity-webhook-signature") fail("sanity: the toolkit names another header");
-  const body = documentCreated(now);
+  const body = documentCreated(firstNow); // the document's times: a retry keeps them
   const tMs = now * 1000;
   const signature = await encodeSignatureHeader(body, tMs, SECRET);
   expectTrue(await isValidSignature(body, signature, SECRET), "sanity: isValidSignature");
   await expectRejected(() => isValidSignature(body, signature, WRONG_SECRET), "sanity: wrong secret");
   const idempotencyKey = "idem-6a1f0c9e-2d4b-4f7a-8e3c-5b9d1a7e0f24";
+  const signedBy = `@sanity/webhook ${packageVersion("@sanity/webhook")} encodeSignatureHeader, verified by isValidSignature`;
+  const headers = (key, documentId, transaction, sig) => ({
+    "content-type": "application/json",
+    "idempotency-key": key,
+    "sanity-project-id": "3do82whm",
+    "sanity-dataset": "production",
+    "sanity-document-id": documentId,
+    "sanity-operation": "create",
+    "sanity-transaction-id": transaction,
+    "sanity-transaction-time": new Date(firstNow * 1000).toISOString(),
+    "sanity-webhook-id": "aR1zK3xY7wQ9",
+    [SIGNATURE_HEADER_NAME]: sig,
+  });
+  // Another document created with the same projection in another transaction: its own delivery.
+  const other = "idem-0b7e5d3c-9a1f-4e2d-8c6b-5a4f3e2d1c0b";
+  const otherSig = await encodeSignatureHeader(body, tMs, SECRET);
+  expectTrue(await isValidSignature(body, otherSig, SECRET), "sanity: the look-alike");
   return [
+    {
+      preset,
+      kind: "distinct",
+      name: "another document, the same projection, another transaction, alike",
+      signed_by: signedBy,
+      secret: SECRET,
+      wrong_secret: WRONG_SECRET,
+      source: {},
+      request: post(preset, headers(other, "0c4d2b63-8f9c-4e7b-a1d5-3f2a6e8b9c04", "Yb8iR3nQ0lM5oS2tU7wX9z", otherSig), body),
+      expect: { key: other, event_type: "create" },
+    },
     {
       preset,
       kind: "event",

@@ -41,13 +41,32 @@ function batchBody(now) {
   ]);
 }
 
+// A later batch overlapping the first (docs/design.md §14): its delivered event again (the same
+// bytes) and a new open of the same message.
+function overlapBody(now) {
+  const [, delivered] = JSON.parse(batchBody(now));
+  return JSON.stringify([
+    delivered,
+    {
+      email: "example@test.com",
+      timestamp: now,
+      event: "open",
+      category: ["cat facts"],
+      sg_event_id: "Lq5Q4m2sRf2PzXc9b1YtWg==",
+      sg_message_id: delivered.sg_message_id,
+      useragent: "Mozilla/5.0",
+      ip: "255.255.255.255",
+    },
+  ]);
+}
+
 // A retry still carrying its first timestamp this long after signing: SendGrid retries for 24 h
 // and does not say it re-signs, so the preset takes 3600 s (chosen); past the old 300 s.
 const LATE_RETRY_SECONDS = 1800;
 // Beyond the preset's 3600 s: refused.
 const STALE_SECONDS = 7200;
 
-export async function cases({ now }) {
+export async function cases({ now, firstNow = now }) {
   const verifier = new EventWebhook();
   const publicKey = verifier.convertPublicKeyToECDSA(SIGNER.spkiBase64);
   const otherKey = verifier.convertPublicKeyToECDSA(OTHER.spkiBase64);
@@ -73,7 +92,7 @@ export async function cases({ now }) {
     wrong_secret: OTHER.spkiBase64,
     source: {},
   };
-  const body = batchBody(now);
+  const body = batchBody(firstNow); // the events' times: a retry keeps them
   const late = batchBody(now - LATE_RETRY_SECONDS);
   return [
     {
@@ -92,6 +111,13 @@ export async function cases({ now }) {
       request: await request(late, now - LATE_RETRY_SECONDS),
       // The same events again: each a duplicate of the first batch's.
       expect: { key: "rbtnWrG1DVDGGGFHFyun0A==", event_type: "processed" },
+    },
+    {
+      ...base,
+      kind: "distinct",
+      name: "a later batch overlapping it: the delivered event again and an open, its new event",
+      request: await request(overlapBody(firstNow), now),
+      expect: { key: "Lq5Q4m2sRf2PzXc9b1YtWg==", event_type: "open" },
     },
     {
       ...base,

@@ -48,10 +48,26 @@ def meta(ctx: Context) -> list:
                   # Meta's envelope carries no id (statuses, Messenger and Instagram have no
                   # message id either): the preset keys on the body's SHA-256.
                   event_expect(hashlib.sha256(raw).hexdigest(), "messages"), source),
+        _meta_alike(ctx, doc, secret, wrong, body, scheme256, scheme1, source),
         make_case("meta", "handshake", "hub.challenge verification", f"algorithm from {doc}, doc example values",
                   secret, wrong, request(ctx, "meta", {}, b"", "GET", query),
                   {"status": 200, "body": challenge, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}}, source),
     ]
+
+
+def _meta_alike(ctx, doc, secret, wrong, body, scheme256, scheme1, source):
+    """The same question sent again a second later: another message (another wamid, timestamp)."""
+    value = body["entry"][0]["changes"][0]["value"]
+    message = {**value["messages"][0], "id": "wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQzQTRBNjU5OUFFRTAzODEwMTQ0RwA=",
+               "timestamp": "1749416384"}
+    alike = {**body, "entry": [{**body["entry"][0], "changes": [{"field": "messages",
+                                                                  "value": {**value, "messages": [message]}}]}]}
+    raw = body_json(alike)
+    headers = {**JSON, scheme256.header: scheme256.sign(secret, raw), scheme1.header: scheme1.sign(secret, raw)}
+    req = request(ctx, "meta", headers, raw)
+    hf.check(scheme256, secret, req)
+    return make_case("meta", "distinct", "the same text sent again, alike", _alg(doc), secret, wrong, req,
+                     event_expect(hashlib.sha256(raw).hexdigest(), "messages"), source)
 
 
 def dropbox(ctx: Context) -> list:
@@ -67,11 +83,23 @@ def dropbox(ctx: Context) -> list:
     return [
         make_case("dropbox", "event", "list_folder notification", _alg(doc), secret, wrong, req,
                   event_expect(_body_key(raw), None)),
+        _signed_alike(ctx, "dropbox", doc, scheme, secret, wrong, "another account's notification",
+                      {"list_folder": {"accounts": ["dbid:AACMTbgqK1ZmcPvZrXpCd0Lfj6hs7NkZxVE"]},
+                       "delta": {"users": [12346]}}, None),
         make_case("dropbox", "handshake", "challenge verification", f"algorithm from {doc}", secret, wrong,
                   request(ctx, "dropbox", {}, b"", "GET", urlencode({"challenge": challenge})),
                   {"status": 200, "body": challenge, "content_type": "text/plain",
                    "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
+
+
+def _signed_alike(ctx, preset, doc, scheme, secret, wrong, name, body, event_type):
+    """A distinct event alike an earlier one, keyed on its body's SHA-256."""
+    raw = body_json(body)
+    req = request(ctx, preset, {**JSON, scheme.header: scheme.sign(secret, raw)}, raw)
+    hf.check(scheme, secret, req)
+    return make_case(preset, "distinct", f"{name}, alike", _alg(doc), secret, wrong, req,
+                     event_expect(_body_key(raw), event_type))
 
 
 def asana(ctx: Context) -> list:
@@ -93,6 +121,9 @@ def asana(ctx: Context) -> list:
                   {"status": 200, "headers": {"X-Hook-Secret": secret}}),
         make_case("asana", "event", "task changed event", _alg(doc), secret, wrong, req,
                   event_expect(_body_key(raw), "changed")),
+        _signed_alike(ctx, "asana", doc, scheme, secret, wrong, "the name of another task changed",
+                      {"events": [{**body["events"][0], "resource": {**body["events"][0]["resource"],
+                                                                      "gid": "1199123456789013"}}]}, "changed"),
     ]
 
 
@@ -115,9 +146,19 @@ def xero(ctx: Context) -> list:
     good = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(secret, itr)}, itr)
     hf.check(scheme, secret, good)
     bad = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(wrong, itr)}, itr)
+    # A later batch overlapping it: the same event again and the same invoice updated again a
+    # moment later (a new event: its own eventDateUtc), with a new sequence and entropy.
+    later = {**event, "eventDateUtc": "2024-05-01T14:00:01.456"}
+    raw2 = body_json({"events": [event, later], "firstEventSequence": 2, "lastEventSequence": 3,
+                      "entropy": derived_text("xero/entropy/2", 20, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")})
+    req2 = request(ctx, "xero", {**JSON, scheme.header: scheme.sign(secret, raw2)}, raw2)
+    hf.check(scheme, secret, req2)
     return [
         make_case("xero", "event", "INVOICE UPDATE event", _alg(doc), secret, wrong, req,
                   event_expect(f"{tenant}|INVOICE|UPDATE|{resource}|2024-05-01T14:00:00.123", "UPDATE")),
+        make_case("xero", "distinct", "a batch overlapping it: the invoice updated again, its new event", _alg(doc),
+                  secret, wrong, req2,
+                  event_expect(f"{tenant}|INVOICE|UPDATE|{resource}|2024-05-01T14:00:01.456", "UPDATE")),
         make_case("xero", "handshake", "intent to receive, correctly signed", _alg(doc), secret, wrong, good,
                   {"status": 200, "body": ""}),
         make_case("xero", "handshake", "intent to receive, incorrectly signed", _alg(doc), secret, wrong, bad,
@@ -139,10 +180,18 @@ def x(ctx: Context) -> list:
     hf.check(scheme, secret, req)
     crc_token = derived_text("x/crc", 32)
     answer = "sha256=" + b64(mac(secret, crc_token))
+    # The same text tweeted again: another tweet, another id, another body.
+    body2 = {**body, "tweet_create_events": [{**body["tweet_create_events"][0], "id": int(tweet_id) + 1,
+                                              "id_str": str(int(tweet_id) + 1)}]}
+    raw2 = body_json(body2)
+    req2 = request(ctx, "x", {**JSON, scheme.header: scheme.sign(secret, raw2)}, raw2)
+    hf.check(scheme, secret, req2)
     return [
         make_case("x", "event", "tweet_create_events", _alg(doc), secret, wrong, req,
                   # Account Activity events carry no envelope id: keyed on the body's SHA-256.
                   event_expect(hashlib.sha256(raw).hexdigest(), None)),
+        make_case("x", "distinct", "the same text tweeted again, alike", _alg(doc), secret, wrong, req2,
+                  event_expect(hashlib.sha256(raw2).hexdigest(), None)),
         make_case("x", "handshake", "CRC check", f"algorithm from {doc}", secret, wrong,
                   request(ctx, "x", {}, b"", "GET", urlencode({"crc_token": crc_token})),
                   {"status": 200, "json": {"response_token": answer}, "headers": {"X-Content-Type-Options": "nosniff"}}),

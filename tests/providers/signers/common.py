@@ -29,6 +29,9 @@ class SignerError(Exception):
 class Context:
     now: int
     base_url: str
+    # The delivery attempt the signer makes (0: the first); a signer whose provider changes a
+    # field per attempt (an attempt counter, a retry header) sets it from this.
+    attempt: int = 0
 
     def path(self, preset: str) -> str:
         return f"/webhooks/{preset}"

@@ -1,6 +1,7 @@
 """Providers that publish no verifier library and sign the raw body with an HMAC (no timestamp):
 one table row each, signed and checked through hmac_family. Sources: tests/providers/README.md."""
 
+import copy
 import hashlib
 from dataclasses import dataclass
 
@@ -49,8 +50,10 @@ def shopify_event(ctx: Context) -> Event:
 
 def intercom_event(ctx: Context) -> Event:
     # The "Signed Notifications" example body of Intercom's developer reference.
+    # delivery_attempts counts the attempts (the preset's attempt_fields leave it out of the hash).
     body = {"type": "notification_event", "id": "notif_78c122d0-23ba-11e4-9464-79b01267cc2e",
-            "topic": "user.created", "app_id": "a86dr8yl",
+            "topic": "user.created", "app_id": "a86dr8yl", "delivery_attempts": 1 + ctx.attempt,
+            "first_sent_at": 1714572000,
             "data": {"type": "notification_event_data", "item": {
                 "type": "user", "id": "530370b477ad7120001d", "user_id": "25", "name": "Hoban Washburne",
                 "unsubscribed_from_emails": False, "custom_attributes": {}}}}
@@ -80,7 +83,7 @@ def bitbucket_event(ctx: Context) -> Event:
     request_uuid = derived_uuid("bitbucket/request")
     return Event("repo:push", body, {
         **JSON, "X-Event-Key": "repo:push", "X-Hook-UUID": derived_uuid("bitbucket/hook"),
-        "X-Request-UUID": request_uuid, "X-Attempt-Number": "1", "User-Agent": "Bitbucket-Webhooks/2.0",
+        "X-Request-UUID": request_uuid, "X-Attempt-Number": str(1 + ctx.attempt), "User-Agent": "Bitbucket-Webhooks/2.0",
     }, request_uuid, "repo:push")
 
 
@@ -113,7 +116,7 @@ def docusign_event(ctx: Context) -> Event:
     envelope = derived_uuid("docusign/envelope")
     body = {"event": "envelope-completed", "apiVersion": "v2.1",
             "uri": f"/restapi/v2.1/accounts/{derived_uuid('docusign/account')}/envelopes/{envelope}",
-            "retryCount": 0, "configurationId": 10418264, "generatedDateTime": "2024-05-01T14:00:00.0000000Z",
+            "retryCount": ctx.attempt, "configurationId": 10418264, "generatedDateTime": "2024-05-01T14:00:00.0000000Z",
             "data": {"accountId": derived_uuid("docusign/account"), "userId": derived_uuid("docusign/user"),
                      "envelopeId": envelope}}
     return Event("envelope-completed", body, JSON, f"envelope-completed|{envelope}|2024-05-01T14:00:00.0000000Z",
@@ -176,7 +179,7 @@ def jira_event(ctx: Context) -> Event:
             "issue": {"id": "10002", "key": "ED-1", "fields": {"summary": "I feel the need for speed"}}}
     identifier = "1714572000000-" + derived_hex("jira/identifier", 12)
     return Event("jira:issue_created", body, {
-        **JSON, "X-Atlassian-Webhook-Identifier": identifier, "X-Atlassian-Webhook-Retry": "0",
+        **JSON, "X-Atlassian-Webhook-Identifier": identifier, "X-Atlassian-Webhook-Retry": str(ctx.attempt),
     }, identifier, "jira:issue_created")
 
 
@@ -208,6 +211,73 @@ ROWS = {
 }
 
 
+def _alike(event: Event, label: str, key: str, headers: dict | None = None, **changes) -> Event:
+    """A second, distinct event that looks like `event`: the same type and shape, its own id
+    (the members in `changes`, as JSON pointers with `/` written `__`, and `headers`)."""
+    body = copy.deepcopy(event.body)
+    for path, value in changes.items():
+        parts = path.split("__")
+        target = body
+        for part in parts[:-1]:
+            target = target[part]
+        target[parts[-1]] = value
+    return Event(label, body, {**event.headers, **(headers or {})}, key, event.event_type)
+
+
+def lookalike(ctx: Context, preset: str, event: Event):
+    """Each row's look-alike: another event of the same type a moment later, which must get its
+    own key (None where the row has its own second event)."""
+    if preset == "shopify":
+        other = derived_uuid("shopify/event/2")
+        return _alike(event, "another order", other, {"X-Shopify-Event-Id": other},
+                      id=820982911946154509, name="#10000")
+    if preset == "intercom":
+        return _alike(event, "another user", "notif_78c122d0-23ba-11e4-9464-79b01267cc2f",
+                      id="notif_78c122d0-23ba-11e4-9464-79b01267cc2f")
+    if preset == "lemon-squeezy":
+        alike = _alike(event, "another order", "", data__id="2")
+        return Event(alike.name, alike.body, alike.headers, hashlib.sha256(body_json(alike.body)).hexdigest(),
+                     alike.event_type)
+    if preset == "bitbucket":
+        other = derived_uuid("bitbucket/request/2")
+        alike = _alike(event, "another push", other, {"X-Request-UUID": other})
+        alike.body["push"]["changes"][0]["new"]["target"]["hash"] = "8a1d6b2e5f4c3b2a1908f7e6d5c4b3a291807f6e"
+        return alike
+    if preset == "sentry":
+        other = derived_uuid("sentry/request/2")
+        alike = _alike(event, "another issue", other, {"Request-ID": other})
+        alike.body["data"]["issue"]["id"] = "1170820243"
+        return alike
+    if preset == "pagerduty":
+        alike = _alike(event, "another incident", "01DEN4HPBQAIHJDSXAMX6OLC5C")
+        alike.body["event"]["id"] = "01DEN4HPBQAIHJDSXAMX6OLC5C"
+        alike.body["event"]["data"]["id"] = "PGR0VU3"
+        return alike
+    if preset == "docusign":
+        # The same event of the same envelope for another recipient, generated 1 ms later.
+        at = "2024-05-01T14:00:00.0010000Z"
+        envelope = event.body["data"]["envelopeId"]
+        return _alike(event, "the same event of the envelope, 1 ms later", f"envelope-completed|{envelope}|{at}",
+                      generatedDateTime=at)
+    if preset == "typeform":
+        alike = _alike(event, "another response", "01HX4ZJ4RM6ZMDD1PHH96BF1ZD", event_id="01HX4ZJ4RM6ZMDD1PHH96BF1ZD")
+        alike.body["form_response"]["token"] = "b3a12ec67a1365927098a606107fac16"
+        return alike
+    if preset == "vercel":
+        alike = _alike(event, "another deployment", "uev_Gs2IL0eiHqmXb4dO7Qat3yZ7", id="uev_Gs2IL0eiHqmXb4dO7Qat3yZ7")
+        alike.body["payload"]["deployment"]["id"] = "dpl_2kcKjaDgrHNMbZ6PqRBNeVu7pgnb"
+        return alike
+    if preset == "segment":
+        return _alike(event, "another track", "ajs-next-69ea2d7f0d3e8c9f5c0a1b2c3d4e5f61",
+                      messageId="ajs-next-69ea2d7f0d3e8c9f5c0a1b2c3d4e5f61")
+    if preset == "jira":
+        other = "1714572000000-" + derived_hex("jira/identifier/2", 12)
+        alike = _alike(event, "another issue", other, {"X-Atlassian-Webhook-Identifier": other})
+        alike.body["issue"] = {"id": "10003", "key": "ED-2", "fields": {"summary": "I feel the need for speed"}}
+        return alike
+    return None
+
+
 def sign(ctx: Context, preset: str) -> list:
     row = ROWS[preset]
     event = row.event(ctx)
@@ -220,6 +290,13 @@ def sign(ctx: Context, preset: str) -> list:
                 "recomputed by the cryptography package"
     cases = [make_case(preset, "event", f"{event.name} event", signed_by, row.secret, row.wrong_secret, req,
                        event_expect(event.key, event.event_type))]
+    alike = lookalike(ctx, preset, event)
+    if alike is not None:
+        raw = body_json(alike.body)
+        req = request(ctx, preset, {**alike.headers, row.scheme.header: row.scheme.sign(row.secret, raw)}, raw)
+        hf.check(row.scheme, row.secret, req)
+        cases.append(make_case(preset, "distinct", f"{alike.name}, alike", signed_by, row.secret, row.wrong_secret,
+                               req, event_expect(alike.key, alike.event_type)))
     if preset == "woocommerce":
         second = woocommerce_second(ctx)
         raw = body_json(second.body)

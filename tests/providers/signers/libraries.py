@@ -39,8 +39,18 @@ def stripe(ctx: Context) -> list:
 
     signed_by = (f"{package('stripe')} WebhookSignature.generate_signature_header, "
                  "verified by Webhook.construct_event (tolerance 300)")
-    return _stale_pair(ctx, "stripe", "invoice.paid event", signed, secret, wrong,
-                       event_expect("evt_1NG8Du2eZvKYlo2CUI79vXWy", "invoice.paid"), signed_by)
+    cases = _stale_pair(ctx, "stripe", "invoice.paid event", signed, secret, wrong,
+                        event_expect("evt_1NG8Du2eZvKYlo2CUI79vXWy", "invoice.paid"), signed_by)
+    # Another invoice paid in the same second: a look-alike with its own event id.
+    alike = {**body, "id": "evt_1NG8Du2eZvKYlo2CUI79vXWz",
+             "data": {"object": {**body["data"]["object"], "id": "in_1NG8Du2eZvKYlo2C8rNLbqAq"}}}
+    payload = body_json(alike).decode("utf-8")
+    value = lib.WebhookSignature.generate_signature_header(payload, secret, timestamp=ctx.now)
+    req = request(ctx, "stripe", {**JSON, "Stripe-Signature": value}, payload.encode("utf-8"))
+    verified_by_library("stripe", "alike", lambda: lib.Webhook.construct_event(
+        body_of(req).decode("utf-8"), header(req, "Stripe-Signature"), secret), ctx.now, ctx.now)
+    return cases + [make_case("stripe", "distinct", "invoice.paid of another invoice, alike", signed_by, secret,
+                              wrong, req, event_expect("evt_1NG8Du2eZvKYlo2CUI79vXWz", "invoice.paid"))]
 
 
 # Slack's "Verifying requests" walkthrough: its signing secret, timestamp, body and signature.
@@ -67,6 +77,9 @@ def slack(ctx: Context) -> list:
             raw = body_json(body)
             value = SignatureVerifier(secret).generate_signature(timestamp=str(at), body=raw)
             headers = {**JSON, "X-Slack-Request-Timestamp": str(at), "X-Slack-Signature": value}
+            if ctx.attempt:
+                # Slack's retry headers (verifying requests: "X-Slack-Retry-Num").
+                headers |= {"X-Slack-Retry-Num": str(ctx.attempt), "X-Slack-Retry-Reason": "http_timeout"}
             req = request(ctx, "slack", headers, raw)
             verified_by_library("slack", body["type"], lambda: SignatureVerifier(secret).is_valid_request(
                 body_of(req), req["headers"]), at, ctx.now)
@@ -83,8 +96,13 @@ def slack(ctx: Context) -> list:
     verification = {"token": "Jhj5dZrVaK7ZwHHjRyZWjbDl", "challenge": challenge, "type": "url_verification"}
     signed_by = (f"{package('slack-sdk')} SignatureVerifier.generate_signature (reproduces the doc example), "
                  "verified by SignatureVerifier.is_valid_request")
+    # The same mention again, a second later: its own event_id.
+    alike = {**event, "event_id": "Ev123ABC457", "event_time": 1515449523000016,
+             "event": {**event["event"], "ts": "1515449523.000016", "event_ts": "1515449523000016"}}
     return _stale_pair(ctx, "slack", "app_mention event_callback", signer(event), secret, wrong,
                        event_expect("Ev123ABC456", "app_mention"), signed_by) + [
+        make_case("slack", "distinct", "app_mention again a second later, alike", signed_by, secret, wrong,
+                  signer(alike)(ctx.now), event_expect("Ev123ABC457", "app_mention")),
         make_case("slack", "handshake", "url_verification", signed_by, secret, wrong, signer(verification)(ctx.now),
                   {"status": 200, "body": challenge, "content_type": "text/plain", "headers": {"X-Content-Type-Options": "nosniff"}})]
 
@@ -109,8 +127,24 @@ def twilio(ctx: Context) -> list:
     verified_by_library("twilio", "sms", lambda: RequestValidator(secret).validate(
         url, sent, header(req, "X-Twilio-Signature")), ctx.now, ctx.now)
     signed_by = f"{package('twilio')} RequestValidator.compute_signature, verified by RequestValidator.validate"
+    # Twilio "requires TwiML in XML format for incoming call and incoming SMS webhook responses"
+    # (error 12300 on JSON): the preset answers the empty TwiML document, as text/xml.
+    expect = {**event_expect(f"{sid}|received", "received"),
+              "body": '<?xml version="1.0" encoding="UTF-8"?><Response/>', "content_type": "text/xml"}
+    # The same text again from the same number: another message, another MessageSid.
+    sid2 = "SM" + derived_hex("twilio/message/2", 32)
+    params2 = {**params, "SmsMessageSid": sid2, "SmsSid": sid2, "MessageSid": sid2}
+    raw2 = urlencode(params2).encode("utf-8")
+    req2 = request(ctx, "twilio", {"Content-Type": "application/x-www-form-urlencoded",
+                                   "X-Twilio-Signature": RequestValidator(secret).compute_signature(url, params2)}, raw2)
+    sent2 = dict(parse_qsl(body_of(req2).decode("utf-8"), keep_blank_values=True))
+    verified_by_library("twilio", "alike", lambda: RequestValidator(secret).validate(
+        url, sent2, header(req2, "X-Twilio-Signature")), ctx.now, ctx.now)
+    expect2 = {**expect, "key": f"{sid2}|received"}
     return [make_case("twilio", "event", "incoming SMS (form POST)", signed_by, secret, wrong, req,
-                      event_expect(f"{sid}|received", "received"), {"public_url": url})]
+                      expect, {"public_url": url}),
+            make_case("twilio", "distinct", "the same text again, another message, alike", signed_by, secret, wrong,
+                      req2, expect2, {"public_url": url})]
 
 
 def square(ctx: Context) -> list:
@@ -137,8 +171,19 @@ def square(ctx: Context) -> list:
         signature_key=secret, notification_url=url), ctx.now, ctx.now)
     signed_by = ("algorithm from https://developer.squareup.com/docs/webhooks/step3validate, verified by "
                  f"{package('squareup')} square.utils.webhooks_helper.verify_signature")
+    # Another payment of the same amount a moment later: its own event_id.
+    other = "7b9f6039-65b2-4fc1-b0a9-4222624ae5a7"
+    alike = {**body, "event_id": other, "data": {**body["data"], "id": "LlBlieNthzo60TN9B90XhLxflmMZ"}}
+    raw2 = body_json(alike)
+    req2 = request(ctx, "square", {**headers, "x-square-hmacsha256-signature": b64(mac(secret, url.encode("utf-8") + raw2))},
+                   raw2)
+    verified_by_library("square", "alike", lambda: verify_signature(
+        request_body=body_of(req2).decode("utf-8"), signature_header=header(req2, "x-square-hmacsha256-signature"),
+        signature_key=secret, notification_url=url), ctx.now, ctx.now)
     return [make_case("square", "event", "payment.created event", signed_by, secret, wrong, req,
-                      event_expect(event_id, "payment.created"), {"public_url": url})]
+                      event_expect(event_id, "payment.created"), {"public_url": url}),
+            make_case("square", "distinct", "payment.created of another payment, alike", signed_by, secret, wrong,
+                      req2, event_expect(other, "payment.created"), {"public_url": url})]
 
 
 def razorpay(ctx: Context) -> list:
@@ -159,8 +204,17 @@ def razorpay(ctx: Context) -> list:
         body_of(req).decode("utf-8"), header(req, "X-Razorpay-Signature"), secret), ctx.now, ctx.now)
     signed_by = ("algorithm from https://razorpay.com/docs/webhooks/validate-test/, verified by "
                  f"{package('razorpay')} Utility.verify_webhook_signature")
+    # Another payment captured in the same second: its own event id.
+    alike = {**body, "payload": {"payment": {"entity": {**body["payload"]["payment"]["entity"], "id": "pay_DESlfW9H8K9uqN"}}}}
+    raw2 = body_json(alike)
+    req2 = request(ctx, "razorpay", {**JSON, "X-Razorpay-Signature": mac(secret, raw2).hex(),
+                                     "X-Razorpay-Event-Id": "EdFPe1hrLd5Csg"}, raw2)
+    verified_by_library("razorpay", "alike", lambda: client.utility.verify_webhook_signature(
+        body_of(req2).decode("utf-8"), header(req2, "X-Razorpay-Signature"), secret), ctx.now, ctx.now)
     return [make_case("razorpay", "event", "payment.captured event", signed_by, secret, wrong, req,
-                      event_expect(event_id, "payment.captured"))]
+                      event_expect(event_id, "payment.captured")),
+            make_case("razorpay", "distinct", "payment.captured of another payment, alike", signed_by, secret, wrong,
+                      req2, event_expect("EdFPe1hrLd5Csg", "payment.captured"))]
 
 
 def coinbase_commerce(ctx: Context) -> list:
@@ -168,7 +222,7 @@ def coinbase_commerce(ctx: Context) -> list:
 
     secret, wrong = derived_uuid("coinbase/secret"), derived_uuid("coinbase/wrong")
     event_id = "24934862-d980-46cb-9402-43c81b0cdba6"
-    body = {"attempt_number": 1, "event": {
+    body = {"attempt_number": 1 + ctx.attempt, "event": {
         "api_version": "2018-03-22", "created_at": "2024-05-01T14:00:00Z", "id": event_id, "resource": "event",
         "type": "charge:confirmed", "data": {"id": "2aee9dd1-67b8-43ef-8dfe-977959850f27", "code": "XA6G6ZFR",
                                              "pricing": {"local": {"amount": "1.00", "currency": "USD"}}}},
@@ -179,8 +233,18 @@ def coinbase_commerce(ctx: Context) -> list:
         body_of(req).decode("utf-8"), header(req, "X-CC-Webhook-Signature"), secret), ctx.now, ctx.now)
     signed_by = ("algorithm from https://docs.cdp.coinbase.com/commerce/api-arcitecture/webhooks-security, verified by "
                  f"{package('coinbase-commerce')} Webhook.construct_event")
+    # Another charge confirmed: its own event id.
+    other = "35a45973-e091-47de-b513-54d92e15ecb7"
+    alike = {**body, "id": derived_uuid("coinbase/notification/2"),
+             "event": {**body["event"], "id": other, "data": {**body["event"]["data"], "code": "XA6G6ZFS"}}}
+    raw2 = body_json(alike)
+    req2 = request(ctx, "coinbase-commerce", {**JSON, "X-CC-Webhook-Signature": mac(secret, raw2).hex()}, raw2)
+    verified_by_library("coinbase-commerce", "alike", lambda: Webhook.construct_event(
+        body_of(req2).decode("utf-8"), header(req2, "X-CC-Webhook-Signature"), secret), ctx.now, ctx.now)
     return [make_case("coinbase-commerce", "event", "charge:confirmed event", signed_by, secret, wrong, req,
-                      event_expect(event_id, "charge:confirmed"))]
+                      event_expect(event_id, "charge:confirmed")),
+            make_case("coinbase-commerce", "distinct", "charge:confirmed of another charge, alike", signed_by, secret,
+                      wrong, req2, event_expect(other, "charge:confirmed"))]
 
 
 def telnyx(ctx: Context) -> list:
@@ -196,7 +260,7 @@ def telnyx(ctx: Context) -> list:
                      "payload": {"call_control_id": "v2:T02llQxIyaRkhfRKxgAP8nY511EhFLizdvdUKJiSw8d6A9BborherQ",
                                  "connection_id": "1240401930086254526", "direction": "incoming",
                                  "from": "+15557654321", "to": "+15551234567", "state": "parked"}},
-            "meta": {"attempt": 1, "delivered_to": "https://example.com/webhooks"}}
+            "meta": {"attempt": 1 + ctx.attempt, "delivered_to": "https://example.com/webhooks"}}
     raw = body_json(body)
 
     def signed(at):
@@ -209,8 +273,13 @@ def telnyx(ctx: Context) -> list:
 
     signed_by = (f"Ed25519 by {package('PyNaCl')} over '{{timestamp}}|{{body}}', verified by "
                  f"{package('telnyx')} telnyx.lib.webhook_verification.verify_webhook_signature")
-    return _stale_pair(ctx, "telnyx", "call.initiated event", signed, secret, wrong,
-                       event_expect(event_id, "call.initiated"), signed_by)
+    cases = _stale_pair(ctx, "telnyx", "call.initiated event", signed, secret, wrong,
+                        event_expect(event_id, "call.initiated"), signed_by)
+    # Another call from the same number a second later: its own event id.
+    other = "1ddd8c65-5e0f-4cdb-b76d-4eb08e8f0f81"
+    raw = body_json({**body, "data": {**body["data"], "id": other, "occurred_at": "2018-02-02T22:25:28.521992Z"}})
+    return cases + [make_case("telnyx", "distinct", "another call.initiated, alike", signed_by, secret, wrong,
+                              signed(ctx.now), event_expect(other, "call.initiated"))]
 
 
 SIGNERS = {"stripe": stripe, "slack": slack, "twilio": twilio, "square": square, "razorpay": razorpay,

@@ -38,6 +38,15 @@ def _family_cases(ctx, preset, prefix, msg_id, body, event_type, name, signed_by
         label = name if kind == "event" else f"{name} signed 2 h ago"
         expect = event_expect(msg_id, event_type) if kind == "event" else STALE_EXPECT
         cases.append(make_case(preset, kind, label, signed_by, secret, wrong, req, expect))
+    # A second message with the same body (the same kind of event again): its own id, so its
+    # own key; the id is what tells two messages apart (spec l.137).
+    other = msg_id[:-6] + derived_text(f"{preset}/alike", 6)
+    headers = {**JSON, f"{prefix}-{suffix[0]}": other, f"{prefix}-{suffix[1]}": str(ctx.now),
+               f"{prefix}-{suffix[2]}": _sign(secret, other, ctx.now, raw)}
+    req = request(ctx, preset, headers, raw)
+    verified_by_library(preset, "alike", lambda req=req: verify(secret, req), ctx.now, ctx.now)
+    cases.append(make_case(preset, "distinct", f"{name}, another message with the same body", signed_by, secret,
+                           wrong, req, event_expect(other, event_type)))
     return cases
 
 

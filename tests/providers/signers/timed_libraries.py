@@ -52,7 +52,7 @@ def hubspot(ctx: Context) -> list:
     source = {"public_url": url}
     # Events are split out of the batch (docs/design.md §14): its retry (attemptNumber 1) is a
     # duplicate of each event, a later batch overlapping it queues only its new event.
-    return _pair(ctx, "hubspot", "contact.propertyChange batch", signer([event(1234567890, 0)]), secret, wrong,
+    return _pair(ctx, "hubspot", "contact.propertyChange batch", signer([event(1234567890, ctx.attempt)]), secret, wrong,
                  first, signed_by, source) + [
         make_case("hubspot", "event", "the batch retried, attemptNumber 1: a duplicate", signed_by, secret, wrong,
                   signer([event(1234567890, 1)])(ctx.now), first, source),
@@ -133,9 +133,10 @@ def box(ctx: Context) -> list:
             "trigger": "FILE.UPLOADED", "webhook": {"id": "53", "type": "webhook"},
             "created_by": {"type": "user", "id": "2", "name": "John Q. Developer", "login": "johnq@dev.name"},
             "source": {"id": "123", "type": "file", "name": "Test.txt"}}
-    payload = body_json(body).decode("utf-8")
+    # Box: "When Box retries a webhook this ID [BOX-DELIVERY-ID] will change, while the ID in
+    # the payload body remains the same": a new delivery id per signing moment below.
 
-    def signed(at):
+    def signed(at, payload=body_json(body).decode("utf-8")):
         stamp = datetime.fromtimestamp(at, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
         headers = {"box-delivery-id": derived_uuid(f"box/delivery/{at}"), "box-delivery-timestamp": stamp,
                    "box-signature-version": "1", "box-signature-algorithm": "HmacSHA256"}
@@ -150,8 +151,13 @@ def box(ctx: Context) -> list:
 
     signed_by = (f"{package('box-sdk-gen')} compute_webhook_signature (primary key; secondary signed with a key "
                  "the source does not hold), verified by WebhooksManager.validate_message (max age 600 s)")
+    # Another file uploaded in the same second: its own event id.
+    other = "fc1d5f17-862f-453d-9e07-097cc6cf5eed"
+    alike = {**body, "id": other, "source": {"id": "124", "type": "file", "name": "Test 2.txt"}}
     return _pair(ctx, "box", "FILE.UPLOADED event", signed, secret, wrong,
-                 event_expect(event_id, "FILE.UPLOADED"), signed_by)
+                 event_expect(event_id, "FILE.UPLOADED"), signed_by) + [
+        make_case("box", "distinct", "another file uploaded, alike", signed_by, secret, wrong,
+                  signed(ctx.now, body_json(alike).decode("utf-8")), event_expect(other, "FILE.UPLOADED"))]
 
 
 # Orb is signed here but is no preset: its `v1:{timestamp}:{body}` puts an ISO timestamp with

@@ -87,7 +87,7 @@ def twitch(ctx: Context) -> list:
 
     def signed(message_type: str, message_id: str, body: dict, at: int) -> dict:
         raw, ts = body_json(body), _twitch_timestamp(at)
-        headers = {**JSON, "Twitch-Eventsub-Message-Id": message_id, "Twitch-Eventsub-Message-Retry": "0",
+        headers = {**JSON, "Twitch-Eventsub-Message-Id": message_id, "Twitch-Eventsub-Message-Retry": str(ctx.attempt),
                    "Twitch-Eventsub-Message-Type": message_type, "Twitch-Eventsub-Message-Timestamp": ts,
                    "Twitch-Eventsub-Subscription-Type": "channel.follow", "Twitch-Eventsub-Subscription-Version": "2"}
         headers[scheme.header] = scheme.sign(secret, message_id.encode("utf-8") + ts.encode("utf-8") + raw)
@@ -108,6 +108,11 @@ def twitch(ctx: Context) -> list:
     return [
         make_case("twitch", "event", "channel.follow notification", _alg(doc), secret, wrong,
                   signed("notification", message_id, event, ctx.now), event_expect(message_id, "channel.follow")),
+        make_case("twitch", "distinct", "another user follows, alike", _alg(doc), secret, wrong,
+                  signed("notification", "c1d8e9f0-a2b3-4c5d-8e6f-708192a3b4c5",
+                         {**event, "event": {**event["event"], "user_id": "1235", "user_login": "cool_user_2"}},
+                         ctx.now),
+                  event_expect("c1d8e9f0-a2b3-4c5d-8e6f-708192a3b4c5", "channel.follow")),
         make_case("twitch", "stale", "channel.follow signed 2 h ago", _alg(doc), secret, wrong,
                   signed("notification", message_id, event, ctx.now - STALE_SECONDS), STALE_EXPECT),
         make_case("twitch", "handshake", "webhook_callback_verification", _alg(doc, ", doc example challenge"),
@@ -161,7 +166,7 @@ def mailgun(ctx: Context) -> list:
                   "message": {"headers": {"message-id": "20240501140000.1.F3E2@example.com"}},
                   "delivery-status": {"code": 250, "message": "OK"}}
 
-    def signed(at: int, data: dict = event_data) -> dict:
+    def signed(at: int, data: dict = event_data, token: str = token) -> dict:
         # Mailgun's signature is inside the JSON body: HMAC-SHA256(signing key, timestamp + token), hex.
         signature = mac(secret, f"{at}{token}").hex()
         body = {"signature": {"timestamp": str(at), "token": token, "signature": signature}, "event-data": data}
@@ -172,6 +177,7 @@ def mailgun(ctx: Context) -> list:
     # The signature covers the timestamp and the token only: the key is the signed token, and a
     # captured signature block under another event (a new event-data id) is that key again.
     forged = {**event_data, "id": "forged-event-id", "event": "failed"}
+    other_token = derived_text("mailgun/token/2", 50, "0123456789abcdef")
     expect = event_expect(token, "delivered")
     return [
         make_case("mailgun", "event", "delivered event, keyed on the signed token", _alg(doc), secret, wrong,
@@ -180,6 +186,10 @@ def mailgun(ctx: Context) -> list:
                   signed(ctx.now - STALE_SECONDS), STALE_EXPECT),
         make_case("mailgun", "reused", "the signature block reused with another event-data id", _alg(doc), secret,
                   wrong, signed(ctx.now, forged), {"key": token}),
+        # Another delivery to the same recipient: another request, another token.
+        make_case("mailgun", "distinct", "another delivered event, alike", _alg(doc), secret, wrong,
+                  signed(ctx.now, {**event_data, "id": "DPhgcnRNUDLuIX7vJXuvWf"}, other_token),
+                  event_expect(other_token, "delivered")),
     ]
 
 

@@ -128,7 +128,15 @@ def gitlab(ctx: Context) -> list:
                "User-Agent": "GitLab/17.0.0"}
     req = request(ctx, "gitlab", headers, body_json(body))
     _require_equal("gitlab", header(req, "X-Gitlab-Token"), secret)
-    return [_case("gitlab", "Push Hook", doc, secret, wrong, req, idempotency, "Push Hook", "X-Gitlab-Token")]
+    # The next push to the same branch: another hook execution, another Idempotency-Key.
+    other = derived_uuid("gitlab/idempotency/2")
+    body2 = {**body, "before": body["after"], "after": "e83c5163316f89bfbde7d9ab23ca2e25604af290"}
+    req2 = request(ctx, "gitlab", {**headers, "X-Gitlab-Event-UUID": derived_uuid("gitlab/event/2"),
+                                   "Idempotency-Key": other}, body_json(body2))
+    _require_equal("gitlab", header(req2, "X-Gitlab-Token"), secret)
+    alike = _case("gitlab", "the next Push Hook, alike", doc, secret, wrong, req2, other, "Push Hook", "X-Gitlab-Token")
+    alike["kind"] = "distinct"
+    return [_case("gitlab", "Push Hook", doc, secret, wrong, req, idempotency, "Push Hook", "X-Gitlab-Token"), alike]
 
 
 def auth0(ctx: Context) -> list:
@@ -148,9 +156,18 @@ def auth0(ctx: Context) -> list:
     lines = b"".join(body_json({"log_id": i, "data": {**body[0]["data"], "type": t, "log_id": i}}) + b"\n"
                      for i, t in zip(lines_ids, ("s", "f")))
     lines_req = request(ctx, "auth0", {**JSON, "Authorization": secret}, lines)
+    # A later delivery overlapping it: the second log again and a new one (design.md §14): the
+    # new one gets its own key, the repeated one is a duplicate.
+    new_id = "90020240501140003123456789012345678901234567890123"
+    overlap = b"".join(body_json({"log_id": i, "data": {**body[0]["data"], "type": t, "log_id": i}}) + b"\n"
+                       for i, t in ((lines_ids[1], "f"), (new_id, "s")))
+    overlap_case = _case("auth0", "JSON Lines overlapping the last: its new log", doc, secret, wrong,
+                         request(ctx, "auth0", {**JSON, "Authorization": secret}, overlap), new_id, "s",
+                         "Authorization header")
+    overlap_case["kind"] = "distinct"
     return [_case("auth0", "success login log", doc, secret, wrong, req, log_id, "s", "Authorization header"),
             _case("auth0", "two logs in JSON Lines", doc, secret, wrong, lines_req, lines_ids[1], "f",
-                  "Authorization header")]
+                  "Authorization header"), overlap_case]
 
 
 def okta(ctx: Context) -> list:
@@ -167,9 +184,19 @@ def okta(ctx: Context) -> list:
     _require_equal("okta", header(req, "Authorization"), secret)
     challenge = derived_text("okta/challenge", 40)
     verification = request(ctx, "okta", {"Authorization": secret, "x-okta-verification-challenge": challenge}, b"", "GET")
+    # A later hook overlapping it: the same event again and a new one (design.md §14).
+    new_event = {**body["data"]["events"][0], "uuid": "8a1e2c7d-8f8d-11eb-8c66-a3b4e5dda4d8",
+                 "published": "2024-05-01T14:00:02.000Z"}
+    body2 = {**body, "eventId": "c6b299ca-6fdf-4747-c152-593aaeb07422",
+             "data": {"events": [body["data"]["events"][0], new_event]}}
+    overlap = _case("okta", "an event hook overlapping it: its new event", doc, secret, wrong,
+                    request(ctx, "okta", {**JSON, "Authorization": secret}, body_json(body2)),
+                    new_event["uuid"], "user.session.start", "Authorization header")
+    overlap["kind"] = "distinct"
     return [
         _case("okta", "user.session.start event hook", doc, secret, wrong, req, "79cd0f6b-8f8d-11eb-8c66-a3b4e5dda4d7", "user.session.start",
               "Authorization header"),
+        overlap,
         make_case("okta", "handshake", "one-time verification", f"algorithm from {doc}", secret, wrong, verification,
                   {"status": 200, "json": {"verification": challenge}, "headers": {"X-Content-Type-Options": "nosniff"}}),
     ]
@@ -183,8 +210,14 @@ def telegram(ctx: Context) -> list:
                                             "from": {"id": 1111111, "is_bot": False, "first_name": "Test"}}}
     req = request(ctx, "telegram", {**JSON, "X-Telegram-Bot-Api-Secret-Token": secret}, body_json(body))
     _require_equal("telegram", header(req, "X-Telegram-Bot-Api-Secret-Token"), secret)
+    # The same text sent again: the next update.
+    body2 = {"update_id": 10001, "message": {**body["message"], "message_id": 1366, "date": 1714572001}}
+    req2 = request(ctx, "telegram", {**JSON, "X-Telegram-Bot-Api-Secret-Token": secret}, body_json(body2))
+    alike = _case("telegram", "the same text again, alike", doc, secret, wrong, req2, "10001", None,
+                  "X-Telegram-Bot-Api-Secret-Token")
+    alike["kind"] = "distinct"
     return [_case("telegram", "message update", doc, secret, wrong, req, "10000", None,
-                  "X-Telegram-Bot-Api-Secret-Token")]
+                  "X-Telegram-Bot-Api-Secret-Token"), alike]
 
 
 def chargebee(ctx: Context) -> list:
@@ -196,8 +229,15 @@ def chargebee(ctx: Context) -> list:
                                          "plan_id": "basic", "status": "active"}}}
     req = request(ctx, "chargebee", {**JSON, "Authorization": _basic(secret)}, body_json(body))
     _basic_check("chargebee", req, secret)
+    # Another subscription created in the same second: its own event id.
+    body2 = {**body, "id": "ev_16BHbhF4s42tO2lL",
+             "content": {"subscription": {**body["content"]["subscription"], "id": "16BHbhF4s42tO2l2"}}}
+    req2 = request(ctx, "chargebee", {**JSON, "Authorization": _basic(secret)}, body_json(body2))
+    alike = _case("chargebee", "another subscription_created, alike", doc, secret, wrong, req2, "ev_16BHbhF4s42tO2lL",
+                  "subscription_created", "HTTP Basic auth")
+    alike["kind"] = "distinct"
     return [_case("chargebee", "subscription_created event", doc, secret, wrong, req, "ev_16BHbhF4s42tO2lK",
-                  "subscription_created", "HTTP Basic auth")]
+                  "subscription_created", "HTTP Basic auth"), alike]
 
 
 def figma(ctx: Context) -> list:

@@ -189,7 +189,9 @@ const MAX_ATTEMPT_FIELDS: usize = 8;
 
 /// `attempt_fields`: each a JSON pointer to an object member (`/attemptNumber`), at most
 /// [`MAX_ATTEMPT_FIELDS`], none on a key pointer's path (a key must not drop out of the hash
-/// that guards it), only with a key read from a JSON body.
+/// that guards it), only with a key read from a JSON body or a header (Linear's
+/// `Linear-Delivery` beside its per-attempt `webhookTimestamp`); never with the body hash as
+/// the key, nor a form's.
 fn parse_attempt_fields(
     source: &str,
     raw: Option<Vec<String>>,
@@ -206,12 +208,16 @@ fn parse_attempt_fields(
             format!("1 to {MAX_ATTEMPT_FIELDS} JSON pointers"),
         ));
     }
-    let KeySpec::Json(pointers) = key else {
-        return Err(field_error(
-            source,
-            field,
-            "only with a key read from the JSON body (`from: json`)",
-        ));
+    let pointers: &[String] = match key {
+        KeySpec::Json(pointers) => pointers,
+        KeySpec::Header(_) => &[],
+        KeySpec::PayloadSha256 | KeySpec::Form(_) => {
+            return Err(field_error(
+                source,
+                field,
+                "only with a key read from the JSON body (`from: json`) or a header",
+            ))
+        }
     };
     for f in &fields {
         if !f.starts_with('/') || f.len() < 2 || f.chars().any(char::is_control) {

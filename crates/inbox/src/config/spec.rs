@@ -76,6 +76,10 @@ pub enum AcceptedAnswer {
     /// 200 and the text `[accepted]` (Adyen's standard notifications: an endpoint that
     /// answers anything else is retried and, after failures, queues every later one).
     AdyenAccepted,
+    /// 200, `text/xml`, the empty TwiML document `<Response/>`: Twilio "requires TwiML in XML
+    /// format for incoming call and incoming SMS webhook responses" (error 12300 on JSON), and
+    /// an empty `<Response/>` asks it to do nothing; its status callbacks ignore the body.
+    Twiml,
 }
 
 impl AcceptedAnswer {
@@ -85,6 +89,7 @@ impl AcceptedAnswer {
         AcceptedAnswer::Empty,
         AcceptedAnswer::DiscordInteraction,
         AcceptedAnswer::AdyenAccepted,
+        AcceptedAnswer::Twiml,
     ];
 
     pub fn name(self) -> &'static str {
@@ -94,6 +99,7 @@ impl AcceptedAnswer {
             AcceptedAnswer::Empty => "empty",
             AcceptedAnswer::DiscordInteraction => "discord_interaction",
             AcceptedAnswer::AdyenAccepted => "adyen_accepted",
+            AcceptedAnswer::Twiml => "twiml",
         }
     }
 }

@@ -688,7 +688,7 @@ fn the_refusal_of_an_invalid_signature_is_a_choice() {
 }
 
 #[test]
-fn attempt_fields_are_json_pointers_off_the_keys_path_with_a_json_key() {
+fn attempt_fields_are_json_pointers_off_the_keys_path_with_a_json_or_header_key() {
     let entry = |key: &str, fields: &str| {
         format!(
             r#"{{"src": {{"signature": {{"scheme": "github", "secrets": ["env:X"]}}, "key": {key}, "attempt_fields": {fields}}}}}"#
@@ -699,6 +699,14 @@ fn attempt_fields_are_json_pointers_off_the_keys_path_with_a_json_key() {
     assert_eq!(
         specs.get("src").unwrap().attempt_fields,
         ["/attempt_number"]
+    );
+    // A header key: the body's per-attempt members leave the hash too (Linear's
+    // `webhookTimestamp` beside its `Linear-Delivery` header).
+    let header_key = r#"{"from": "header", "name": "Linear-Delivery"}"#;
+    let specs = SourceSpecs::parse(&entry(header_key, r#"["/webhookTimestamp"]"#)).unwrap();
+    assert_eq!(
+        specs.get("src").unwrap().attempt_fields,
+        ["/webhookTimestamp"]
     );
     for (key, fields, says) in [
         (json_key, "[]", "1 to 8 JSON pointers"),
@@ -720,6 +728,11 @@ fn attempt_fields_are_json_pointers_off_the_keys_path_with_a_json_key() {
         ),
         (
             r#"{"from": "payload_sha256"}"#,
+            r#"["/n"]"#,
+            "only with a key read from the JSON body",
+        ),
+        (
+            r#"{"from": "form", "names": ["MessageSid"]}"#,
             r#"["/n"]"#,
             "only with a key read from the JSON body",
         ),

@@ -130,10 +130,15 @@ pub(super) fn json_response(status: StatusCode, body: String) -> Response<Body> 
     resp
 }
 
-/// A stored answer (an accepted event's, given again to its duplicates): its JSON, Adyen's
-/// `[accepted]` as text, or no body at all where it is empty or the status is 204 (Discord's
-/// Webhook Events want 204 and nothing; an item the consumer's take created holds the
-/// default body).
+/// The empty TwiML document Twilio's incoming-message and incoming-call webhooks are
+/// answered with (`"answer": "twiml"`): "do nothing", as XML, which Twilio requires there.
+pub const EMPTY_TWIML: &str = r#"<?xml version="1.0" encoding="UTF-8"?><Response/>"#;
+
+/// A stored answer (an accepted event's, given again to its duplicates): its JSON; Adyen's
+/// `[accepted]` as text; where it is an XML document (TwiML: a JSON answer never starts with
+/// `<`), that document as `text/xml`; or no body at all where it is empty or the status is 204
+/// (Discord's Webhook Events want 204 and nothing; an item the consumer's take created holds
+/// the default body).
 pub(super) fn stored_response(status: u16, body: String) -> Response<Body> {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     if body.is_empty() || status == StatusCode::NO_CONTENT {
@@ -141,13 +146,18 @@ pub(super) fn stored_response(status: u16, body: String) -> Response<Body> {
         *resp.status_mut() = status;
         return resp;
     }
-    if body == super::preset_rules::ADYEN_ACCEPTED {
+    let text_type = if body == super::preset_rules::ADYEN_ACCEPTED {
+        Some("text/plain; charset=utf-8")
+    } else if body.starts_with('<') {
+        Some("text/xml")
+    } else {
+        None
+    };
+    if let Some(content_type) = text_type {
         let mut resp = Response::new(Body::Text(body));
         *resp.status_mut() = status;
-        resp.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; charset=utf-8"),
-        );
+        resp.headers_mut()
+            .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         return resp;
     }
     json_response(status, body)
@@ -196,5 +206,8 @@ mod tests {
             "application/json"
         );
         assert!(matches!(resp.body(), Body::Text(t) if t == r#"{"type":5}"#));
+        let resp = stored_response(200, EMPTY_TWIML.to_owned());
+        assert_eq!(resp.headers()[http::header::CONTENT_TYPE], "text/xml");
+        assert!(matches!(resp.body(), Body::Text(t) if t == EMPTY_TWIML));
     }
 }

@@ -44,7 +44,7 @@ mod stored_secret;
 
 pub use crate::answer::accepted_response;
 use answer::stored_response;
-pub use answer::{to_apigw_v2, Rejection, PENDING_RETRY_AFTER_SECONDS};
+pub use answer::{to_apigw_v2, Rejection, EMPTY_TWIML, PENDING_RETRY_AFTER_SECONDS};
 use payload::{Carry, Event};
 use request::{caller, source_from, source_name};
 pub use stored_secret::{PREVIOUS_SECRET_MS, SECRET_MAX_AGE_MS, SECRET_RETRY_MS};

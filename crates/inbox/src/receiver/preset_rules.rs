@@ -40,6 +40,7 @@ pub(super) fn accepted_answer(source: &Source, key: &str, body: &[u8]) -> (u16, 
             };
             (200, format!(r#"{{"type":{deferred}}}"#))
         }
+        AcceptedAnswer::Twiml => (200, super::answer::EMPTY_TWIML.to_owned()),
     }
 }
 

@@ -19,15 +19,14 @@ impl Sim<'_> {
                 m.id, m.key
             ));
         }
-        for s in &self.senders {
-            if s.accepted && !w.completions.contains_key(&s.key) && !w.queue.holds(&s.key) {
-                let rec = futures::executor::block_on(self.ledger.get(&s.key))
+        for (key, accepted) in self.event_keys() {
+            if accepted && !w.completions.contains_key(&key) && !w.queue.holds(&key) {
+                let rec = futures::executor::block_on(self.ledger.get(&key))
                     .ok()
                     .flatten();
                 let status = rec.map(|r| r.status);
                 w.violation(format!(
-                    "LOST: {} was answered 200 but is neither completed nor on a queue (ledger: {status:?})",
-                    s.key
+                    "LOST: {key} was answered 200 but is neither completed nor on a queue (ledger: {status:?})"
                 ));
             }
         }
@@ -63,25 +62,25 @@ impl Sim<'_> {
     }
 
     pub(crate) fn final_checks(&mut self) {
+        let events = self.event_keys();
         let mut w = self.w();
-        for s in &self.senders {
-            let completions = w.completions.get(&s.key).map_or(0, Vec::len);
-            if s.accepted && completions == 0 {
+        for (key, accepted) in &events {
+            let completions = w.completions.get(key).map_or(0, Vec::len);
+            if *accepted && completions == 0 {
                 w.violation(format!(
-                    "LOST: {} accepted, never completed after the drain",
-                    s.key
+                    "LOST: {key} accepted, never completed after the drain"
                 ));
             }
-            if completions > 1 && !w.forgotten_reruns.contains(&s.key) {
-                w.violation(format!("{} completed {completions} times", s.key));
+            if completions > 1 && !w.forgotten_reruns.contains(key) {
+                w.violation(format!("{key} completed {completions} times"));
             }
             if completions >= 1 {
                 w.stats.completed += 1;
             }
             for d in w.destinations.clone() {
-                let pair = inbox::route::destination_key(&s.key, d);
+                let pair = inbox::route::destination_key(key, d);
                 let done = w.completions.get(&pair).map_or(0, Vec::len);
-                if s.accepted && done == 0 {
+                if *accepted && done == 0 {
                     w.violation(format!("LOST: {pair} (event, destination) never completed"));
                 }
                 if done > 1 && !w.forgotten_reruns.contains(&pair) {

@@ -18,11 +18,11 @@ use crate::world::{lock, step, Shared};
 /// The routed seeds' destinations.
 pub(crate) const DESTINATIONS: [&str; 2] = ["a", "b"];
 
-/// Both sources to both destinations.
+/// Every source to both destinations.
 pub(crate) fn routes(sources: &SourceSpecs) -> Routes {
     Routes::parse(
-        r#"{"a": {"target": "https://a.example/in", "sources": ["gh", "shop"]},
-            "b": {"target": "https://b.example/in", "sources": ["gh", "shop"]}}"#,
+        r#"{"a": {"target": "https://a.example/in", "sources": ["gh", "shop", "hub"]},
+            "b": {"target": "https://b.example/in", "sources": ["gh", "shop", "hub"]}}"#,
         sources,
     )
     .expect("simulation destinations parse")

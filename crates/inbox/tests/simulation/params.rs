@@ -36,12 +36,15 @@ pub(crate) const LEDGER_RETENTION_HOURS: u64 = 24;
 pub(crate) const QUEUE_RETENTION_MS: i64 = 50 * 60_000;
 /// ...and longer than a sender keeps retrying.
 pub(crate) const SENDER_WINDOW_MS: i64 = 15 * 60_000;
+/// The batch source's `max_events`: above any batch a sender here makes.
+pub(crate) const MAX_BATCH_EVENTS: usize = 10;
 /// Scheduler steps before the drain.
 pub(crate) const MAIN_STEPS: usize = 260;
 
-/// Two sources, no signatures (the scheme is written out, as the config demands): one keyed
+/// Three sources, no signatures (the scheme is written out, as the config demands): one keyed
 /// by a header with a group per event, one keyed by a body field with a group per customer,
-/// so that FIFO ordering within a group matters.
+/// so that FIFO ordering within a group matters, and one whose requests are batches of events
+/// at `/events` (docs/design.md §14), each keyed and grouped by its own fields.
 pub(crate) fn sources_json() -> String {
     format!(
         r#"{{
@@ -49,6 +52,11 @@ pub(crate) fn sources_json() -> String {
                    "key": {{"from": "header", "name": "X-Event-Id"}},
                    "retention_hours": {LEDGER_RETENTION_HOURS}}},
           "shop": {{"signature": {{"scheme": "none"}}, "allow_unsigned": true,
+                   "key": {{"from": "json", "pointers": ["/id"]}},
+                   "group": {{"from": "json", "pointers": ["/customer_id"]}},
+                   "retention_hours": {LEDGER_RETENTION_HOURS}}},
+          "hub":  {{"signature": {{"scheme": "none"}}, "allow_unsigned": true,
+                   "batch": {{"format": "json_array", "at": "/events", "max_events": {MAX_BATCH_EVENTS}}},
                    "key": {{"from": "json", "pointers": ["/id"]}},
                    "group": {{"from": "json", "pointers": ["/customer_id"]}},
                    "retention_hours": {LEDGER_RETENTION_HOURS}}}

@@ -39,10 +39,16 @@ pub(crate) struct Outcome {
 pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let clock = ManualClock::at_ms(START_MS);
-    let n_events = rng.random_range(3..=8);
+    let n_singles = rng.random_range(3..=8);
     // Half the seeds route every event to two destinations (the mutants of that path, all).
     let routed = mutant.routed_only() || seed % 2 == 1;
-    let senders = make_senders(&mut rng, n_events);
+    let senders = make_senders(&mut rng, n_singles);
+    let n_events = senders
+        .iter()
+        .flat_map(|s| s.keys.iter())
+        .collect::<HashSet<_>>()
+        .len();
+    let n_batches = senders.iter().filter(|s| s.batch).count();
     let short_visibility = rng.random_bool(0.25);
     let visibility_ms = if short_visibility {
         SHORT_VISIBILITY_MS
@@ -59,14 +65,8 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         queue: QueueModel::new(visibility_ms),
         events: senders
             .iter()
-            .map(|s| {
-                (
-                    s.key.clone(),
-                    EventInfo {
-                        body: s.body.clone(),
-                    },
-                )
-            })
+            .flat_map(|s| s.events.iter())
+            .map(|(key, body)| (key.clone(), EventInfo { body: body.clone() }))
             .collect(),
         destinations: if routed {
             DESTINATIONS.to_vec()
@@ -81,6 +81,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         forgotten_reruns: HashSet::new(),
         current: None,
         last_call: HashMap::new(),
+        last_call_of_dead: None,
         violations: Vec::new(),
         trace: Vec::new(),
         stats: Stats {
@@ -165,7 +166,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         invocations: 0,
     };
     sim.log(format!(
-        "seed {}: {n_events} events, visibility timeout {} s",
+        "seed {}: {n_events} events ({n_batches} batch requests), visibility timeout {} s",
         sim.seed,
         visibility_ms / 1000
     ));
@@ -176,12 +177,12 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     if !sim.failed() {
         sim.final_checks();
     }
-    let accepted = sim.senders.iter().filter(|s| s.accepted).count() as u64;
+    let accepted = sim.event_keys().iter().filter(|(_, a)| *a).count() as u64;
     drop(sim);
     let lines = cx_lines.lock().map(|l| l.clone()).unwrap_or_default();
     let mut w = lock(&world);
     w.stats.accepted = accepted;
-    w.stats.lease_lost = ["gh", "shop"]
+    w.stats.lease_lost = ["gh", "shop", "hub"]
         .iter()
         .map(|s| tally(&lines, s, Metric::LeaseLost))
         .sum();

@@ -229,10 +229,10 @@ impl Sim<'_> {
             .map(|r| r.key)
             .collect();
         let accepted: std::collections::HashSet<String> = self
-            .senders
-            .iter()
-            .filter(|s| s.accepted)
-            .map(|s| s.key.clone())
+            .event_keys()
+            .into_iter()
+            .filter(|(_, accepted)| *accepted)
+            .map(|(key, _)| key)
             .collect();
         let mut w = self.w();
         let (left, redrivable): (Vec<_>, Vec<_>) = std::mem::take(&mut w.queue.dlq)

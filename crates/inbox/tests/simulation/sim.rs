@@ -24,7 +24,13 @@ use crate::world::{lock, Shared, World};
 
 #[derive(Debug)]
 pub(crate) struct Sender {
-    pub(crate) key: String,
+    /// The keys of the events its request carries: one, or a batch's several in the batch's
+    /// order (docs/design.md §14).
+    pub(crate) keys: Vec<String>,
+    /// Each event's own bytes, by key (a batch's: the element's exact text, as queued).
+    pub(crate) events: Vec<(String, Vec<u8>)>,
+    /// A batch request (answered with `keys`) rather than one event (answered with `key`).
+    pub(crate) batch: bool,
     pub(crate) source: &'static str,
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) body: Vec<u8>,
@@ -108,6 +114,21 @@ impl<'a> Sim<'a> {
         self.clock.now_ms()
     }
 
+    /// Every event of the run, once, with whether some sender carrying it was answered 200
+    /// (a batch's event may travel in several overlapping requests).
+    pub(crate) fn event_keys(&self) -> Vec<(String, bool)> {
+        let mut out: Vec<(String, bool)> = Vec::new();
+        for s in &self.senders {
+            for key in &s.keys {
+                match out.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, accepted)) => *accepted |= s.accepted,
+                    None => out.push((key.clone(), s.accepted)),
+                }
+            }
+        }
+        out
+    }
+
     pub(crate) fn log(&self, text: String) {
         self.w().log(text);
     }
@@ -163,6 +184,7 @@ impl<'a> Sim<'a> {
         {
             let mut w = self.w();
             let call = w.last_call.remove(&task.name).unwrap_or("nothing");
+            w.last_call_of_dead = Some(call);
             let who = match task.work {
                 Work::Receive { .. } => "receiver",
                 Work::Consume { .. } => "consumer",
@@ -174,6 +196,10 @@ impl<'a> Sim<'a> {
             w.log(format!("{}: dies after {call} ({why})", task.name));
         }
         if let Work::Receive { event, .. } = task.work {
+            let call = self.w().last_call_of_dead.take();
+            if self.senders[event].batch && matches!(call, Some("claim" | "mark_resent" | "send")) {
+                self.w().stats.batch_deaths += 1;
+            }
             self.answered(event, &task.name, None);
         }
     }

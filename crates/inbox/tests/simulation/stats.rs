@@ -18,6 +18,10 @@ pub(crate) struct Stats {
     pub(crate) zombies: u64,
     pub(crate) faults: u64,
     pub(crate) batches: u64,
+    /// Deliveries of a batch request (several events), and those whose receiver died after
+    /// some of the batch's claims or sends (a batch partly claimed or partly queued).
+    pub(crate) batch_deliveries: u64,
+    pub(crate) batch_deaths: u64,
     pub(crate) side_effects: u64,
     pub(crate) reruns: u64,
     pub(crate) reruns_after_retention: u64,
@@ -65,6 +69,8 @@ impl Stats {
             zombies,
             faults,
             batches,
+            batch_deliveries,
+            batch_deaths,
             side_effects,
             reruns,
             reruns_after_retention,
@@ -103,7 +109,8 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
     format!(
         "simulation: {} seeds, {} scheduler steps, {} events ({} answered 200, {} completed), \
          lost {}, doubled {}, overlapping {}, in {:.1?}\n\
-         \x20 senders: {} deliveries ({} retries, {} duplicates), {} answers lost; answers {{{}}}\n\
+         \x20 senders: {} deliveries ({} retries, {} duplicates, {} of batches, {} of them dying \
+         after some of the batch's claims or sends), {} answers lost; answers {{{}}}\n\
          \x20 faults: {} injected store/queue/side-effect errors, {} crashes, {} Lambda timeouts, \
          {} zombies past their deadline\n\
          \x20 died: {{{}}}\n\
@@ -125,6 +132,8 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
         s.deliveries,
         s.retries,
         s.duplicates,
+        s.batch_deliveries,
+        s.batch_deaths,
         s.lost_responses,
         answers.join(", "),
         s.faults,

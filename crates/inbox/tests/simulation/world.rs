@@ -68,6 +68,8 @@ pub(crate) struct World {
     /// The invocation being advanced, and the last call each invocation made.
     pub(crate) current: Option<String>,
     pub(crate) last_call: HashMap<String, &'static str>,
+    /// The last call of the invocation that just died (read once by its sender's bookkeeping).
+    pub(crate) last_call_of_dead: Option<&'static str>,
     pub(crate) violations: Vec<String>,
     pub(crate) trace: Vec<String>,
     pub(crate) stats: Stats,
