@@ -246,7 +246,19 @@ fn label(case: &Case) -> String {
 async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
     let what = label(case);
     let before = kept.len();
+    let items = rx.ledger().snapshot().len();
     let answer = send(rx, &case.request, body_of(&case.request)).await;
+    // A retry as the provider sends it (`"duplicate": true`): the earlier event's duplicate,
+    // answered from the ledger, nothing new claimed (behind a RECEIVED claim the stored event
+    // may be sent again under its own id, as for any duplicate).
+    if case.expect.get("duplicate") == Some(&Value::Bool(true)) {
+        assert!(
+            answer.headers.contains_key("idempotent-replayed"),
+            "{what}: a retry not answered as a duplicate ({})",
+            answer.status
+        );
+        assert_eq!(rx.ledger().snapshot().len(), items, "{what}: a retry claimed anew");
+    }
     // A batch sends one message per event (a retry of one already taken, none).
     let events = (kept.len() - before).max(1);
     let status = case

@@ -1,6 +1,6 @@
 """The presets sign.py knows, each with the function that returns its cases (see README.md)."""
 
-from . import challenges, documented, libraries, standard, timed_libraries, timestamped, tokens
+from . import challenges, documented, libraries, senders, standard, timed_libraries, timestamped, tokens
 
 
 def _documented(preset):
@@ -15,4 +15,5 @@ PRESETS = {
     **challenges.SIGNERS,
     **timestamped.SIGNERS,
     **tokens.SIGNERS,
+    **senders.SIGNERS,
 }
