@@ -257,7 +257,11 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
             "{what}: a retry not answered as a duplicate ({})",
             answer.status
         );
-        assert_eq!(rx.ledger().snapshot().len(), items, "{what}: a retry claimed anew");
+        assert_eq!(
+            rx.ledger().snapshot().len(),
+            items,
+            "{what}: a retry claimed anew"
+        );
     }
     // A batch sends one message per event (a retry of one already taken, none).
     let events = (kept.len() - before).max(1);

@@ -362,14 +362,175 @@ def gocardless(ctx: Context) -> list:
     key = lambda delivery, _req: delivery.body["events"][-1]["id"]  # noqa: E731 - the event each case shows
     return _cases("gocardless", signed_by, secret, wrong, sign, first, retry, lookalike, key, "payments", stale=False)
 
+
+def persona(ctx: Context) -> list:
+    doc = "https://docs.withpersona.com/webhooks"
+    secret, wrong = ("wbhsec_" + derived_text(f"persona/{w}", 36, ALNUM) for w in ("secret", "wrong"))
+    scheme = hf.Scheme("Persona-Signature", content=hf.dot_template)
+
+    def sign(delivery):
+        raw, ts = body_json(delivery.body), str(delivery.at)
+        value = f"t={ts},v1={scheme.sign(secret, raw, ts)}"
+        req = request(ctx, "persona", {**JSON, "Persona-Signature": value}, raw)
+        hf.check(scheme, secret, req, value=value.split("v1=")[1], timestamp=ts)
+        return req
+
+    def body(event_id, inquiry_id):
+        # Persona's events are JSON:API: data.type "event", data.id "evt_…", attributes.name.
+        return {"data": {"type": "event", "id": event_id, "attributes": {
+            "name": "inquiry.completed", "created-at": "2024-05-01T14:00:00.000Z",
+            "payload": {"data": {"type": "inquiry", "id": inquiry_id, "attributes": {"status": "completed"}}}}}}
+    first = Delivery("inquiry.completed", body("evt_HuW3eMBEcrJGL1Si7jKCNdUN", "inq_7zi4C8QSV8xEmKZ5fr5gNRQV"), ctx.now - RETRY_AFTER)
+    retry = Delivery(f"inquiry.completed, retried {RETRY_AFTER} s later (the same event, t is the send time)", first.body, ctx.now)
+    lookalike = Delivery("inquiry.completed of another inquiry",
+                         body("evt_HuW3eMBEcrJGL1Si7jKCNdUO", "inq_7zi4C8QSV8xEmKZ5fr5gNRQW"), ctx.now)
+    signed_by = f"algorithm from {doc} (t=<s>,v1=hex HMAC-SHA256 of '{{t}}.{{body}}'), recomputed by the cryptography package"
+    return _cases("persona", signed_by, secret, wrong, sign, first, retry, lookalike, _body_key("/data/id"), "inquiry.completed")
+
+
+def customer_io(ctx: Context) -> list:
+    doc = "https://docs.customer.io/api/webhooks/"
+    secret, wrong = _secret_pair("customer-io", 40)
+    scheme = hf.Scheme("X-CIO-Signature", content=hf.v0_template)
+
+    def sign(delivery):
+        raw, ts = body_json(delivery.body), str(delivery.at)
+        headers = {**JSON, "User-Agent": "Customer.io Web Hooks 1.0", "X-CIO-Timestamp": ts,
+                   "X-CIO-Signature": scheme.sign(secret, raw, ts)}
+        req = request(ctx, "customer-io", headers, raw)
+        hf.check(scheme, secret, req, timestamp=ts)
+        return req
+
+    def body(event_id, metric):
+        return {"event_id": event_id, "object_type": "email", "metric": metric, "timestamp": 1714572000,
+                "data": {"customer_id": "42", "identifiers": {"id": "42", "email": "person@example.com"},
+                         "delivery_id": "RPILAgABcRhIBqSp7kiPekGBIeVh", "action_id": 36, "campaign_id": 2,
+                         "subject": "Welcome", "recipient": "person@example.com"}}
+    first = Delivery("email opened", body("01E4C4CT6YDC7Y5M7FE1GWWPQJ", "opened"), ctx.now - RETRY_AFTER)
+    retry = Delivery(f"email opened, retried {RETRY_AFTER} s later (the same event_id)", first.body, ctx.now)
+    lookalike = Delivery("email opened again (Send Frequency: every time; another event_id)",
+                         body("01E4C4CT6YDC7Y5M7FE1GWWPQK", "opened"), ctx.now)
+    signed_by = f"algorithm from {doc} (hex HMAC-SHA256 of 'v0:{{timestamp}}:{{body}}'), recomputed by the cryptography package"
+    return _cases("customer-io", signed_by, secret, wrong, sign, first, retry, lookalike, _body_key("/event_id"), "opened")
+
+
+def make(ctx: Context) -> list:
+    """Make's event subscriptions: Standard Webhooks headers (capitalised, as Make's page writes
+    them) and `Webhook-Topic`, the routing metadata Make adds beside them."""
+    secret, wrong = _whsec("make", "secret"), _whsec("make", "wrong")
+
+    def sign(delivery):
+        raw, msg_id = body_json(delivery.body), delivery.headers["id"]
+        signature = StandardWebhook(secret).sign(msg_id, datetime.fromtimestamp(delivery.at, tz=timezone.utc), raw)
+        headers = {**JSON, "Webhook-Id": msg_id, "Webhook-Timestamp": str(delivery.at), "Webhook-Signature": signature,
+                   "Webhook-Topic": "scenario.execution.completed"}
+        req = request(ctx, "make", headers, raw)
+        verified_by_library("make", delivery.name, lambda: StandardWebhook(secret).verify(body_of(req), req["headers"]),
+                            delivery.at, ctx.now if ctx.now - delivery.at >= STALE_SECONDS else delivery.at)
+        return req
+
+    def body(execution_id):
+        return {"type": "scenario.execution.completed", "data": {"scenarioId": 4321, "executionId": execution_id,
+                                                                 "status": "success"}}
+    first = Delivery("scenario.execution.completed", body("a1b2c3d4e5f60718"), ctx.now - RETRY_AFTER,
+                     {"id": derived_uuid("make/1")})
+    retry = Delivery(f"scenario.execution.completed, retried: the same Webhook-Id, re-signed {RETRY_AFTER} s later",
+                     first.body, ctx.now, first.headers)
+    lookalike = Delivery("scenario.execution.completed of the next run", body("a1b2c3d4e5f60719"), ctx.now,
+                         {"id": derived_uuid("make/2")})
+    signed_by = f"{package('standardwebhooks')} Webhook.sign, verified by {package('standardwebhooks')} Webhook.verify"
+    return _cases("make", signed_by, secret, wrong, sign, first, retry, lookalike, _header_key("webhook-id"),
+                  "scenario.execution.completed")
+
+
+def circleci(ctx: Context) -> list:
+    doc = "https://circleci.com/docs/outbound-webhooks"
+    secret, wrong = _secret_pair("circleci", 32)
+    scheme = hf.Scheme("circleci-signature", prefix="v1=")
+
+    def sign(delivery):
+        raw = body_json(delivery.body)
+        value = scheme.sign(secret, raw)
+        headers = {**JSON, "User-Agent": "CircleCI-Webhook/1.0", "Circleci-Event-Type": "workflow-completed",
+                   "Circleci-Signature": value}
+        req = request(ctx, "circleci", headers, raw)
+        hf.check(scheme, secret, req)
+        return req
+
+    def body(event_id, workflow_id):
+        # A workflow-completed event: top-level id, type, happened_at, then the entities.
+        return {"id": event_id, "type": "workflow-completed", "happened_at": "2024-05-01T14:00:00.000Z",
+                "webhook": {"id": "cf8c4fdd-0587-4da1-b4ca-4846e9640af9", "name": "Sample Webhook"},
+                "workflow": {"id": workflow_id, "name": "build-test-deploy", "status": "success",
+                             "created_at": "2024-05-01T13:59:00.000Z", "stopped_at": "2024-05-01T14:00:00.000Z"},
+                "project": {"id": "84996744-a854-4f5e-aea3-04e2851dc1d2", "name": "webhook-service",
+                            "slug": "github/circleci/webhook-service"}}
+    first = Delivery("workflow-completed", body("3888f21b-eaa7-38e3-8f3d-75a63bba8895", "fda08377-fe7e-46b1-8992-3a7aaecac9c3"), ctx.now)
+    retry = Delivery("workflow-completed, retried (the same id)", first.body, ctx.now)
+    lookalike = Delivery("workflow-completed of the rerun workflow",
+                         body("3888f21b-eaa7-38e3-8f3d-75a63bba8896", "fda08377-fe7e-46b1-8992-3a7aaecac9c4"), ctx.now)
+    signed_by = f"algorithm from {doc} (v1=hex HMAC-SHA256 of the body), recomputed by the cryptography package"
+    return _cases("circleci", signed_by, secret, wrong, sign, first, retry, lookalike, _body_key("/id"),
+                  "workflow-completed", stale=False)
+
+
+def glean(ctx: Context) -> list:
+    """Glean's triggers: Standard Webhooks, a `whsec_` secret, `webhook-id` "stable across
+    retries". The body is the trigger's own (no event type is read)."""
+    def body(run_id):
+        return {"trigger": "document.updated", "run": run_id, "document": {"id": "doc-123", "title": "Runbook"}}
+    bodies = [body("run_01"), body("run_02")]
+    ids = ["msg_" + derived_text("glean/1", 27, ALNUM), "msg_" + derived_text("glean/2", 27, ALNUM)]
+    cases = _standard(ctx, "glean", "webhook", ids, bodies, None,
+                      ["a trigger's delivery", "the same trigger's next delivery"], "standardwebhooks")
+    return cases
+
+
+def signatureapi(ctx: Context) -> list:
+    """SignatureAPI: Standard Webhooks; "every delivery of one event carries the same event id
+    (evt_...) in the payload": the key is the body's id, so the retry here even comes under a
+    new webhook-id and is still the first event's duplicate."""
+    def body(event_id, recipient):
+        # The recipient.completed event of SignatureAPI's webhooks page.
+        return {"id": event_id, "type": "recipient.completed", "timestamp": "2025-12-31T15:00:01.999Z",
+                "data": {"envelope_id": "e387553d-cbb7-4924-abd8-b2d89699e9b5", "object_id": recipient,
+                         "object_type": "recipient", "recipient_type": "signer"}}
+    bodies = [body("evt_4p2oouvNvjp1I9ckgqycH2", "re_7v7Sion0vqjJioYmwfZ9mf"),
+              body("evt_4p2oouvNvjp1I9ckgqycH3", "re_7v7Sion0vqjJioYmwfZ9mg")]
+    secret, wrong = _whsec("signatureapi", "secret"), _whsec("signatureapi", "wrong")
+
+    def sign(delivery):
+        raw, msg_id = body_json(delivery.body), delivery.headers["id"]
+        signature = StandardWebhook(secret).sign(msg_id, datetime.fromtimestamp(delivery.at, tz=timezone.utc), raw)
+        req = request(ctx, "signatureapi", {**JSON, "webhook-id": msg_id, "webhook-timestamp": str(delivery.at),
+                                            "webhook-signature": signature}, raw)
+        verified_by_library("signatureapi", delivery.name, lambda: StandardWebhook(secret).verify(body_of(req), req["headers"]),
+                            delivery.at, ctx.now if ctx.now - delivery.at >= STALE_SECONDS else delivery.at)
+        return req
+
+    first = Delivery("recipient.completed", bodies[0], ctx.now - RETRY_AFTER, {"id": "msg_" + derived_text("signatureapi/1", 27, ALNUM)})
+    retry = Delivery(f"recipient.completed, retried {RETRY_AFTER} s later (the same evt_ id)", bodies[0], ctx.now,
+                     {"id": "msg_" + derived_text("signatureapi/1b", 27, ALNUM)})
+    lookalike = Delivery("recipient.completed of the second signer", bodies[1], ctx.now,
+                         {"id": "msg_" + derived_text("signatureapi/2", 27, ALNUM)})
+    signed_by = f"{package('standardwebhooks')} Webhook.sign, verified by {package('standardwebhooks')} Webhook.verify"
+    return _cases("signatureapi", signed_by, secret, wrong, sign, first, retry, lookalike, _body_key("/id"),
+                  "recipient.completed")
+
 SIGNERS = {
     "airwallex": airwallex,
+    "circleci": circleci,
+    "customer-io": customer_io,
     "easypost": easypost,
+    "glean": glean,
     "gocardless": gocardless,
     "incident-io": incident_io,
     "lithic": lithic,
+    "make": make,
+    "persona": persona,
     "polar": polar,
     "render": render,
+    "signatureapi": signatureapi,
     "stytch": stytch,
     "workos": workos,
     "zendesk": zendesk,
