@@ -248,21 +248,7 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
     let before = kept.len();
     let items = rx.ledger().snapshot().len();
     let answer = send(rx, &case.request, body_of(&case.request)).await;
-    // A retry as the provider sends it (`"duplicate": true`): the earlier event's duplicate,
-    // answered from the ledger, nothing new claimed (behind a RECEIVED claim the stored event
-    // may be sent again under its own id, as for any duplicate).
-    if case.expect.get("duplicate") == Some(&Value::Bool(true)) {
-        assert!(
-            answer.headers.contains_key("idempotent-replayed"),
-            "{what}: a retry not answered as a duplicate ({})",
-            answer.status
-        );
-        assert_eq!(
-            rx.ledger().snapshot().len(),
-            items,
-            "{what}: a retry claimed anew"
-        );
-    }
+    check_retry(rx, case, &answer, items);
     // A batch sends one message per event (a retry of one already taken, none).
     let events = (kept.len() - before).max(1);
     let status = case
@@ -338,6 +324,26 @@ async fn check_event(rx: &Rx, kept: &Kept, case: &Case) {
     assert!(
         kept.len() <= sent + events,
         "{what}: a duplicate sent more than once"
+    );
+}
+
+/// A retry as the provider sends it (`"duplicate": true`): the earlier event's duplicate,
+/// answered from the ledger, nothing new claimed (behind a RECEIVED claim the stored event may
+/// be sent again under its own id, as for any duplicate). `items`: the ledger before it.
+fn check_retry(rx: &Rx, case: &Case, answer: &Answer, items: usize) {
+    if case.expect.get("duplicate") != Some(&Value::Bool(true)) {
+        return;
+    }
+    let what = label(case);
+    assert!(
+        answer.headers.contains_key("idempotent-replayed"),
+        "{what}: a retry not answered as a duplicate ({})",
+        answer.status
+    );
+    assert_eq!(
+        rx.ledger().snapshot().len(),
+        items,
+        "{what}: a retry claimed anew"
     );
 }
 
