@@ -12,7 +12,6 @@ where the provider's library or documentation sets a tolerance.
 Sources per preset: tests/providers/README.md, "Issue 38 senders".
 """
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
