@@ -1,5 +1,5 @@
 """The senders issue 38 adds, each proven the same way: a first delivery, its retry as the provider
-sends it (`"duplicate": true`: the first event's key, answered from the ledger, nothing sent), a
+sends it (`"duplicate": true`: the first event's key, answered from the ledger, nothing claimed anew), a
 second event that looks like the first but is another event (another key), and a stale request
 where the provider's library or documentation sets a tolerance.
 
