@@ -5,6 +5,7 @@
 // Run from the repository root: `node tests/providers/sign.mjs`.
 import * as discord from "./node/discord.mjs";
 import * as github from "./node/github.mjs";
+import * as githubApp from "./node/github-app.mjs";
 import * as linear from "./node/linear.mjs";
 import * as mux from "./node/mux.mjs";
 import * as paddle from "./node/paddle.mjs";
@@ -13,7 +14,7 @@ import * as sendgrid from "./node/sendgrid.mjs";
 import { SignerError, checkCase } from "./node/common.mjs";
 
 const PROVIDERS = new Map(
-  [github, sendgrid, discord, mux, linear, sanity, paddle].map((m) => [m.preset, m]),
+  [github, githubApp, sendgrid, discord, mux, linear, sanity, paddle].map((m) => [m.preset, m]),
 );
 
 async function readStdin() {

@@ -93,11 +93,13 @@ def check_expect(case: dict, where: str) -> None:
             raise SignerError(f"{where}: a {case['kind']} case expects the key of the event it repeats")
     elif case["kind"] in ("event", "distinct"):
         if not {"key", "event_type"} <= set(expect) <= {"key", "event_type", "status", "json", "body",
-                                                         "refused_status", "content_type"} \
+                                                         "refused_status", "content_type", "duplicate"} \
                 or not isinstance(expect["key"], str) or not expect["key"]:
             raise SignerError(f"{where}: an event expects a key and an event_type (and optionally its answer)")
         if not (expect["event_type"] is None or isinstance(expect["event_type"], str)):
             raise SignerError(f"{where}: event_type must be a string or null")
+        if expect.get("duplicate", True) is not True:
+            raise SignerError(f"{where}: duplicate, where given, is true (a retry of an earlier event)")
         if expect.get("refused_status", 401) not in (400, 401):
             raise SignerError(f"{where}: refused_status is the status a wrong secret gets: 400 or 401")
     elif not set(expect) <= HANDSHAKE_EXPECT or not isinstance(expect.get("status"), int):

@@ -307,7 +307,9 @@ fn check_answer_as_expected(what: &str, case: &Case, answer: &Answer) {
 async fn check_event(rx: &Rx, kept: &MemoryQueue, case: &Case) -> (String, Answer) {
     let what = label(case);
     let before = kept.len();
+    let items = rx.ledger().snapshot().len();
     let answer = send(rx, &case.request, body_of(&case.request)).await;
+    check_marked_duplicate(rx, case, &answer, items);
     // A batch sends one message per event (a retry of one already taken, none).
     let events = (kept.len() - before).max(1);
     check_answer_as_expected(&what, case, &answer);
@@ -415,6 +417,26 @@ async fn check_retry(rx: &Rx, lines: &Lines, case: &Case, first: &HashMap<String
         mismatches(lines),
         counted,
         "{what}: the retry is another payload (a field that changes per attempt is not in the preset's attempt_fields)"
+    );
+}
+
+/// A retry as the provider sends it (`"duplicate": true`): the earlier event's duplicate,
+/// answered from the ledger, nothing new claimed (behind a RECEIVED claim the stored event may
+/// be sent again under its own id, as for any duplicate). `items`: the ledger before it.
+fn check_marked_duplicate(rx: &Rx, case: &Case, answer: &Answer, items: usize) {
+    if case.expect.get("duplicate") != Some(&Value::Bool(true)) {
+        return;
+    }
+    let what = label(case);
+    assert!(
+        answer.headers.contains_key("idempotent-replayed"),
+        "{what}: a retry not answered as a duplicate ({})",
+        answer.status
+    );
+    assert_eq!(
+        rx.ledger().snapshot().len(),
+        items,
+        "{what}: a retry claimed anew"
     );
 }
 

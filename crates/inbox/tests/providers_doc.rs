@@ -40,3 +40,19 @@ fn the_providers_page_lists_every_preset_as_the_table_has_it() {
         );
     }
 }
+
+#[test]
+fn the_readme_counts_the_presets_there_are() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let count = presets::all().len();
+    for said in [
+        format!("{count} provider presets"),
+        format!("a preset name and a secret ({count}: "),
+    ] {
+        assert!(
+            readme.contains(&said),
+            "README.md should say \"{said}\" (presets.json has {count})"
+        );
+    }
+}

@@ -1,6 +1,6 @@
 """The presets sign.py knows, each with the function that returns its cases (see README.md)."""
 
-from . import batched, challenges, documented, fetched, libraries, standard, timed_libraries, timestamped, tokens
+from . import batched, challenges, documented, fetched, libraries, senders, standard, timed_libraries, timestamped, tokens
 
 
 def _documented(preset):
@@ -17,4 +17,5 @@ PRESETS = {
     **tokens.SIGNERS,
     **batched.SIGNERS,
     **fetched.SIGNERS,
+    **senders.SIGNERS,
 }
