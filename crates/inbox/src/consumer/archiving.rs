@@ -6,11 +6,11 @@
 use aws_lambda_events::sqs::SqsMessage;
 use tracing::warn;
 
+use super::record::{record, Fields, Recorded};
 use super::{admit, Consumer};
 use crate::archive::Archive;
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
-use crate::outcome::LogOutcome;
 use crate::queue::Envelope;
 use crate::redelivery::Redelivery;
 use crate::store::ObjectStore;
@@ -60,12 +60,12 @@ where
             marks[i] = if taken {
                 Archived::At(now)
             } else {
-                let message_id = messages[i].message_id.as_deref().unwrap_or_default();
-                warn!(
-                    message_id,
-                    outcome = LogOutcome::Failed.as_str(),
-                    "the archive did not take the envelope; the message comes back"
-                );
+                let fields = Fields {
+                    message_id: Some(messages[i].message_id.as_deref().unwrap_or_default()),
+                    message: Some("the archive did not take the envelope; the message comes back"),
+                    ..Fields::default()
+                };
+                record(&self.metrics, Recorded::Unreadable, &fields);
                 Archived::Failed
             };
         }

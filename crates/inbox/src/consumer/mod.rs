@@ -23,16 +23,14 @@ use std::sync::Mutex;
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::StreamExt;
 use lambda_runtime::LambdaEvent;
-use tracing::warn;
 
 use crate::answer::accepted_response;
 use crate::archive::{Archive, NoArchive};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Delivery, SourceSpecs};
+use crate::config::SourceSpecs;
 use crate::ledger::{self, LedgerStore, Take, TakeItem};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
-use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
-use crate::outcome::LogOutcome;
+use crate::metrics::{Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::queue::{BodyRef, Envelope};
 use crate::redelivery::{NoRedelivery, Redelivery};
 use crate::route::Routes;
@@ -42,23 +40,23 @@ use crate::{fifo, lease};
 mod admit;
 mod archiving;
 mod deliver;
-mod fan_out;
+mod dispatch;
 mod invocation;
+mod item;
 mod processor;
+mod record;
 mod requeue;
-mod single;
 
+use admit::Admitted;
 pub use admit::Refusal;
 use archiving::Archived;
 pub use deliver::{Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
+use record::{record, Fields, Recorded};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
 pub use crate::defaults::DEFAULT_MAX_FAILURES;
-
-/// What the log says of an event that no destination takes, without a `FORWARD_URL`.
-const UNROUTED: &str = "no destination takes the event and no FORWARD_URL is set: it went nowhere";
 
 /// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`, `ARCHIVE_BODIES`).
 #[derive(Clone, Copy, Debug)]
@@ -325,8 +323,8 @@ impl<
         response
     }
 
-    /// One message: read it, then run it at most once or through the ledger; never where
-    /// the archive step did not take it.
+    /// One message: admitted (read, checked), then dispatched to its destinations; never
+    /// where the archive step did not take it.
     async fn run_one(
         &self,
         msg: &SqsMessage,
@@ -339,33 +337,52 @@ impl<
         if *archived == Archived::Failed {
             return Verdict::Failed;
         }
-        let message_id = msg.message_id.as_deref().unwrap_or_default();
+        match self.admit_message(msg, inv).await {
+            Ok(admitted) => self.dispatch(msg, admitted, archived, inv).await,
+            Err(verdict) => verdict,
+        }
+    }
+
+    /// Admission: the message read as an envelope of a known source, its parts checked
+    /// (docs/design.md §5), and the job its destinations get; else what it comes to (an
+    /// unreadable message fails, a refused one is dead-lettered).
+    async fn admit_message(
+        &self,
+        msg: &SqsMessage,
+        inv: &Invocation<'_>,
+    ) -> Result<Admitted<'_>, Verdict> {
+        let message_id = Some(msg.message_id.as_deref().unwrap_or_default());
+        let unreadable = |message: &'static str, error: Option<&dyn std::fmt::Display>| {
+            let fields = Fields {
+                message_id,
+                error,
+                message: Some(message),
+                ..Fields::default()
+            };
+            record(&self.metrics, Recorded::Unreadable, &fields);
+        };
         let envelope = match msg.body.as_deref().map(Envelope::parse) {
             Some(Ok(env)) => env,
             Some(Err(e)) => {
-                warn!(message_id, error = %e, outcome = LogOutcome::Failed.as_str(), "unparseable message");
-                return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+                unreadable("unparseable message", Some(&e));
+                return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
             }
             None => {
-                warn!(
-                    message_id,
-                    outcome = LogOutcome::Failed.as_str(),
-                    "message without a body"
-                );
-                return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+                unreadable("message without a body", None);
+                return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
             }
         };
-        let key = envelope.key.as_str();
-        let source = envelope.source.as_str();
+        let (key, source) = (envelope.key.as_str(), envelope.source.as_str());
         let Some(spec) = self.sources.get(source) else {
-            warn!(
+            let fields = Fields {
                 message_id,
-                source,
-                key,
-                outcome = LogOutcome::Failed.as_str(),
-                "message of an unknown source"
-            );
-            return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+                source: Some(source),
+                key: Some(key),
+                message: Some("message of an unknown source"),
+                ..Fields::default()
+            };
+            record(&self.metrics, Recorded::Unreadable, &fields);
+            return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
         };
         // A body in the bucket is read once the key is taken, so that a missing object
         // fails the key with its `last_error`.
@@ -374,13 +391,20 @@ impl<
             None => match envelope.body_bytes() {
                 Ok(b) => b.into(),
                 Err(e) => {
-                    warn!(message_id, key, error = %e, outcome = LogOutcome::Failed.as_str(), "unreadable body");
-                    return self.unreadable(msg, source).await;
+                    let fields = Fields {
+                        message_id,
+                        key: Some(key),
+                        error: Some(&e),
+                        message: Some("unreadable body"),
+                        ..Fields::default()
+                    };
+                    record(&self.metrics, Recorded::Unreadable, &fields);
+                    return Err(self.unreadable(msg, source).await);
                 }
             },
         };
         if let Err(refusal) = self.admit(&envelope, &body, &spec.attempt_fields) {
-            return self.refuse(msg, &envelope, &refusal).await;
+            return Err(self.refuse(msg, &envelope, &refusal).await);
         }
         let job = Job {
             key: key.to_owned(),
@@ -392,68 +416,11 @@ impl<
             replay_id: envelope.replay_id.clone(),
             event_type: envelope.event_type.clone(),
         };
-        if let Some(verdict) = self
-            .off_the_forward(msg, &job, &envelope, spec, inv, archived)
-            .await
-        {
-            return verdict;
-        }
-        // A throttle of the forward holds what would go to it (routed events: per destination).
-        if inv.throttled().is_some() {
-            return Verdict::Held;
-        }
-        // A replay goes through the ledger whatever the source's delivery: its take needs the
-        // event's item and the replay id recorded on it, which an at-most-once source (no
-        // ledger item) never has, so its replays are refused (`inbox-ops replay` skips them).
-        if spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
-            return self
-                .at_most_once(job, envelope.body_ref.as_ref(), inv)
-                .await;
-        }
-        let owner = format!("{}:{message_id}", inv.request_id);
-        let take = self.take_of(&envelope, spec.retention_hours, owner, inv, archived);
-        self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
-            .await
-    }
-
-    /// An event that does not go to the forward: to the destinations that take it; where none
-    /// does and no `FORWARD_URL` is set, nowhere (the routed path with no pair: taken,
-    /// completed, `Unrouted`; an at-most-once event, which keeps no item, counted here).
-    /// `None`: it goes to the forward, the default destination.
-    async fn off_the_forward(
-        &self,
-        msg: &SqsMessage,
-        job: &Job,
-        envelope: &Envelope,
-        spec: &crate::config::SourceSpec,
-        inv: &Invocation<'_>,
-        archived: &Archived,
-    ) -> Option<Verdict> {
-        let source = job.source.as_str();
-        let taken = self.routes.routes(source)
-            && !self
-                .routes
-                .destinations_for(source, job.event_type.as_deref())
-                .is_empty();
-        if taken || !self.routes.has_forward() {
-            if !taken && spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
-                self.metrics.count(source, Metric::Unrouted);
-                warn!(
-                    message_id = msg.message_id.as_deref().unwrap_or_default(),
-                    source,
-                    key = job.key,
-                    outcome = LogOutcome::Completed.as_str(),
-                    "{UNROUTED}"
-                );
-                return Some(Verdict::Done);
-            }
-            let job = job.clone();
-            return Some(
-                self.routed(msg, job, envelope, spec.retention_hours, inv, archived)
-                    .await,
-            );
-        }
-        None
+        Ok(Admitted {
+            envelope,
+            spec,
+            job,
+        })
     }
 
     /// What the consumer checks of an envelope before any ledger write (docs/design.md §5):
@@ -524,10 +491,15 @@ impl<
         full_key: &str,
         refusal: &Refusal,
     ) -> Verdict {
-        let message_id = msg.message_id.as_deref().unwrap_or_default();
         let key = capped(full_key, MAX_LOGGED_BYTES);
-        self.metrics.count(source, Metric::Refused);
-        warn!(message_id, source, key, error = %refusal, outcome = LogOutcome::Refused.as_str());
+        let fields = Fields {
+            message_id: Some(msg.message_id.as_deref().unwrap_or_default()),
+            source: Some(source),
+            key: Some(key),
+            error: Some(refusal),
+            ..Fields::default()
+        };
+        record(&self.metrics, Recorded::Refused, &fields);
         // The note goes only where the item exists and has not expired, and never on a key
         // that breaks the key rules (it would be another item's: a pair's, say).
         let noted = !full_key.starts_with('#') && !matches!(refusal, Refusal::KeyBreaksRules(_));
@@ -538,7 +510,12 @@ impl<
                 .note_refusal(full_key, &reason, self.clock.now_ms())
                 .await
             {
-                warn!(message_id, source, key, error = %e, outcome = LogOutcome::Refused.as_str(), "could not note the refusal");
+                let fields = Fields {
+                    error: Some(&e),
+                    message: Some("could not note the refusal"),
+                    ..fields
+                };
+                record(&self.metrics, Recorded::RefusalUnnoted, &fields);
             }
         }
         if self.redelivery.dead_letters() {

@@ -9,12 +9,11 @@ use aws_lambda_events::sqs::SqsMessage;
 use tracing::warn;
 
 use super::invocation::{receive_count, sent_at_ms, Invocation, Verdict};
+use super::record::{record, Fields, Recorded};
 use super::{Consumer, Processor};
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
-use crate::metrics::Metric;
 use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
-use crate::outcome::LogOutcome;
 use crate::redelivery::{Redelivery, MAX_DELAY_SECONDS};
 
 /// How close to the end of the queue's retention a delayed message may come back: nearer, a
@@ -103,23 +102,30 @@ impl<
         source: &str,
         key: Option<&str>,
     ) -> Verdict {
-        let message_id = msg.message_id.as_deref().unwrap_or_default();
-        let key = key.unwrap_or_default();
-        match self.redelivery.dead_letter(msg).await {
+        let written = self.redelivery.dead_letter(msg).await;
+        let fields = Fields {
+            message_id: Some(msg.message_id.as_deref().unwrap_or_default()),
+            source: Some(source),
+            key: Some(key.unwrap_or_default()),
+            ..Fields::default()
+        };
+        match written {
             Ok(()) => {
-                self.metrics.count(source, Metric::DeadLettered);
-                warn!(
-                    message_id,
-                    source,
-                    key,
-                    receives = receive_count(msg),
-                    outcome = LogOutcome::DeadLettered.as_str(),
-                    "moved to the dead-letter queue"
-                );
+                let fields = Fields {
+                    receives: Some(receive_count(msg)),
+                    message: Some("moved to the dead-letter queue"),
+                    ..fields
+                };
+                record(&self.metrics, Recorded::DeadLettered, &fields);
                 Verdict::Done
             }
             Err(e) => {
-                warn!(message_id, source, key, error = %e, outcome = LogOutcome::Failed.as_str(), "could not dead-letter");
+                let fields = Fields {
+                    error: Some(&e),
+                    message: Some("could not dead-letter"),
+                    ..fields
+                };
+                record(&self.metrics, Recorded::StoreFailed, &fields);
                 Verdict::Failed
             }
         }
