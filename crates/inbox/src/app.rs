@@ -187,7 +187,11 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         tracing::warn!("FORWARD_SIGNING_SECRET is not set: forwards are not signed");
     }
     let forwarder = default_forwarder(&env, signer.clone())?;
-    let routes = Routes::parse(&std::env::var(DESTINATIONS_VAR).unwrap_or_default(), &specs)?;
+    let destinations =
+        crate::config::vars::var(DESTINATIONS_VAR, crate::config::vars::Function::Consumer)
+            .text()
+            .unwrap_or_default();
+    let routes = Routes::parse(&destinations, &specs)?;
     let routes = if forwarder.is_some() {
         routes
     } else {
