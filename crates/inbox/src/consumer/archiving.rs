@@ -6,7 +6,7 @@
 use aws_lambda_events::sqs::SqsMessage;
 use tracing::warn;
 
-use super::record::{record, Fields, Recorded};
+use super::record::{Fields, Recorded};
 use super::{admit, Consumer};
 use crate::archive::Archive;
 use crate::clock::Clock;
@@ -60,12 +60,12 @@ where
             marks[i] = if taken {
                 Archived::At(now)
             } else {
-                let fields = Fields {
-                    message_id: Some(messages[i].message_id.as_deref().unwrap_or_default()),
-                    message: Some("the archive did not take the envelope; the message comes back"),
-                    ..Fields::default()
-                };
-                record(&self.metrics, Recorded::Unreadable, &fields);
+                self.record(
+                    Recorded::Unreadable,
+                    Fields::default()
+                        .message_id(messages[i].message_id.as_deref().unwrap_or_default())
+                        .message("the archive did not take the envelope; the message comes back"),
+                );
                 Archived::Failed
             };
         }

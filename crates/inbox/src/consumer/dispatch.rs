@@ -24,7 +24,7 @@ use super::admit::Admitted;
 use super::archiving::Archived;
 use super::invocation::{Invocation, Verdict};
 use super::item::{Dest, Leg};
-use super::record::{record, Fields, Recorded};
+use super::record::{Fields, Recorded};
 use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
 use crate::archive::Archive;
 use crate::clock::Clock;
@@ -83,12 +83,12 @@ where
         match self.plan(&envelope, at_most_once, inv) {
             Plan::Held => Verdict::Held,
             Plan::Nowhere => {
-                let fields = Fields {
-                    message_id: Some(msg.message_id.as_deref().unwrap_or_default()),
-                    message: Some(UNROUTED),
-                    ..self.fields(&job, None)
-                };
-                record(&self.metrics, Recorded::Unrouted, &fields);
+                self.record(
+                    Recorded::Unrouted,
+                    self.fields(&job, None)
+                        .message_id(msg.message_id.as_deref().unwrap_or_default())
+                        .message(UNROUTED),
+                );
                 Verdict::Done
             }
             Plan::AtMostOnce => self.at_most_once(job, &envelope, inv).await,
@@ -141,12 +141,12 @@ where
             match self.fetch_body(&job.source, body_ref).await {
                 Ok(b) => job.body = b,
                 Err(e) => {
-                    let fields = Fields {
-                        error: Some(&e),
-                        message: Some("at-most-once body unreadable"),
-                        ..self.fields(&job, None)
-                    };
-                    record(&self.metrics, Recorded::DroppedFailed, &fields);
+                    self.record(
+                        Recorded::DroppedFailed,
+                        self.fields(&job, None)
+                            .error(&e)
+                            .message("at-most-once body unreadable"),
+                    );
                     return Verdict::Done;
                 }
             }
@@ -154,31 +154,24 @@ where
         let base = self.fields(&job, None);
         match self.processor.run(&job).await {
             Outcome::Done => {
-                let fields = Fields {
-                    delivery: Some("at_most_once"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::Completed, &fields);
+                self.record(Recorded::Completed, base.delivery("at_most_once"));
             }
             Outcome::Failed(e) => {
-                let fields = Fields {
-                    error: Some(&e),
-                    message: Some("at-most-once side effect failed"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::DroppedFailed, &fields);
+                self.record(
+                    Recorded::DroppedFailed,
+                    base.error(&e).message("at-most-once side effect failed"),
+                );
             }
             Outcome::Throttled {
                 retry_after,
                 reason,
             } => {
                 inv.throttle(retry_after);
-                let fields = Fields {
-                    error: Some(&reason),
-                    message: Some("at-most-once side effect throttled"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::DroppedThrottled, &fields);
+                self.record(
+                    Recorded::DroppedThrottled,
+                    base.error(&reason)
+                        .message("at-most-once side effect throttled"),
+                );
             }
         }
         Verdict::Done
@@ -216,11 +209,7 @@ where
             match self.fetch_body(&job.source, body_ref).await {
                 Ok(body) => job.body = body,
                 Err(e) if routed_replay => {
-                    let fields = Fields {
-                        error: Some(&e),
-                        ..self.fields(&job, None)
-                    };
-                    record(&self.metrics, Recorded::StoreFailed, &fields);
+                    self.record(Recorded::StoreFailed, self.fields(&job, None).error(&e));
                     return Verdict::Failed;
                 }
                 Err(e) => {
@@ -256,14 +245,14 @@ where
         let (key, source) = (take.key.as_str(), take.source.as_str());
         match self.ledger.get(key).await {
             Err(e) => {
-                let fields = Fields {
-                    source: Some(source),
-                    key: Some(key),
-                    error: Some(&e),
-                    message: Some("replay check failed"),
-                    ..Fields::default()
-                };
-                record(&self.metrics, Recorded::StoreFailed, &fields);
+                self.record(
+                    Recorded::StoreFailed,
+                    Fields::default()
+                        .source(source)
+                        .key(key)
+                        .error(&e)
+                        .message("replay check failed"),
+                );
                 Err(Verdict::Failed)
             }
             Ok(item) => {
@@ -297,30 +286,23 @@ where
             return match self.ledger.complete(key, owner, self.clock.now_ms()).await {
                 Ok(true) => {
                     if names.is_empty() {
-                        let fields = Fields {
-                            message: Some(UNROUTED),
-                            ..self.fields(job, None)
-                        };
-                        record(&self.metrics, Recorded::Unrouted, &fields);
+                        self.record(Recorded::Unrouted, self.fields(job, None).message(UNROUTED));
                     }
-                    let fields = Fields {
-                        destinations: Some(names.len() as u64),
-                        ..self.fields(job, None)
-                    };
-                    record(&self.metrics, Recorded::Completed, &fields);
+                    self.record(
+                        Recorded::Completed,
+                        self.fields(job, None).destinations(names.len() as u64),
+                    );
                     Verdict::Done
                 }
                 Ok(false) => {
-                    record(&self.metrics, Recorded::LeaseLost, &self.fields(job, None));
+                    self.record(Recorded::LeaseLost, self.fields(job, None));
                     Verdict::Failed
                 }
                 Err(e) => {
-                    let fields = Fields {
-                        error: Some(&e),
-                        message: Some("complete failed"),
-                        ..self.fields(job, None)
-                    };
-                    record(&self.metrics, Recorded::StoreFailed, &fields);
+                    self.record(
+                        Recorded::StoreFailed,
+                        self.fields(job, None).error(&e).message("complete failed"),
+                    );
                     Verdict::Failed
                 }
             };

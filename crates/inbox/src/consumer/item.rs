@@ -12,7 +12,7 @@ use aws_lambda_events::sqs::SqsMessage;
 
 use super::dispatch::{held_back, PAUSED_WAIT};
 use super::invocation::{Invocation, Verdict};
-use super::record::{record, Fields, Recorded};
+use super::record::{Fields, Recorded};
 use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
 use crate::archive::Archive;
 use crate::clock::Clock;
@@ -102,12 +102,15 @@ where
     /// The line's fields of an event's job, for a destination (`None`: the default one, or
     /// the event's own item).
     pub(super) fn fields<'a>(&self, job: &'a Job, destination: Option<&'a str>) -> Fields<'a> {
-        Fields {
-            source: Some(&job.source),
-            key: Some(&job.key),
-            destination,
-            ..Fields::default()
-        }
+        Fields::default()
+            .source(job.source.as_str())
+            .key(job.key.as_str())
+            .destination(destination)
+    }
+
+    /// Records `what` ([`super::record`]): its log line and its metrics, from the one table.
+    pub(super) fn record(&self, what: Recorded, fields: Fields<'_>) {
+        super::record::write(&self.metrics, what, &fields);
     }
 
     /// The take of the event's item (a replay's own where the message is a replay): the
@@ -120,38 +123,27 @@ where
         replay_id: Option<&str>,
     ) -> Result<u32, Verdict> {
         let (key, source) = (take.key.as_str(), take.source.as_str());
-        let base = Fields {
-            source: Some(source),
-            key: Some(key),
-            ..Fields::default()
-        };
+        let base = Fields::default().source(source).key(key);
         match self.take_item(take, replay_id).await {
             Ok(TakeOutcome::Taken { attempts }) => Ok(attempts),
             Err(e) => {
-                let fields = Fields {
-                    error: Some(&e),
-                    message: Some("take failed"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::StoreFailed, &fields);
+                self.record(Recorded::StoreFailed, base.error(&e).message("take failed"));
                 Err(Verdict::Failed)
             }
             Ok(TakeOutcome::Completed) => {
-                let fields = Fields {
-                    replay_id,
-                    message: Some("already completed: acknowledged without side effect"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::Duplicate, &fields);
+                self.record(
+                    Recorded::Duplicate,
+                    base.replay_id(replay_id)
+                        .message("already completed: acknowledged without side effect"),
+                );
                 Err(Verdict::Done)
             }
             Ok(TakeOutcome::Busy { lease_until }) => {
-                let fields = Fields {
-                    lease_until,
-                    message: Some("another consumer holds the lease"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::Busy, &fields);
+                self.record(
+                    Recorded::Busy,
+                    base.lease_until(lease_until)
+                        .message("another consumer holds the lease"),
+                );
                 Err(Verdict::Failed)
             }
             Ok(TakeOutcome::Refused(why)) => {
@@ -245,11 +237,10 @@ where
             Some(rid) => self.ledger.complete_replay(&item, owner, rid, now).await,
             None => self.ledger.complete(&item, owner, now).await,
         };
-        let base = Fields {
-            attempts: Some(job.attempt),
-            replay_id,
-            ..self.fields(job, dest.name())
-        };
+        let base = self
+            .fields(job, dest.name())
+            .attempts(job.attempt)
+            .replay_id(replay_id);
         let label = dest.label();
         match completed {
             Ok(true) => {
@@ -257,7 +248,7 @@ where
                     Some(_) => Recorded::ReplayCompleted,
                     None => Recorded::Completed,
                 };
-                record(&self.metrics, what, &base);
+                self.record(what, base);
                 Leg::Done
             }
             Ok(false) => {
@@ -265,21 +256,19 @@ where
                 // its next take finds COMPLETED (acknowledged) or an abandoned lease (run
                 // again with the same Idempotency-Key), never an item stuck in PROCESSING
                 // with its message gone.
-                let fields = Fields {
-                    message: Some("side effect ran but the lease was lost before complete"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::LeaseLost, &fields);
+                self.record(
+                    Recorded::LeaseLost,
+                    base.message("side effect ran but the lease was lost before complete"),
+                );
                 pending(format!("{label}: lease lost after the call"))
             }
             Err(e) => {
                 // Redelivery re-runs the side effect with the same Idempotency-Key.
-                let fields = Fields {
-                    error: Some(&e),
-                    message: Some("complete failed after the side effect"),
-                    ..base
-                };
-                record(&self.metrics, Recorded::StoreFailed, &fields);
+                self.record(
+                    Recorded::StoreFailed,
+                    base.error(&e)
+                        .message("complete failed after the side effect"),
+                );
                 pending(format!("{label}: complete failed: {e}"))
             }
         }
@@ -297,26 +286,14 @@ where
             }
             given_back => given_back,
         };
-        let base = Fields {
-            attempts: Some(job.attempt),
-            error: Some(e),
-            ..self.fields(job, dest.name())
-        };
+        let base = self.fields(job, dest.name()).attempts(job.attempt).error(e);
         match &failed {
             Ok(Some(failures)) => {
-                let fields = Fields {
-                    failures: Some(*failures),
-                    ..base
-                };
-                record(&self.metrics, Recorded::Failed, &fields);
+                self.record(Recorded::Failed, base.failures(*failures));
             }
-            Ok(None) => record(&self.metrics, Recorded::FailedLeaseLost, &base),
+            Ok(None) => self.record(Recorded::FailedLeaseLost, base),
             Err(se) => {
-                let fields = Fields {
-                    store_error: Some(se),
-                    ..base
-                };
-                record(&self.metrics, Recorded::FailedUnwritten, &fields);
+                self.record(Recorded::FailedUnwritten, base.store_error(Some(se)));
             }
         }
         Leg::Pending {
@@ -360,18 +337,19 @@ where
             }
             given_back => given_back.map(|failures| failures.is_some()),
         };
-        let fields = Fields {
-            attempts: Some(job.attempt),
-            retry_after_s: Some(retry_after.as_secs()),
-            error: Some(reason),
-            store_error: deferred
-                .as_ref()
-                .err()
-                .map(|se| se as &dyn std::fmt::Display),
-            ..self.fields(job, dest.name())
-        };
+        let fields = self
+            .fields(job, dest.name())
+            .attempts(job.attempt)
+            .retry_after_s(retry_after.as_secs())
+            .error(reason)
+            .store_error(
+                deferred
+                    .as_ref()
+                    .err()
+                    .map(|se| se as &dyn std::fmt::Display),
+            );
         let written = deferred.as_ref().map(|w| *w).map_err(|_| ());
-        record(&self.metrics, Recorded::deferral(held, written), &fields);
+        self.record(Recorded::deferral(held, written), fields);
         Leg::Pending {
             wait: Some(retry_after),
             failures: None,

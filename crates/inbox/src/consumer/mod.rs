@@ -53,7 +53,7 @@ use archiving::Archived;
 pub use deliver::{Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
-use record::{record, Fields, Recorded};
+use record::{Fields, Recorded};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
 pub use crate::defaults::DEFAULT_MAX_FAILURES;
@@ -353,13 +353,12 @@ impl<
     ) -> Result<Admitted<'_>, Verdict> {
         let message_id = Some(msg.message_id.as_deref().unwrap_or_default());
         let unreadable = |message: &'static str, error: Option<&dyn std::fmt::Display>| {
-            let fields = Fields {
-                message_id,
-                error,
-                message: Some(message),
-                ..Fields::default()
+            let fields = Fields::default().message_id(message_id).message(message);
+            let fields = match error {
+                Some(error) => fields.error(error),
+                None => fields,
             };
-            record(&self.metrics, Recorded::Unreadable, &fields);
+            self.record(Recorded::Unreadable, fields);
         };
         let envelope = match msg.body.as_deref().map(Envelope::parse) {
             Some(Ok(env)) => env,
@@ -374,14 +373,14 @@ impl<
         };
         let (key, source) = (envelope.key.as_str(), envelope.source.as_str());
         let Some(spec) = self.sources.get(source) else {
-            let fields = Fields {
-                message_id,
-                source: Some(source),
-                key: Some(key),
-                message: Some("message of an unknown source"),
-                ..Fields::default()
-            };
-            record(&self.metrics, Recorded::Unreadable, &fields);
+            self.record(
+                Recorded::Unreadable,
+                Fields::default()
+                    .message_id(message_id)
+                    .source(source)
+                    .key(key)
+                    .message("message of an unknown source"),
+            );
             return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
         };
         // A body in the bucket is read once the key is taken, so that a missing object
@@ -391,14 +390,14 @@ impl<
             None => match envelope.body_bytes() {
                 Ok(b) => b.into(),
                 Err(e) => {
-                    let fields = Fields {
-                        message_id,
-                        key: Some(key),
-                        error: Some(&e),
-                        message: Some("unreadable body"),
-                        ..Fields::default()
-                    };
-                    record(&self.metrics, Recorded::Unreadable, &fields);
+                    self.record(
+                        Recorded::Unreadable,
+                        Fields::default()
+                            .message_id(message_id)
+                            .key(key)
+                            .error(&e)
+                            .message("unreadable body"),
+                    );
                     return Err(self.unreadable(msg, source).await);
                 }
             },
@@ -492,14 +491,13 @@ impl<
         refusal: &Refusal,
     ) -> Verdict {
         let key = capped(full_key, MAX_LOGGED_BYTES);
-        let fields = Fields {
-            message_id: Some(msg.message_id.as_deref().unwrap_or_default()),
-            source: Some(source),
-            key: Some(key),
-            error: Some(refusal),
-            ..Fields::default()
+        let fields = || {
+            Fields::default()
+                .message_id(msg.message_id.as_deref().unwrap_or_default())
+                .source(source)
+                .key(key)
         };
-        record(&self.metrics, Recorded::Refused, &fields);
+        self.record(Recorded::Refused, fields().error(refusal));
         // The note goes only where the item exists and has not expired, and never on a key
         // that breaks the key rules (it would be another item's: a pair's, say).
         let noted = !full_key.starts_with('#') && !matches!(refusal, Refusal::KeyBreaksRules(_));
@@ -510,12 +508,10 @@ impl<
                 .note_refusal(full_key, &reason, self.clock.now_ms())
                 .await
             {
-                let fields = Fields {
-                    error: Some(&e),
-                    message: Some("could not note the refusal"),
-                    ..fields
-                };
-                record(&self.metrics, Recorded::RefusalUnnoted, &fields);
+                self.record(
+                    Recorded::RefusalUnnoted,
+                    fields().error(&e).message("could not note the refusal"),
+                );
             }
         }
         if self.redelivery.dead_letters() {

@@ -3,6 +3,7 @@
 //! `outcome` (docs/operations.md, "Logs"), its level and the metrics it counts
 //! (docs/operations.md, "Metrics"). Every consumer site records through [`record`], so a log
 //! line and its count cannot drift apart.
+//! ([`super::Consumer::record`] is [`write`] to the consumer's metrics.)
 
 use std::fmt::Display;
 
@@ -139,8 +140,53 @@ pub(super) struct Fields<'a> {
     pub message: Option<&'a str>,
 }
 
+/// The fields, one by one: `Fields::default().source(s).key(k).error(&e)`.
+macro_rules! setters {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        impl<'a> Fields<'a> {
+            $(
+                pub fn $field(self, value: impl Into<Option<$ty>>) -> Self {
+                    Self { $field: value.into(), ..self }
+                }
+            )*
+        }
+    };
+}
+
+setters! {
+    message_id: &'a str,
+    source: &'a str,
+    key: &'a str,
+    destination: &'a str,
+    attempts: u32,
+    failures: u32,
+    replay_id: &'a str,
+    lease_until: i64,
+    retry_after_s: u64,
+    receives: u32,
+    destinations: u64,
+    delivery: &'static str,
+    message: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    pub fn error(self, error: &'a dyn Display) -> Self {
+        Self {
+            error: Some(error),
+            ..self
+        }
+    }
+
+    pub fn store_error(self, error: Option<&'a dyn Display>) -> Self {
+        Self {
+            store_error: error,
+            ..self
+        }
+    }
+}
+
 /// Writes the line and counts the metrics of `what`, from the one table.
-pub(super) fn record(metrics: &Metrics, what: Recorded, f: &Fields<'_>) {
+pub(super) fn write(metrics: &Metrics, what: Recorded, f: &Fields<'_>) {
     let (outcome, level, counted) = what.row();
     let dimension = f.source.unwrap_or(UNKNOWN_SOURCE_DIMENSION);
     for metric in counted {
@@ -235,16 +281,11 @@ mod tests {
 
     fn counted(what: Recorded, destination: Option<&str>) -> Vec<String> {
         let (metrics, lines) = Metrics::memory("consumer");
-        record(
-            &metrics,
-            what,
-            &Fields {
-                source: Some("s"),
-                key: Some("s:1"),
-                destination,
-                ..Fields::default()
-            },
-        );
+        let fields = Fields::default()
+            .source("s")
+            .key("s:1")
+            .destination(destination);
+        write(&metrics, what, &fields);
         let lines = lines.lock().expect("lines").clone();
         lines
             .iter()

@@ -9,7 +9,7 @@ use aws_lambda_events::sqs::SqsMessage;
 use tracing::warn;
 
 use super::invocation::{receive_count, sent_at_ms, Invocation, Verdict};
-use super::record::{record, Fields, Recorded};
+use super::record::{Fields, Recorded};
 use super::{Consumer, Processor};
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
@@ -103,29 +103,25 @@ impl<
         key: Option<&str>,
     ) -> Verdict {
         let written = self.redelivery.dead_letter(msg).await;
-        let fields = Fields {
-            message_id: Some(msg.message_id.as_deref().unwrap_or_default()),
-            source: Some(source),
-            key: Some(key.unwrap_or_default()),
-            ..Fields::default()
-        };
+        let fields = Fields::default()
+            .message_id(msg.message_id.as_deref().unwrap_or_default())
+            .source(source)
+            .key(key.unwrap_or_default());
         match written {
             Ok(()) => {
-                let fields = Fields {
-                    receives: Some(receive_count(msg)),
-                    message: Some("moved to the dead-letter queue"),
-                    ..fields
-                };
-                record(&self.metrics, Recorded::DeadLettered, &fields);
+                self.record(
+                    Recorded::DeadLettered,
+                    fields
+                        .receives(receive_count(msg))
+                        .message("moved to the dead-letter queue"),
+                );
                 Verdict::Done
             }
             Err(e) => {
-                let fields = Fields {
-                    error: Some(&e),
-                    message: Some("could not dead-letter"),
-                    ..fields
-                };
-                record(&self.metrics, Recorded::StoreFailed, &fields);
+                self.record(
+                    Recorded::StoreFailed,
+                    fields.error(&e).message("could not dead-letter"),
+                );
                 Verdict::Failed
             }
         }
