@@ -25,14 +25,13 @@ use super::archiving::Archived;
 use super::invocation::{Invocation, Verdict};
 use super::item::{Dest, Leg};
 use super::record::{Fields, Recorded};
-use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
-use crate::archive::Archive;
+use super::Wired;
+use super::{Consumer, Job, Outcome, ProcessError, Processor, Refusal};
 use crate::clock::Clock;
 use crate::config::Delivery;
 use crate::ledger::{self, LedgerStore, Take};
 use crate::queue::Envelope;
 use crate::redelivery::Redelivery;
-use crate::store::ObjectStore;
 
 /// How long a message waits for a paused destination before it is tried again (each time at
 /// least its receive count in seconds, as a throttled one).
@@ -56,16 +55,7 @@ enum Plan<'r> {
     Named(Vec<&'r str>),
 }
 
-impl<L, P, C, Q, S, A, D> Consumer<L, P, C, Q, S, A, D>
-where
-    L: LedgerStore,
-    P: Processor,
-    C: Clock,
-    Q: Redelivery,
-    S: ObjectStore,
-    A: Archive,
-    D: Destinations,
-{
+impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// An admitted event, to its destinations.
     pub(super) async fn dispatch(
         &self,
@@ -329,7 +319,7 @@ where
         let dead = legs
             .iter()
             .any(|l| matches!(l, Leg::Pending { failures: Some(f), .. } if f % max == 0));
-        if dead && self.redelivery.dead_letters() {
+        if dead && self.wired().redelivery.dead_letters() {
             return self.dead_letter(msg, &job.source, Some(&job.key)).await;
         }
         let pending = || legs.iter().filter(|l| matches!(l, Leg::Pending { .. }));

@@ -13,13 +13,11 @@ use aws_lambda_events::sqs::SqsMessage;
 use super::dispatch::{held_back, PAUSED_WAIT};
 use super::invocation::{Invocation, Verdict};
 use super::record::{Fields, Recorded};
+use super::Wired;
 use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
-use crate::archive::Archive;
 use crate::clock::Clock;
 use crate::ledger::{LedgerStore, StoreError, Take, TakeItem, TakeOutcome};
-use crate::redelivery::Redelivery;
 use crate::route::destination_key;
-use crate::store::ObjectStore;
 
 /// One destination of an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,16 +87,7 @@ fn pending(reason: String) -> Leg {
     }
 }
 
-impl<L, P, C, Q, S, A, D> Consumer<L, P, C, Q, S, A, D>
-where
-    L: LedgerStore,
-    P: Processor,
-    C: Clock,
-    Q: Redelivery,
-    S: ObjectStore,
-    A: Archive,
-    D: Destinations,
-{
+impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// The line's fields of an event's job, for a destination (`None`: the default one, or
     /// the event's own item).
     pub(super) fn fields<'a>(&self, job: &'a Job, destination: Option<&'a str>) -> Fields<'a> {
@@ -200,7 +189,7 @@ where
                     Ok(TakeOutcome::Refused(why)) => return pending(format!("{name}: {why}")),
                     Err(e) => return pending(format!("{name}: take failed: {e}")),
                 };
-                self.destinations.deliver(name, &call).await
+                self.wired().destinations.deliver(name, &call).await
             }
         };
         self.settle(dest, &call, owner, outcome, inv).await

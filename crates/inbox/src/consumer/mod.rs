@@ -85,36 +85,83 @@ impl Default for ConsumerSettings {
     }
 }
 
-/// The consumer, with its collaborators. The payload bucket ([`Consumer::with_store`]) is
-/// where the bodies behind envelope pointers are read; without one, such a message fails.
-/// The archive ([`Consumer::with_archive`]) takes each batch's envelopes before they run.
-pub struct Consumer<
-    L,
-    P,
-    C = SystemClock,
-    Q = NoRedelivery,
-    S = NoStore,
-    A = NoArchive,
-    D = NoDestinations,
-> {
+/// What a consumer is wired to besides its ledger, its default destination and its clock:
+/// where it delays and dead-letters messages ([`Consumer::with_redelivery`]), the payload
+/// bucket behind envelope pointers ([`Consumer::with_store`]; without one, such a message
+/// fails), the archive that takes each batch's envelopes before they run
+/// ([`Consumer::with_archive`]), and the named destinations ([`Consumer::with_destinations`]).
+/// Each defaults to none.
+pub struct Wiring<Q = NoRedelivery, S = NoStore, A = NoArchive, D = NoDestinations> {
+    redelivery: Q,
+    store: S,
+    archive: A,
+    destinations: D,
+}
+
+/// A [`Wiring`], whatever it is wired to: what the consumer's code is generic over.
+pub trait Wired: Send + Sync + 'static {
+    type Redelivery: Redelivery;
+    type Store: ObjectStore;
+    type Archive: Archive;
+    type Destinations: Destinations;
+    /// The parts, by name.
+    fn parts(&self) -> &Parts<Self>;
+    /// The parts, to rewire.
+    fn into_parts(self) -> Parts<Self>
+    where
+        Self: Sized;
+}
+
+impl<Q: Redelivery, S: ObjectStore, A: Archive, D: Destinations> Wired for Wiring<Q, S, A, D> {
+    type Redelivery = Q;
+    type Store = S;
+    type Archive = A;
+    type Destinations = D;
+    fn parts(&self) -> &Self {
+        self
+    }
+    fn into_parts(self) -> Self {
+        self
+    }
+}
+
+/// A wiring's parts, by name.
+pub type Parts<W> = Wiring<
+    <W as Wired>::Redelivery,
+    <W as Wired>::Store,
+    <W as Wired>::Archive,
+    <W as Wired>::Destinations,
+>;
+/// `W` delaying and dead-lettering through `R`.
+pub type WithRedelivery<W, R> =
+    Wiring<R, <W as Wired>::Store, <W as Wired>::Archive, <W as Wired>::Destinations>;
+/// `W` reading pointed-to bodies from `S`.
+pub type WithStore<W, S> =
+    Wiring<<W as Wired>::Redelivery, S, <W as Wired>::Archive, <W as Wired>::Destinations>;
+/// `W` archiving through `A`.
+pub type WithArchive<W, A> =
+    Wiring<<W as Wired>::Redelivery, <W as Wired>::Store, A, <W as Wired>::Destinations>;
+/// `W` delivering to the named destinations through `D`.
+pub type WithDestinations<W, D> =
+    Wiring<<W as Wired>::Redelivery, <W as Wired>::Store, <W as Wired>::Archive, D>;
+
+/// The consumer: its sources, its ledger, its default destination `P` (`FORWARD_URL`'s
+/// forwarder, or your [`Processor`]), its clock, and what else it is wired to ([`Wiring`]).
+pub struct Consumer<L, P, C = SystemClock, W = Wiring> {
     sources: SourceSpecs,
     ledger: L,
     processor: P,
     clock: C,
     settings: ConsumerSettings,
     metrics: Metrics,
-    redelivery: Q,
-    store: S,
-    archive: A,
-    /// `WEBHOOK_DESTINATIONS`: the sources it names go to their destinations through
-    /// `destinations` ([`Consumer::with_destinations`]), the others to the processor.
+    /// `WEBHOOK_DESTINATIONS`: the sources it names go to their destinations through the
+    /// wiring's ([`Consumer::with_destinations`]), the others to the default destination.
     routes: Routes,
-    destinations: D,
+    wiring: W,
 }
 
 impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
-    /// A consumer without a queue of its own to change ([`NoRedelivery`]); see
-    /// [`Consumer::with_redelivery`].
+    /// A consumer wired to nothing else ([`Wiring`]'s defaults); see the `with_*` builders.
     pub fn new(
         sources: SourceSpecs,
         ledger: L,
@@ -130,103 +177,137 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             clock,
             settings,
             metrics,
-            redelivery: NoRedelivery,
-            store: NoStore,
-            archive: NoArchive,
             routes: Routes::none(),
-            destinations: NoDestinations,
+            wiring: Wiring {
+                redelivery: NoRedelivery,
+                store: NoStore,
+                archive: NoArchive,
+                destinations: NoDestinations,
+            },
         }
     }
 }
 
-impl<
-        L: LedgerStore,
-        P: Processor,
-        C: Clock,
-        Q: Redelivery,
-        S: ObjectStore,
-        A: Archive,
-        D: Destinations,
-    > Consumer<L, P, C, Q, S, A, D>
-{
-    /// The same consumer delaying and dead-lettering messages through `redelivery`.
+impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// The ledger this consumer takes keys in.
     pub fn ledger(&self) -> &L {
         &self.ledger
     }
 
-    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S, A, D> {
+    /// What the consumer is wired to.
+    fn wired(&self) -> &Parts<W> {
+        self.wiring.parts()
+    }
+
+    /// The same consumer with its wiring (and routes) changed by `f`: the one place every
+    /// field is listed.
+    #[allow(
+        clippy::type_complexity,
+        reason = "the wiring's four parts, named once here"
+    )]
+    fn rewire<T: Wired>(
+        self,
+        f: impl FnOnce(
+            Wiring<W::Redelivery, W::Store, W::Archive, W::Destinations>,
+            Routes,
+        ) -> (T, Routes),
+    ) -> Consumer<L, P, C, T> {
+        let Consumer {
+            sources,
+            ledger,
+            processor,
+            clock,
+            settings,
+            metrics,
+            routes,
+            wiring,
+        } = self;
+        let (wiring, routes) = f(wiring.into_parts(), routes);
         Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery,
-            store: self.store,
-            archive: self.archive,
-            routes: self.routes,
-            destinations: self.destinations,
+            sources,
+            ledger,
+            processor,
+            clock,
+            settings,
+            metrics,
+            routes,
+            wiring,
         }
+    }
+
+    /// The same consumer delaying and dead-lettering messages through `redelivery`.
+    pub fn with_redelivery<R: Redelivery>(
+        self,
+        redelivery: R,
+    ) -> Consumer<L, P, C, WithRedelivery<W, R>> {
+        self.rewire(|w, routes| {
+            let (store, archive, destinations) = (w.store, w.archive, w.destinations);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The same consumer reading bodies behind envelope pointers from `store`
     /// (`PAYLOAD_BUCKET`).
-    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T, A, D> {
-        Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery: self.redelivery,
-            store,
-            archive: self.archive,
-            routes: self.routes,
-            destinations: self.destinations,
-        }
+    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, WithStore<W, T>> {
+        self.rewire(|w, routes| {
+            let (redelivery, archive, destinations) = (w.redelivery, w.archive, w.destinations);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The same consumer putting each batch's envelopes in `archive` before they run
     /// (`ARCHIVE_STREAM`), for the sources that archive.
-    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, Q, S, T, D> {
-        Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery: self.redelivery,
-            store: self.store,
-            archive,
-            routes: self.routes,
-            destinations: self.destinations,
-        }
+    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, WithArchive<W, T>> {
+        self.rewire(|w, routes| {
+            let (redelivery, store, destinations) = (w.redelivery, w.store, w.destinations);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The same consumer sending the events of the sources `routes` names to their
-    /// destinations through `destinations` (docs/routing.md); other sources keep the processor.
+    /// destinations through `destinations` (docs/routing.md); other sources keep the default
+    /// destination.
     pub fn with_destinations<T: Destinations>(
         self,
         routes: Routes,
         destinations: T,
-    ) -> Consumer<L, P, C, Q, S, A, T> {
-        Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery: self.redelivery,
-            store: self.store,
-            archive: self.archive,
-            routes,
-            destinations,
-        }
+    ) -> Consumer<L, P, C, WithDestinations<W, T>> {
+        self.rewire(|w, _| {
+            let (redelivery, store, archive) = (w.redelivery, w.store, w.archive);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The body behind a pointer of an event of `source`, checked against its size and its
@@ -237,12 +318,12 @@ impl<
         source: &str,
         body_ref: &BodyRef,
     ) -> Result<bytes::Bytes, ProcessError> {
-        let url = self.store.url(&body_ref.s3_key);
+        let url = self.wired().store.url(&body_ref.s3_key);
         let attempt_fields = self
             .sources
             .get(source)
             .map_or(&[][..], |s| s.attempt_fields.as_slice());
-        match self.store.get(&body_ref.s3_key).await {
+        match self.wired().store.get(&body_ref.s3_key).await {
             Ok(Some(bytes)) => {
                 if bytes.len() as u64 != body_ref.size
                     || crate::key::payload_sha256(&bytes, attempt_fields) != body_ref.sha256
@@ -280,7 +361,7 @@ impl<
         let paused = if self.routes.is_empty() {
             Ok(Default::default())
         } else {
-            self.destinations.paused().await
+            self.wired().destinations.paused().await
         };
         let inv = Invocation {
             request_id,
@@ -514,7 +595,7 @@ impl<
                 );
             }
         }
-        if self.redelivery.dead_letters() {
+        if self.wired().redelivery.dead_letters() {
             return self.dead_letter(msg, source, Some(key)).await;
         }
         Verdict::Failed
