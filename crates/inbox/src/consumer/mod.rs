@@ -39,7 +39,7 @@ use crate::{fifo, lease};
 
 mod admit;
 mod archiving;
-mod deliver;
+mod destinations;
 mod dispatch;
 mod invocation;
 mod item;
@@ -50,7 +50,7 @@ mod requeue;
 use admit::Admitted;
 pub use admit::Refusal;
 use archiving::Archived;
-pub use deliver::{Destinations, NoDestinations};
+pub use destinations::{Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 use record::{Fields, Recorded};
