@@ -395,3 +395,102 @@ async fn a_settle_after_a_later_receive_deleted_the_message_is_dropped_not_an_er
     assert_eq!((stale.failed, stale.gone), (1, 1));
     assert!(aws.receive_all(&aws.resources.queue_url).await.is_empty());
 }
+
+/// An item as the consumer before issue 40 left it (one failed forward: FAILED, one attempt,
+/// one failure), written attribute by attribute: the one path takes it in place (the default
+/// destination's item is the event's own, `pk` the key), completes it with the same attribute
+/// names and status strings, and writes no other item. No migration for a deployed stack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_item_written_before_the_one_path_is_completed_in_place_with_its_layout() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let aws = LocalAws::new("c-oldform").await;
+    let sor = SystemOfRecord::start();
+    let (cx, lines) = aws.consumer(testkit::forwarder(sor.url()));
+    let (key, body) = ("github:e-oldform", br#"{"n":1}"#.as_slice());
+    let sha = inbox::key::sha256_hex(body);
+    let now = testkit::now_ms();
+    put_item_as_before(&aws, key, &sha, now).await;
+
+    let envelope = inbox::queue::Envelope::new(
+        key,
+        "github",
+        now - 60_000,
+        &sha,
+        github_headers("e-oldform", body)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+        body,
+    );
+    let mut msg = aws_lambda_events::sqs::SqsMessage::default();
+    msg.message_id = Some("m-oldform".into());
+    msg.body = Some(envelope.to_json());
+    let answer = cx.handle_batch(&[msg], "inv-oldform", None).await;
+    assert!(answer.batch_item_failures.is_empty(), "{answer:?}");
+    assert_eq!(sor.calls_for(key), 1);
+
+    let scan = aws
+        .dynamo
+        .scan()
+        .table_name(&aws.resources.table)
+        .send()
+        .await
+        .expect("scan");
+    let items = scan.items();
+    assert_eq!(items.len(), 1, "no item but the event's own: {items:?}");
+    let item = &items[0];
+    let mut names: Vec<&str> = item.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "attempts",
+            "completed_at",
+            "expires_at",
+            "failures",
+            "last_error",
+            "payload_sha256",
+            "pk",
+            "received_at",
+            "response_body",
+            "response_status",
+            "source",
+            "status"
+        ]
+    );
+    assert_eq!(item["pk"], V::S(key.into()));
+    assert_eq!(item["status"], V::S("COMPLETED".into()));
+    assert_eq!(item["attempts"], V::N("2".into()));
+    assert_eq!(item["failures"], V::N("1".into()));
+    let lines = lines.lock().expect("metrics").clone();
+    assert_eq!(tally(&lines, "github", Metric::Completed), 1);
+    assert_eq!(tally(&lines, "github", Metric::Failed), 0);
+}
+
+/// An event's item as the consumer before issue 40 left it after one failed forward: FAILED,
+/// one attempt, one failure, written attribute by attribute.
+async fn put_item_as_before(aws: &LocalAws, key: &str, sha: &str, now: i64) {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let (_, response_body) = inbox::receiver::accepted_response(key);
+    let old = [
+        ("pk", V::S(key.into())),
+        ("source", V::S("github".into())),
+        ("status", V::S("FAILED".into())),
+        ("expires_at", V::N((now / 1000 + 3600).to_string())),
+        ("payload_sha256", V::S(sha.into())),
+        ("response_status", V::N("200".into())),
+        ("response_body", V::S(response_body)),
+        ("attempts", V::N("1".into())),
+        ("failures", V::N("1".into())),
+        (
+            "last_error",
+            V::S("forward answered 500 Internal Server Error".into()),
+        ),
+        ("received_at", V::N((now - 60_000).to_string())),
+    ];
+    let mut put = aws.dynamo.put_item().table_name(&aws.resources.table);
+    for (name, value) in old {
+        put = put.item(name, value);
+    }
+    put.send().await.expect("the old item");
+}

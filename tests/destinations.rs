@@ -92,8 +92,12 @@ fn ledger_and_crm(ledger: &SystemOfRecord, crm: &SystemOfRecord) -> Targets {
 }
 
 /// The consumer of [`routed_consumer`]: no redelivery, store or archive; destinations.
-type RoutedConsumer =
-    Consumer<DynamoLedger, HttpForwarder, SystemClock, NoRedelivery, NoStore, NoArchive, Targets>;
+type RoutedConsumer = Consumer<
+    DynamoLedger,
+    HttpForwarder,
+    SystemClock,
+    inbox::consumer::Wiring<NoRedelivery, NoStore, NoArchive, Targets>,
+>;
 
 /// The consumer over the stack's sources with these destinations (`WEBHOOK_DESTINATIONS`)
 /// on these targets, the forward unused; and the metric lines it writes.

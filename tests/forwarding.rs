@@ -141,7 +141,12 @@ impl Drop for Downstream {
     }
 }
 
-type Cx = Consumer<DynamoLedger, HttpForwarder, SystemClock, Watched<SqsRedelivery>>;
+type Cx = Consumer<
+    DynamoLedger,
+    HttpForwarder,
+    SystemClock,
+    inbox::consumer::Wiring<Watched<SqsRedelivery>>,
+>;
 
 /// The consumer as deployed, on the stack's ledger and queues: groups one at a time, so that
 /// what a throttle holds back is deterministic.

@@ -40,7 +40,12 @@ async fn deployed_consumer(
     aws: &LocalAws,
     sor: &SystemOfRecord,
 ) -> (
-    Consumer<DynamoLedger, HttpForwarder, SystemClock, SqsRedelivery, S3Store>,
+    Consumer<
+        DynamoLedger,
+        HttpForwarder,
+        SystemClock,
+        inbox::consumer::Wiring<SqsRedelivery, S3Store>,
+    >,
     MetricLines,
     Bridge,
 ) {

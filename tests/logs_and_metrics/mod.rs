@@ -30,7 +30,7 @@ use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{Claim, LedgerStore as _};
 use inbox::metrics::{tally, Metric, Metrics};
 use inbox::receiver::{accepted_response, ReceiverSettings};
-use inbox::redelivery::{Redelivery, SqsRedelivery};
+use inbox::redelivery::SqsRedelivery;
 use lambda_runtime::layers::trace::request_span;
 use lambda_runtime::tracing::subscriber::fmt::MakeWriter;
 use lambda_runtime::LambdaEvent;
@@ -171,8 +171,8 @@ async fn post(
 }
 
 /// One consumer invocation inside the runtime's request span; the answer and the request id.
-async fn invoke<P: Processor, Q: Redelivery>(
-    cx: &Consumer<DynamoLedger, P, SystemClock, Q>,
+async fn invoke<P: Processor, W: inbox::consumer::Wired>(
+    cx: &Consumer<DynamoLedger, P, SystemClock, W>,
     event: SqsEvent,
 ) -> (SqsBatchResponse, String) {
     let request_id = testkit::unique("cx");

@@ -20,7 +20,7 @@ use crate::config::env::{
     queue_retention_seconds, required, ConsumerEnv, ReceiverEnv,
 };
 use crate::config::{AwsSecretResolver, ConfigError, SecretRef, SecretResolver, SourceSpecs};
-use crate::consumer::{Consumer, ConsumerSettings};
+use crate::consumer::{Consumer, ConsumerSettings, Wiring};
 use crate::destination::{Adapter, EventBus, FunctionTarget, PauseBoard, QueueTarget, Targets};
 use crate::forward::ForwardSigner;
 use crate::forward::HttpForwarder;
@@ -40,10 +40,7 @@ pub type LambdaConsumer = Consumer<
     DynamoLedger,
     Option<HttpForwarder>,
     SystemClock,
-    Option<SqsRedelivery>,
-    Option<S3Store>,
-    Option<FirehoseArchive>,
-    Targets,
+    Wiring<Option<SqsRedelivery>, Option<S3Store>, Option<FirehoseArchive>, Targets>,
 >;
 
 /// A binary's `main` after its subscriber is set: builds the function (`built`: the
@@ -193,7 +190,11 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
         tracing::warn!("FORWARD_SIGNING_SECRET is not set: forwards are not signed");
     }
     let forwarder = default_forwarder(&env, signer.clone())?;
-    let routes = Routes::parse(&std::env::var(DESTINATIONS_VAR).unwrap_or_default(), &specs)?;
+    let destinations =
+        crate::config::vars::var(DESTINATIONS_VAR, crate::config::vars::Function::Consumer)
+            .text()
+            .unwrap_or_default();
+    let routes = Routes::parse(&destinations, &specs)?;
     let routes = if forwarder.is_some() {
         routes
     } else {

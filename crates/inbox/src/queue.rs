@@ -81,6 +81,21 @@ pub struct BatchPlace {
     pub count: usize,
 }
 
+/// An event's part of its envelope, borrowed: what every envelope of the event carries,
+/// whether its body travels inline or in the payload bucket (docs/design.md §5).
+#[derive(Clone, Copy, Debug)]
+pub struct EventParts<'a> {
+    pub key: &'a str,
+    pub source: &'a str,
+    /// Epoch milliseconds of the receipt.
+    pub received_at: i64,
+    pub payload_sha256: &'a str,
+    pub headers: &'a BTreeMap<String, String>,
+    pub event_type: Option<&'a str>,
+    /// Where it sat in a signed batch (§14); `None` for a request of one event.
+    pub batch: Option<&'a BatchPlace>,
+}
+
 /// A message that cannot be read back.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EnvelopeError {
@@ -156,15 +171,15 @@ impl Envelope {
             body_ref: self.body_ref.as_ref(),
             replay_id: self.replay_id.as_deref(),
             destination: self.destination.as_deref(),
-            batch: self.batch.as_ref(),
-            ..Wire::event(
-                &self.key,
-                &self.source,
-                self.received_at,
-                &self.payload_sha256,
-                &self.headers,
-                self.event_type.as_deref(),
-            )
+            ..Wire::event(&EventParts {
+                key: &self.key,
+                source: &self.source,
+                received_at: self.received_at,
+                payload_sha256: &self.payload_sha256,
+                headers: &self.headers,
+                event_type: self.event_type.as_deref(),
+                batch: self.batch.as_ref(),
+            })
         }
         .to_json()
     }
@@ -179,41 +194,23 @@ impl Envelope {
         event_type: Option<&str>,
         body_ref: &BodyRef,
     ) -> String {
-        Self::json_with_ref_in_batch(
+        let event = EventParts {
             key,
             source,
             received_at,
             payload_sha256,
             headers,
             event_type,
-            None,
-            body_ref,
-        )
+            batch: None,
+        };
+        Self::event_json_with_ref(&event, body_ref)
     }
 
-    /// [`Self::json_with_ref`] of an event of a batch (`batch`: where it sat).
-    #[allow(clippy::too_many_arguments)]
-    pub fn json_with_ref_in_batch(
-        key: &str,
-        source: &str,
-        received_at: i64,
-        payload_sha256: &str,
-        headers: &BTreeMap<String, String>,
-        event_type: Option<&str>,
-        batch: Option<&BatchPlace>,
-        body_ref: &BodyRef,
-    ) -> String {
+    /// [`Self::json_with_ref`] of an event's parts (of a batch, where `event.batch` says).
+    pub fn event_json_with_ref(event: &EventParts<'_>, body_ref: &BodyRef) -> String {
         Wire {
-            batch,
             body_ref: Some(body_ref),
-            ..Wire::event(
-                key,
-                source,
-                received_at,
-                payload_sha256,
-                headers,
-                event_type,
-            )
+            ..Wire::event(event)
         }
         .to_json()
     }
@@ -230,43 +227,25 @@ impl Envelope {
         event_type: Option<&str>,
         body: &[u8],
     ) -> String {
-        Self::json_of_in_batch(
+        let event = EventParts {
             key,
             source,
             received_at,
             payload_sha256,
             headers,
             event_type,
-            None,
-            body,
-        )
+            batch: None,
+        };
+        Self::event_json(&event, body)
     }
 
-    /// [`Self::json_of`] of an event of a batch (`batch`: where it sat).
-    #[allow(clippy::too_many_arguments)]
-    pub fn json_of_in_batch(
-        key: &str,
-        source: &str,
-        received_at: i64,
-        payload_sha256: &str,
-        headers: &BTreeMap<String, String>,
-        event_type: Option<&str>,
-        batch: Option<&BatchPlace>,
-        body: &[u8],
-    ) -> String {
+    /// [`Self::json_of`] of an event's parts (of a batch, where `event.batch` says).
+    pub fn event_json(event: &EventParts<'_>, body: &[u8]) -> String {
         let (body, body_encoding) = encode_body(body);
         Wire {
-            batch,
             body: Some(body),
             body_encoding,
-            ..Wire::event(
-                key,
-                source,
-                received_at,
-                payload_sha256,
-                headers,
-                event_type,
-            )
+            ..Wire::event(event)
         }
         .to_json()
     }
@@ -349,28 +328,21 @@ struct Wire<'a> {
 impl<'a> Wire<'a> {
     /// The event's part of an envelope, the one place its fields are filled in; the body, its
     /// pointer and a replay id are added where there is one.
-    fn event(
-        key: &'a str,
-        source: &'a str,
-        received_at: i64,
-        payload_sha256: &'a str,
-        headers: &'a BTreeMap<String, String>,
-        event_type: Option<&'a str>,
-    ) -> Wire<'a> {
+    fn event(event: &EventParts<'a>) -> Wire<'a> {
         Wire {
             v: ENVELOPE_VERSION,
-            key,
-            source,
-            received_at,
-            payload_sha256,
-            headers,
+            key: event.key,
+            source: event.source,
+            received_at: event.received_at,
+            payload_sha256: event.payload_sha256,
+            headers: event.headers,
             body: None,
             body_encoding: None,
             body_ref: None,
             replay_id: None,
-            event_type,
+            event_type: event.event_type,
             destination: None,
-            batch: None,
+            batch: event.batch,
         }
     }
 
@@ -517,16 +489,17 @@ mod tests {
             index: 2,
             count: 3,
         };
-        let text = Envelope::json_of_in_batch(
-            "a:1",
-            "a",
-            5,
-            "h",
-            &BTreeMap::new(),
-            None,
-            Some(&place),
-            b"{}",
-        );
+        let headers = BTreeMap::new();
+        let event = EventParts {
+            key: "a:1",
+            source: "a",
+            received_at: 5,
+            payload_sha256: "h",
+            headers: &headers,
+            event_type: None,
+            batch: Some(&place),
+        };
+        let text = Envelope::event_json(&event, b"{}");
         assert!(
             text.ends_with(&format!(
                 r#","batch":{{"sha256":"{}","index":2,"count":3}}}}"#,

@@ -133,7 +133,7 @@ fn message(id: &str, group: &str, event: &str, receives: u32) -> SqsMessage {
     m
 }
 
-type Cx = Consumer<Arc<MemoryLedger>, Scripted, SystemClock, Recorded>;
+type Cx = Consumer<Arc<MemoryLedger>, Scripted, SystemClock, inbox::consumer::Wiring<Recorded>>;
 
 fn consumer(settings: ConsumerSettings) -> (Cx, Arc<MemoryLedger>, Scripted, Recorded, Lines) {
     let (metrics, lines) = Metrics::memory("consumer");

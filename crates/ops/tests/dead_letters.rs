@@ -26,7 +26,12 @@ fn body(n: u32) -> Vec<u8> {
 }
 
 /// The consumer as deployed: it moves a message to the dead-letter queue itself.
-type Cx = inbox::consumer::Consumer<DynamoLedger, HttpForwarder, SystemClock, SqsRedelivery>;
+type Cx = inbox::consumer::Consumer<
+    DynamoLedger,
+    HttpForwarder,
+    SystemClock,
+    inbox::consumer::Wiring<SqsRedelivery>,
+>;
 
 async fn invoke(cx: &Cx, event: SqsEvent) -> (SqsBatchResponse, String) {
     let request_id = testkit::unique("cx");

@@ -16,8 +16,6 @@ use inbox::ledger::LedgerStore;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
 use inbox::receiver::Receiver;
-use inbox::redelivery::Redelivery;
-use inbox::store::ObjectStore;
 
 use crate::local_stack::{env_secrets_to_secrets_manager, Secret};
 
@@ -98,26 +96,26 @@ pub type ArchivingConsumer<P> = Consumer<
     DynamoLedger,
     P,
     SystemClock,
-    inbox::redelivery::NoRedelivery,
-    inbox::store::S3Store,
-    inbox::archive::FirehoseArchive,
+    inbox::consumer::Wiring<
+        inbox::redelivery::NoRedelivery,
+        inbox::store::S3Store,
+        inbox::archive::FirehoseArchive,
+    >,
 >;
 /// The EMF lines a function wrote (`Metrics::memory`).
 pub type MetricLines = Arc<Mutex<Vec<String>>>;
 
 /// One consumer invocation over `event`, as the event source mapping makes it: a fresh
 /// request id and 30 s to run.
-pub async fn consume<L, P, C, Q, S, A>(
-    cx: &Consumer<L, P, C, Q, S, A>,
+pub async fn consume<L, P, C, W>(
+    cx: &Consumer<L, P, C, W>,
     event: SqsEvent,
 ) -> anyhow::Result<SqsBatchResponse>
 where
     L: LedgerStore,
     P: Processor,
     C: Clock,
-    Q: Redelivery,
-    S: ObjectStore,
-    A: inbox::archive::Archive,
+    W: inbox::consumer::Wired,
 {
     Ok(cx
         .handle_batch(&event.records, &unique("inv"), Some(now_ms() + 30_000))

@@ -1,8 +1,12 @@
-//! The functions' environment variables, read once at cold start, with their defaults.
+//! The functions' environment variables, read once at cold start, through the one table
+//! that describes them ([`super::vars`]), with their defaults.
 
 use super::secrets::SecretRef;
+use super::vars::{var, Function};
 use super::ConfigError;
 
+/// The most real failures `MAX_FAILURES` may ask for before a dead letter.
+pub const MAX_MAX_FAILURES: u64 = 1000;
 /// The largest body a synchronous Lambda request payload (6,291,456 bytes) carries through
 /// API Gateway: 6 MiB less 32 KiB for the JSON of the API Gateway event around the body
 /// (docs/design.md §12). A base64-encoded body (`isBase64Encoded`) fits 3/4 of it decoded:
@@ -32,35 +36,23 @@ pub const MAX_BODY_BYTES_LIMIT: u64 = LAMBDA_SYNC_PAYLOAD_BYTES;
 
 /// A required variable, or a start-up error naming it.
 pub fn required(name: &'static str) -> Result<String, ConfigError> {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .ok_or(ConfigError::MissingVar(name))
+    var(name, Function::Both).required()
 }
 
 /// `QUEUE_RETENTION_SECONDS`: the queue's message retention, which every source's
 /// `retention_hours` must outlast. Optional (unset: not checked); the template sets it.
 pub fn queue_retention_seconds() -> Result<Option<u64>, ConfigError> {
-    optional_number("QUEUE_RETENTION_SECONDS")
+    var("QUEUE_RETENTION_SECONDS", Function::Both).optional_number()
 }
 
 /// `DLQ_RETENTION_SECONDS`, where set: the dead-letter queue's message retention.
 pub fn dlq_retention_seconds() -> Result<Option<u64>, ConfigError> {
-    optional_number("DLQ_RETENTION_SECONDS")
+    var("DLQ_RETENTION_SECONDS", Function::Both).optional_number()
 }
 
 /// `PAYLOAD_RETENTION_DAYS`, where set: how long the payload bucket keeps an object.
 pub fn payload_retention_days() -> Result<Option<u64>, ConfigError> {
-    optional_number("PAYLOAD_RETENTION_DAYS")
-}
-
-/// A whole number where the variable is set, `None` where it is not (set but not a number:
-/// the error [`number_or`] gives).
-fn optional_number(name: &'static str) -> Result<Option<u64>, ConfigError> {
-    match std::env::var(name) {
-        Err(_) => Ok(None),
-        Ok(_) => number_or(name, 0).map(Some),
-    }
+    var("PAYLOAD_RETENTION_DAYS", Function::Both).optional_number()
 }
 
 /// The payload bucket's objects outlast the retention chain (`chain_seconds`,
@@ -75,18 +67,6 @@ pub fn check_payload_retention(days: u64, chain_seconds: u64) -> Result<(), Conf
         });
     }
     Ok(())
-}
-
-/// An optional whole number with its default.
-pub fn number_or(name: &'static str, default: u64) -> Result<u64, ConfigError> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) if v.trim().is_empty() => Ok(default),
-        Ok(v) => v.trim().parse().map_err(|_| ConfigError::BadVar {
-            name,
-            message: format!("`{v}` is not a whole number"),
-        }),
-    }
 }
 
 /// The receiver's settings: `LEDGER_TABLE`, `QUEUE_URL`, `MAX_BODY_BYTES`, `PAYLOAD_BUCKET`,
@@ -106,40 +86,27 @@ pub struct ReceiverEnv {
 
 /// `ARCHIVE_BODIES`: `true` or `false` (unset: false).
 pub fn archive_bodies() -> Result<bool, ConfigError> {
-    match optional("ARCHIVE_BODIES").as_deref().map(str::trim) {
-        None | Some("false") => Ok(false),
-        Some("true") => Ok(true),
-        Some(other) => Err(ConfigError::BadVar {
-            name: "ARCHIVE_BODIES",
-            message: format!("`{other}` is neither true nor false"),
-        }),
-    }
+    var("ARCHIVE_BODIES", Function::Consumer).flag()
 }
 
 impl ReceiverEnv {
     pub fn from_env() -> Result<Self, ConfigError> {
-        let max_body_bytes = number_or("MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)?;
-        if max_body_bytes == 0 || max_body_bytes > MAX_BODY_BYTES_LIMIT {
-            return Err(ConfigError::BadVar {
-                name: "MAX_BODY_BYTES",
-                message: format!("must be between 1 and {MAX_BODY_BYTES_LIMIT}"),
-            });
-        }
+        let v = |name| var(name, Function::Receiver);
         Ok(Self {
-            ledger_table: required("LEDGER_TABLE")?,
-            queue_url: required("QUEUE_URL")?,
-            max_body_bytes,
-            payload_bucket: optional("PAYLOAD_BUCKET"),
-            replay_cache_keys: number_or("REPLAY_CACHE_KEYS", DEFAULT_REPLAY_CACHE_KEYS)?,
-            replay_cache_bytes: number_or("REPLAY_CACHE_BYTES", DEFAULT_REPLAY_CACHE_BYTES)?,
-            replay_cache_seconds: number_or("REPLAY_CACHE_SECONDS", DEFAULT_REPLAY_CACHE_SECONDS)?,
+            max_body_bytes: v("MAX_BODY_BYTES").number()?,
+            ledger_table: v("LEDGER_TABLE").required()?,
+            queue_url: v("QUEUE_URL").required()?,
+            payload_bucket: v("PAYLOAD_BUCKET").text(),
+            replay_cache_keys: v("REPLAY_CACHE_KEYS").number()?,
+            replay_cache_bytes: v("REPLAY_CACHE_BYTES").number()?,
+            replay_cache_seconds: v("REPLAY_CACHE_SECONDS").number()?,
         })
     }
 }
 
 /// An optional variable: `None` when unset or blank.
 pub fn optional(name: &'static str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    var(name, Function::Both).text()
 }
 
 /// The consumer's settings: `LEDGER_TABLE`, `FORWARD_URL`, `FORWARD_TIMEOUT_MS`,
@@ -174,7 +141,7 @@ pub struct ConsumerEnv {
 
 /// `FORWARD_SIGNING_SECRET`: comma-separated secret references, or nothing.
 pub fn forward_signing_secrets() -> Result<Vec<SecretRef>, ConfigError> {
-    match optional("FORWARD_SIGNING_SECRET") {
+    match var("FORWARD_SIGNING_SECRET", Function::Consumer).text() {
         Some(text) => parse_forward_signing_secrets(&text),
         None => Ok(Vec::new()),
     }
@@ -201,46 +168,26 @@ pub fn parse_forward_signing_secrets(text: &str) -> Result<Vec<SecretRef>, Confi
 /// `FORWARD_TIMEOUT_MS`: 0 would time out every forward before it is sent (each key failing
 /// until it is dead-lettered); over [`MAX_FORWARD_TIMEOUT_MS`] no invocation lasts that long.
 pub fn check_forward_timeout_ms(ms: u64) -> Result<u64, ConfigError> {
-    if ms == 0 || ms > MAX_FORWARD_TIMEOUT_MS {
-        return Err(ConfigError::BadVar {
-            name: "FORWARD_TIMEOUT_MS",
-            message: format!("{ms} must be between 1 and {MAX_FORWARD_TIMEOUT_MS}"),
-        });
-    }
-    Ok(ms)
+    var("FORWARD_TIMEOUT_MS", Function::Consumer).check(ms)
 }
 
 impl ConsumerEnv {
     pub fn from_env() -> Result<Self, ConfigError> {
-        let groups = number_or("MAX_CONCURRENT_GROUPS", DEFAULT_MAX_CONCURRENT_GROUPS)?;
-        if groups == 0 {
-            return Err(ConfigError::BadVar {
-                name: "MAX_CONCURRENT_GROUPS",
-                message: "must be at least 1".into(),
-            });
-        }
-        let max_failures = number_or("MAX_FAILURES", DEFAULT_MAX_FAILURES)?;
-        if max_failures == 0 || max_failures > 1000 {
-            return Err(ConfigError::BadVar {
-                name: "MAX_FAILURES",
-                message: "must be between 1 and 1000".into(),
-            });
-        }
+        let v = |name| var(name, Function::Consumer);
+        let groups = v("MAX_CONCURRENT_GROUPS").number()?;
+        let max_failures = v("MAX_FAILURES").number()?;
         Ok(Self {
-            ledger_table: required("LEDGER_TABLE")?,
-            forward_url: optional("FORWARD_URL"),
-            forward_timeout_ms: check_forward_timeout_ms(number_or(
-                "FORWARD_TIMEOUT_MS",
-                DEFAULT_FORWARD_TIMEOUT_MS,
-            )?)?,
+            ledger_table: v("LEDGER_TABLE").required()?,
+            forward_url: v("FORWARD_URL").text(),
+            forward_timeout_ms: v("FORWARD_TIMEOUT_MS").number()?,
             max_concurrent_groups: usize::try_from(groups).unwrap_or(usize::MAX),
             forward_signing_secrets: forward_signing_secrets()?,
-            queue_url: optional("QUEUE_URL"),
-            dlq_url: optional("DLQ_URL"),
+            queue_url: v("QUEUE_URL").text(),
+            dlq_url: v("DLQ_URL").text(),
             max_failures: u32::try_from(max_failures).unwrap_or(u32::MAX),
-            payload_bucket: optional("PAYLOAD_BUCKET"),
+            payload_bucket: v("PAYLOAD_BUCKET").text(),
             archive_bodies: archive_bodies()?,
-            archive_stream: optional("ARCHIVE_STREAM"),
+            archive_stream: v("ARCHIVE_STREAM").text(),
         })
     }
 }

@@ -23,6 +23,7 @@ mod source;
 pub mod spec;
 #[cfg(test)]
 mod tests;
+pub mod vars;
 
 pub use batch::{DEFAULT_MAX_EVENTS, MAX_BATCH_EVENTS};
 pub use secrets::{AwsSecretResolver, SecretRef, SecretResolver};

@@ -5,9 +5,19 @@
 //! must agree with it; an envelope whose parts disagree never will, so it is refused with no
 //! side effect and dead-lettered at once.
 
+use super::Job;
+use crate::config::SourceSpec;
 use crate::key::payload_sha256;
 use crate::queue::Envelope;
 use crate::store::payload_key;
+
+/// A message the consumer admitted: its envelope, whose parts agree; its source's settings;
+/// and the job its destinations get (a body behind a pointer is read once the key is taken).
+pub(super) struct Admitted<'s> {
+    pub envelope: Envelope,
+    pub spec: &'s SourceSpec,
+    pub job: Job,
+}
 
 /// Why an envelope was refused: its `last_error` and its log line's `error`.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

@@ -6,13 +6,13 @@
 use aws_lambda_events::sqs::SqsMessage;
 use tracing::warn;
 
+use super::record::{Fields, Recorded};
+use super::Wired;
 use super::{admit, Consumer};
 use crate::archive::Archive;
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
-use crate::outcome::LogOutcome;
 use crate::queue::Envelope;
-use crate::redelivery::Redelivery;
 use crate::store::ObjectStore;
 
 use super::processor::Processor;
@@ -34,16 +34,7 @@ pub(super) enum Archived {
     Failed,
 }
 
-impl<L, P, C, Q, S, A, D> Consumer<L, P, C, Q, S, A, D>
-where
-    L: LedgerStore,
-    P: Processor,
-    C: Clock,
-    Q: Redelivery,
-    S: ObjectStore,
-    A: Archive,
-    D: super::Destinations,
-{
+impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// The archive step for a batch: one flag per message.
     pub(super) async fn archive_batch(&self, messages: &[SqsMessage]) -> Vec<Archived> {
         let mut marks = vec![Archived::Skipped; messages.len()];
@@ -60,11 +51,11 @@ where
             marks[i] = if taken {
                 Archived::At(now)
             } else {
-                let message_id = messages[i].message_id.as_deref().unwrap_or_default();
-                warn!(
-                    message_id,
-                    outcome = LogOutcome::Failed.as_str(),
-                    "the archive did not take the envelope; the message comes back"
+                self.record(
+                    Recorded::Unreadable,
+                    Fields::default()
+                        .message_id(messages[i].message_id.as_deref().unwrap_or_default())
+                        .message("the archive did not take the envelope; the message comes back"),
                 );
                 Archived::Failed
             };
@@ -103,11 +94,11 @@ where
             let object = crate::archive::large_object_key(now, line);
             let mut bytes = line.clone().into_bytes();
             bytes.push(b'\n');
-            out.push((*i, self.store.put(&object, bytes).await.is_ok()));
+            out.push((*i, self.wired().store.put(&object, bytes).await.is_ok()));
         }
         for chunk in chunks(&small) {
             let texts: Vec<String> = chunk.iter().map(|(_, l)| l.clone()).collect();
-            match self.archive.put(&texts).await {
+            match self.wired().archive.put(&texts).await {
                 Ok(taken) => out.extend(chunk.iter().map(|(i, _)| *i).zip(taken)),
                 Err(e) => {
                     warn!(error = %e, records = texts.len(), "archive call failed");

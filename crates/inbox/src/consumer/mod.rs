@@ -23,16 +23,14 @@ use std::sync::Mutex;
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::StreamExt;
 use lambda_runtime::LambdaEvent;
-use tracing::warn;
 
 use crate::answer::accepted_response;
 use crate::archive::{Archive, NoArchive};
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Delivery, SourceSpecs};
+use crate::config::SourceSpecs;
 use crate::ledger::{self, LedgerStore, Take, TakeItem};
 use crate::log_text::{capped, MAX_LOGGED_BYTES};
-use crate::metrics::{Metric, Metrics, UNKNOWN_SOURCE_DIMENSION};
-use crate::outcome::LogOutcome;
+use crate::metrics::{Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::queue::{BodyRef, Envelope};
 use crate::redelivery::{NoRedelivery, Redelivery};
 use crate::route::Routes;
@@ -41,24 +39,24 @@ use crate::{fifo, lease};
 
 mod admit;
 mod archiving;
-mod deliver;
-mod fan_out;
+mod destinations;
+mod dispatch;
 mod invocation;
+mod item;
 mod processor;
+mod record;
 mod requeue;
-mod single;
 
+use admit::Admitted;
 pub use admit::Refusal;
 use archiving::Archived;
-pub use deliver::{Destinations, NoDestinations};
+pub use destinations::{Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
+use record::{Fields, Recorded};
 pub use requeue::{throttle_delay_seconds, RETENTION_MARGIN_MS};
 
 pub use crate::defaults::DEFAULT_MAX_FAILURES;
-
-/// What the log says of an event that no destination takes, without a `FORWARD_URL`.
-const UNROUTED: &str = "no destination takes the event and no FORWARD_URL is set: it went nowhere";
 
 /// The consumer's tunables (`MAX_CONCURRENT_GROUPS`, `MAX_FAILURES`, `ARCHIVE_BODIES`).
 #[derive(Clone, Copy, Debug)]
@@ -87,36 +85,83 @@ impl Default for ConsumerSettings {
     }
 }
 
-/// The consumer, with its collaborators. The payload bucket ([`Consumer::with_store`]) is
-/// where the bodies behind envelope pointers are read; without one, such a message fails.
-/// The archive ([`Consumer::with_archive`]) takes each batch's envelopes before they run.
-pub struct Consumer<
-    L,
-    P,
-    C = SystemClock,
-    Q = NoRedelivery,
-    S = NoStore,
-    A = NoArchive,
-    D = NoDestinations,
-> {
+/// What a consumer is wired to besides its ledger, its default destination and its clock:
+/// where it delays and dead-letters messages ([`Consumer::with_redelivery`]), the payload
+/// bucket behind envelope pointers ([`Consumer::with_store`]; without one, such a message
+/// fails), the archive that takes each batch's envelopes before they run
+/// ([`Consumer::with_archive`]), and the named destinations ([`Consumer::with_destinations`]).
+/// Each defaults to none.
+pub struct Wiring<Q = NoRedelivery, S = NoStore, A = NoArchive, D = NoDestinations> {
+    redelivery: Q,
+    store: S,
+    archive: A,
+    destinations: D,
+}
+
+/// A [`Wiring`], whatever it is wired to: what the consumer's code is generic over.
+pub trait Wired: Send + Sync + 'static {
+    type Redelivery: Redelivery;
+    type Store: ObjectStore;
+    type Archive: Archive;
+    type Destinations: Destinations;
+    /// The parts, by name.
+    fn parts(&self) -> &Parts<Self>;
+    /// The parts, to rewire.
+    fn into_parts(self) -> Parts<Self>
+    where
+        Self: Sized;
+}
+
+impl<Q: Redelivery, S: ObjectStore, A: Archive, D: Destinations> Wired for Wiring<Q, S, A, D> {
+    type Redelivery = Q;
+    type Store = S;
+    type Archive = A;
+    type Destinations = D;
+    fn parts(&self) -> &Self {
+        self
+    }
+    fn into_parts(self) -> Self {
+        self
+    }
+}
+
+/// A wiring's parts, by name.
+pub type Parts<W> = Wiring<
+    <W as Wired>::Redelivery,
+    <W as Wired>::Store,
+    <W as Wired>::Archive,
+    <W as Wired>::Destinations,
+>;
+/// `W` delaying and dead-lettering through `R`.
+pub type WithRedelivery<W, R> =
+    Wiring<R, <W as Wired>::Store, <W as Wired>::Archive, <W as Wired>::Destinations>;
+/// `W` reading pointed-to bodies from `S`.
+pub type WithStore<W, S> =
+    Wiring<<W as Wired>::Redelivery, S, <W as Wired>::Archive, <W as Wired>::Destinations>;
+/// `W` archiving through `A`.
+pub type WithArchive<W, A> =
+    Wiring<<W as Wired>::Redelivery, <W as Wired>::Store, A, <W as Wired>::Destinations>;
+/// `W` delivering to the named destinations through `D`.
+pub type WithDestinations<W, D> =
+    Wiring<<W as Wired>::Redelivery, <W as Wired>::Store, <W as Wired>::Archive, D>;
+
+/// The consumer: its sources, its ledger, its default destination `P` (`FORWARD_URL`'s
+/// forwarder, or your [`Processor`]), its clock, and what else it is wired to ([`Wiring`]).
+pub struct Consumer<L, P, C = SystemClock, W = Wiring> {
     sources: SourceSpecs,
     ledger: L,
     processor: P,
     clock: C,
     settings: ConsumerSettings,
     metrics: Metrics,
-    redelivery: Q,
-    store: S,
-    archive: A,
-    /// `WEBHOOK_DESTINATIONS`: the sources it names go to their destinations through
-    /// `destinations` ([`Consumer::with_destinations`]), the others to the processor.
+    /// `WEBHOOK_DESTINATIONS`: the sources it names go to their destinations through the
+    /// wiring's ([`Consumer::with_destinations`]), the others to the default destination.
     routes: Routes,
-    destinations: D,
+    wiring: W,
 }
 
 impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
-    /// A consumer without a queue of its own to change ([`NoRedelivery`]); see
-    /// [`Consumer::with_redelivery`].
+    /// A consumer wired to nothing else ([`Wiring`]'s defaults); see the `with_*` builders.
     pub fn new(
         sources: SourceSpecs,
         ledger: L,
@@ -132,103 +177,137 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             clock,
             settings,
             metrics,
-            redelivery: NoRedelivery,
-            store: NoStore,
-            archive: NoArchive,
             routes: Routes::none(),
-            destinations: NoDestinations,
+            wiring: Wiring {
+                redelivery: NoRedelivery,
+                store: NoStore,
+                archive: NoArchive,
+                destinations: NoDestinations,
+            },
         }
     }
 }
 
-impl<
-        L: LedgerStore,
-        P: Processor,
-        C: Clock,
-        Q: Redelivery,
-        S: ObjectStore,
-        A: Archive,
-        D: Destinations,
-    > Consumer<L, P, C, Q, S, A, D>
-{
-    /// The same consumer delaying and dead-lettering messages through `redelivery`.
+impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// The ledger this consumer takes keys in.
     pub fn ledger(&self) -> &L {
         &self.ledger
     }
 
-    pub fn with_redelivery<R: Redelivery>(self, redelivery: R) -> Consumer<L, P, C, R, S, A, D> {
+    /// What the consumer is wired to.
+    fn wired(&self) -> &Parts<W> {
+        self.wiring.parts()
+    }
+
+    /// The same consumer with its wiring (and routes) changed by `f`: the one place every
+    /// field is listed.
+    #[allow(
+        clippy::type_complexity,
+        reason = "the wiring's four parts, named once here"
+    )]
+    fn rewire<T: Wired>(
+        self,
+        f: impl FnOnce(
+            Wiring<W::Redelivery, W::Store, W::Archive, W::Destinations>,
+            Routes,
+        ) -> (T, Routes),
+    ) -> Consumer<L, P, C, T> {
+        let Consumer {
+            sources,
+            ledger,
+            processor,
+            clock,
+            settings,
+            metrics,
+            routes,
+            wiring,
+        } = self;
+        let (wiring, routes) = f(wiring.into_parts(), routes);
         Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery,
-            store: self.store,
-            archive: self.archive,
-            routes: self.routes,
-            destinations: self.destinations,
+            sources,
+            ledger,
+            processor,
+            clock,
+            settings,
+            metrics,
+            routes,
+            wiring,
         }
+    }
+
+    /// The same consumer delaying and dead-lettering messages through `redelivery`.
+    pub fn with_redelivery<R: Redelivery>(
+        self,
+        redelivery: R,
+    ) -> Consumer<L, P, C, WithRedelivery<W, R>> {
+        self.rewire(|w, routes| {
+            let (store, archive, destinations) = (w.store, w.archive, w.destinations);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The same consumer reading bodies behind envelope pointers from `store`
     /// (`PAYLOAD_BUCKET`).
-    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, Q, T, A, D> {
-        Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery: self.redelivery,
-            store,
-            archive: self.archive,
-            routes: self.routes,
-            destinations: self.destinations,
-        }
+    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, WithStore<W, T>> {
+        self.rewire(|w, routes| {
+            let (redelivery, archive, destinations) = (w.redelivery, w.archive, w.destinations);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The same consumer putting each batch's envelopes in `archive` before they run
     /// (`ARCHIVE_STREAM`), for the sources that archive.
-    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, Q, S, T, D> {
-        Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery: self.redelivery,
-            store: self.store,
-            archive,
-            routes: self.routes,
-            destinations: self.destinations,
-        }
+    pub fn with_archive<T: Archive>(self, archive: T) -> Consumer<L, P, C, WithArchive<W, T>> {
+        self.rewire(|w, routes| {
+            let (redelivery, store, destinations) = (w.redelivery, w.store, w.destinations);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The same consumer sending the events of the sources `routes` names to their
-    /// destinations through `destinations` (docs/routing.md); other sources keep the processor.
+    /// destinations through `destinations` (docs/routing.md); other sources keep the default
+    /// destination.
     pub fn with_destinations<T: Destinations>(
         self,
         routes: Routes,
         destinations: T,
-    ) -> Consumer<L, P, C, Q, S, A, T> {
-        Consumer {
-            sources: self.sources,
-            ledger: self.ledger,
-            processor: self.processor,
-            clock: self.clock,
-            settings: self.settings,
-            metrics: self.metrics,
-            redelivery: self.redelivery,
-            store: self.store,
-            archive: self.archive,
-            routes,
-            destinations,
-        }
+    ) -> Consumer<L, P, C, WithDestinations<W, T>> {
+        self.rewire(|w, _| {
+            let (redelivery, store, archive) = (w.redelivery, w.store, w.archive);
+            (
+                Wiring {
+                    redelivery,
+                    store,
+                    archive,
+                    destinations,
+                },
+                routes,
+            )
+        })
     }
 
     /// The body behind a pointer of an event of `source`, checked against its size and its
@@ -239,12 +318,12 @@ impl<
         source: &str,
         body_ref: &BodyRef,
     ) -> Result<bytes::Bytes, ProcessError> {
-        let url = self.store.url(&body_ref.s3_key);
+        let url = self.wired().store.url(&body_ref.s3_key);
         let attempt_fields = self
             .sources
             .get(source)
             .map_or(&[][..], |s| s.attempt_fields.as_slice());
-        match self.store.get(&body_ref.s3_key).await {
+        match self.wired().store.get(&body_ref.s3_key).await {
             Ok(Some(bytes)) => {
                 if bytes.len() as u64 != body_ref.size
                     || crate::key::payload_sha256(&bytes, attempt_fields) != body_ref.sha256
@@ -282,7 +361,7 @@ impl<
         let paused = if self.routes.is_empty() {
             Ok(Default::default())
         } else {
-            self.destinations.paused().await
+            self.wired().destinations.paused().await
         };
         let inv = Invocation {
             request_id,
@@ -325,8 +404,8 @@ impl<
         response
     }
 
-    /// One message: read it, then run it at most once or through the ledger; never where
-    /// the archive step did not take it.
+    /// One message: admitted (read, checked), then dispatched to its destinations; never
+    /// where the archive step did not take it.
     async fn run_one(
         &self,
         msg: &SqsMessage,
@@ -339,33 +418,51 @@ impl<
         if *archived == Archived::Failed {
             return Verdict::Failed;
         }
-        let message_id = msg.message_id.as_deref().unwrap_or_default();
+        match self.admit_message(msg, inv).await {
+            Ok(admitted) => self.dispatch(msg, admitted, archived, inv).await,
+            Err(verdict) => verdict,
+        }
+    }
+
+    /// Admission: the message read as an envelope of a known source, its parts checked
+    /// (docs/design.md §5), and the job its destinations get; else what it comes to (an
+    /// unreadable message fails, a refused one is dead-lettered).
+    async fn admit_message(
+        &self,
+        msg: &SqsMessage,
+        inv: &Invocation<'_>,
+    ) -> Result<Admitted<'_>, Verdict> {
+        let message_id = Some(msg.message_id.as_deref().unwrap_or_default());
+        let unreadable = |message: &'static str, error: Option<&dyn std::fmt::Display>| {
+            let fields = Fields::default().message_id(message_id).message(message);
+            let fields = match error {
+                Some(error) => fields.error(error),
+                None => fields,
+            };
+            self.record(Recorded::Unreadable, fields);
+        };
         let envelope = match msg.body.as_deref().map(Envelope::parse) {
             Some(Ok(env)) => env,
             Some(Err(e)) => {
-                warn!(message_id, error = %e, outcome = LogOutcome::Failed.as_str(), "unparseable message");
-                return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+                unreadable("unparseable message", Some(&e));
+                return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
             }
             None => {
-                warn!(
-                    message_id,
-                    outcome = LogOutcome::Failed.as_str(),
-                    "message without a body"
-                );
-                return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+                unreadable("message without a body", None);
+                return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
             }
         };
-        let key = envelope.key.as_str();
-        let source = envelope.source.as_str();
+        let (key, source) = (envelope.key.as_str(), envelope.source.as_str());
         let Some(spec) = self.sources.get(source) else {
-            warn!(
-                message_id,
-                source,
-                key,
-                outcome = LogOutcome::Failed.as_str(),
-                "message of an unknown source"
+            self.record(
+                Recorded::Unreadable,
+                Fields::default()
+                    .message_id(message_id)
+                    .source(source)
+                    .key(key)
+                    .message("message of an unknown source"),
             );
-            return self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await;
+            return Err(self.unreadable(msg, UNKNOWN_SOURCE_DIMENSION).await);
         };
         // A body in the bucket is read once the key is taken, so that a missing object
         // fails the key with its `last_error`.
@@ -374,13 +471,20 @@ impl<
             None => match envelope.body_bytes() {
                 Ok(b) => b.into(),
                 Err(e) => {
-                    warn!(message_id, key, error = %e, outcome = LogOutcome::Failed.as_str(), "unreadable body");
-                    return self.unreadable(msg, source).await;
+                    self.record(
+                        Recorded::Unreadable,
+                        Fields::default()
+                            .message_id(message_id)
+                            .key(key)
+                            .error(&e)
+                            .message("unreadable body"),
+                    );
+                    return Err(self.unreadable(msg, source).await);
                 }
             },
         };
         if let Err(refusal) = self.admit(&envelope, &body, &spec.attempt_fields) {
-            return self.refuse(msg, &envelope, &refusal).await;
+            return Err(self.refuse(msg, &envelope, &refusal).await);
         }
         let job = Job {
             key: key.to_owned(),
@@ -392,68 +496,11 @@ impl<
             replay_id: envelope.replay_id.clone(),
             event_type: envelope.event_type.clone(),
         };
-        if let Some(verdict) = self
-            .off_the_forward(msg, &job, &envelope, spec, inv, archived)
-            .await
-        {
-            return verdict;
-        }
-        // A throttle of the forward holds what would go to it (routed events: per destination).
-        if inv.throttled().is_some() {
-            return Verdict::Held;
-        }
-        // A replay goes through the ledger whatever the source's delivery: its take needs the
-        // event's item and the replay id recorded on it, which an at-most-once source (no
-        // ledger item) never has, so its replays are refused (`inbox-ops replay` skips them).
-        if spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
-            return self
-                .at_most_once(job, envelope.body_ref.as_ref(), inv)
-                .await;
-        }
-        let owner = format!("{}:{message_id}", inv.request_id);
-        let take = self.take_of(&envelope, spec.retention_hours, owner, inv, archived);
-        self.effectively_once(msg, job, take, envelope.body_ref.as_ref(), inv)
-            .await
-    }
-
-    /// An event that does not go to the forward: to the destinations that take it; where none
-    /// does and no `FORWARD_URL` is set, nowhere (the routed path with no pair: taken,
-    /// completed, `Unrouted`; an at-most-once event, which keeps no item, counted here).
-    /// `None`: it goes to the forward, the default destination.
-    async fn off_the_forward(
-        &self,
-        msg: &SqsMessage,
-        job: &Job,
-        envelope: &Envelope,
-        spec: &crate::config::SourceSpec,
-        inv: &Invocation<'_>,
-        archived: &Archived,
-    ) -> Option<Verdict> {
-        let source = job.source.as_str();
-        let taken = self.routes.routes(source)
-            && !self
-                .routes
-                .destinations_for(source, job.event_type.as_deref())
-                .is_empty();
-        if taken || !self.routes.has_forward() {
-            if !taken && spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none() {
-                self.metrics.count(source, Metric::Unrouted);
-                warn!(
-                    message_id = msg.message_id.as_deref().unwrap_or_default(),
-                    source,
-                    key = job.key,
-                    outcome = LogOutcome::Completed.as_str(),
-                    "{UNROUTED}"
-                );
-                return Some(Verdict::Done);
-            }
-            let job = job.clone();
-            return Some(
-                self.routed(msg, job, envelope, spec.retention_hours, inv, archived)
-                    .await,
-            );
-        }
-        None
+        Ok(Admitted {
+            envelope,
+            spec,
+            job,
+        })
     }
 
     /// What the consumer checks of an envelope before any ledger write (docs/design.md §5):
@@ -524,10 +571,14 @@ impl<
         full_key: &str,
         refusal: &Refusal,
     ) -> Verdict {
-        let message_id = msg.message_id.as_deref().unwrap_or_default();
         let key = capped(full_key, MAX_LOGGED_BYTES);
-        self.metrics.count(source, Metric::Refused);
-        warn!(message_id, source, key, error = %refusal, outcome = LogOutcome::Refused.as_str());
+        let fields = || {
+            Fields::default()
+                .message_id(msg.message_id.as_deref().unwrap_or_default())
+                .source(source)
+                .key(key)
+        };
+        self.record(Recorded::Refused, fields().error(refusal));
         // The note goes only where the item exists and has not expired, and never on a key
         // that breaks the key rules (it would be another item's: a pair's, say).
         let noted = !full_key.starts_with('#') && !matches!(refusal, Refusal::KeyBreaksRules(_));
@@ -538,10 +589,13 @@ impl<
                 .note_refusal(full_key, &reason, self.clock.now_ms())
                 .await
             {
-                warn!(message_id, source, key, error = %e, outcome = LogOutcome::Refused.as_str(), "could not note the refusal");
+                self.record(
+                    Recorded::RefusalUnnoted,
+                    fields().error(&e).message("could not note the refusal"),
+                );
             }
         }
-        if self.redelivery.dead_letters() {
+        if self.wired().redelivery.dead_letters() {
             return self.dead_letter(msg, source, Some(key)).await;
         }
         Verdict::Failed

@@ -9,12 +9,12 @@ use aws_lambda_events::sqs::SqsMessage;
 use tracing::warn;
 
 use super::invocation::{receive_count, sent_at_ms, Invocation, Verdict};
+use super::record::{Fields, Recorded};
+use super::Wired;
 use super::{Consumer, Processor};
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
-use crate::metrics::Metric;
 use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
-use crate::outcome::LogOutcome;
 use crate::redelivery::{Redelivery, MAX_DELAY_SECONDS};
 
 /// How close to the end of the queue's retention a delayed message may come back: nearer, a
@@ -30,16 +30,7 @@ pub fn throttle_delay_seconds(wait: Duration, receives: u32) -> u32 {
     wait.max(receives).clamp(1, MAX_DELAY_SECONDS)
 }
 
-impl<
-        L: LedgerStore,
-        P: Processor,
-        C: Clock,
-        Q: Redelivery,
-        S: crate::store::ObjectStore,
-        A: crate::archive::Archive,
-        D: super::Destinations,
-    > Consumer<L, P, C, Q, S, A, D>
-{
+impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// After a throttle: the throttled messages, and every message that did not run, come
     /// back after the wait (each at least its receive count in seconds); messages that ran
     /// and failed keep the queue's visibility timeout. A delay that fails leaves the message
@@ -74,11 +65,11 @@ impl<
                 });
             Some(async move {
                 let message_id = msg.message_id.as_deref().unwrap_or_default();
-                if near_expiry && self.redelivery.dead_letters() {
+                if near_expiry && self.wired().redelivery.dead_letters() {
                     warn!(message_id, seconds, "the delay nears the queue's retention");
                     self.dead_letter(msg, UNKNOWN_SOURCE_DIMENSION, None).await;
                 }
-                if let Err(e) = self.redelivery.delay(msg, seconds).await {
+                if let Err(e) = self.wired().redelivery.delay(msg, seconds).await {
                     warn!(message_id, seconds, error = %e, "could not delay the message; it comes back after the visibility timeout");
                 }
             })
@@ -89,7 +80,9 @@ impl<
     /// A message the consumer cannot read: reported failed, and dead-lettered once it has
     /// been received `MAX_FAILURES` times (it never will be readable).
     pub(super) async fn unreadable(&self, msg: &SqsMessage, source: &str) -> Verdict {
-        if self.redelivery.dead_letters() && receive_count(msg) >= self.settings.max_failures {
+        if self.wired().redelivery.dead_letters()
+            && receive_count(msg) >= self.settings.max_failures
+        {
             return self.dead_letter(msg, source, None).await;
         }
         Verdict::Failed
@@ -103,23 +96,26 @@ impl<
         source: &str,
         key: Option<&str>,
     ) -> Verdict {
-        let message_id = msg.message_id.as_deref().unwrap_or_default();
-        let key = key.unwrap_or_default();
-        match self.redelivery.dead_letter(msg).await {
+        let written = self.wired().redelivery.dead_letter(msg).await;
+        let fields = Fields::default()
+            .message_id(msg.message_id.as_deref().unwrap_or_default())
+            .source(source)
+            .key(key.unwrap_or_default());
+        match written {
             Ok(()) => {
-                self.metrics.count(source, Metric::DeadLettered);
-                warn!(
-                    message_id,
-                    source,
-                    key,
-                    receives = receive_count(msg),
-                    outcome = LogOutcome::DeadLettered.as_str(),
-                    "moved to the dead-letter queue"
+                self.record(
+                    Recorded::DeadLettered,
+                    fields
+                        .receives(receive_count(msg))
+                        .message("moved to the dead-letter queue"),
                 );
                 Verdict::Done
             }
             Err(e) => {
-                warn!(message_id, source, key, error = %e, outcome = LogOutcome::Failed.as_str(), "could not dead-letter");
+                self.record(
+                    Recorded::StoreFailed,
+                    fields.error(&e).message("could not dead-letter"),
+                );
                 Verdict::Failed
             }
         }

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::consumer::{Destinations, Job, Outcome, ProcessError, Processor};
+use crate::consumer::{Destinations, Job, Outcome, ProcessError};
 use crate::forward::HttpForwarder;
 
 pub mod aws_error;
@@ -32,7 +32,7 @@ pub enum Adapter {
 impl Adapter {
     async fn deliver(&self, job: &Job) -> Outcome {
         match self {
-            Adapter::Http(f) => f.run(job).await,
+            Adapter::Http(f) => f.deliver(job).await,
             Adapter::Bus(b) => b.deliver(job).await,
             Adapter::Queue(q) => q.deliver(job).await,
             Adapter::Function(f) => f.deliver(job).await,

@@ -69,7 +69,10 @@ impl HttpForwarder {
         self.signer.is_some()
     }
 
-    async fn forward(&self, job: &Job) -> Outcome {
+    /// One signed POST of the event: the adapter's one call, whether it is the default
+    /// destination (`FORWARD_URL`, through [`Processor`]) or a named `https://` destination
+    /// ([`crate::destination::Adapter::Http`]).
+    pub async fn deliver(&self, job: &Job) -> Outcome {
         let now_ms = SystemClock.now_ms();
         let left = u64::try_from(job.lease_until_ms - now_ms - LEASE_MARGIN_MS).unwrap_or(0);
         if left == 0 {
@@ -141,16 +144,18 @@ impl HttpForwarder {
     }
 }
 
+/// The forward as the default destination (`FORWARD_URL`): the consumer's [`Processor`] is
+/// the default destination's port, and this is [`HttpForwarder::deliver`] behind it.
 impl Processor for HttpForwarder {
     async fn process(&self, job: &Job) -> Result<(), ProcessError> {
-        match self.forward(job).await {
+        match self.deliver(job).await {
             Outcome::Done => Ok(()),
             Outcome::Failed(e) | Outcome::Throttled { reason: e, .. } => Err(e),
         }
     }
 
     async fn run(&self, job: &Job) -> Outcome {
-        self.forward(job).await
+        self.deliver(job).await
     }
 }
 

@@ -25,7 +25,7 @@ use crate::store::ObjectStore;
 use super::answer::stored_response;
 use super::payload::{Carry, Event};
 use super::preset_rules;
-use super::request::{caller, Caller};
+use super::request::{caller, envelope_headers, Caller};
 use super::{derive_key, Receiver, Rejection, REPLAYED_HEADER};
 
 /// Claims (and a duplicate's mark) in flight at once for one request: a batch of 100 is one
@@ -188,19 +188,20 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 index,
                 count: parts.len(),
             };
-            let event = self.event(
+            let event = Event {
                 source,
-                req.headers(),
-                bytes,
-                sha,
-                event_key.clone(),
+                key: event_key.clone(),
+                body: bytes,
+                body_sha256: sha,
                 json,
+                headers: envelope_headers(source, req.headers()),
                 event_type,
-                now,
-                Some(place),
-            )?;
+                measured_at: now,
+                batch: Some(place),
+            };
+            let carry = self.carry(&event)?;
             seen.insert(event_key, out.events.len());
-            out.events.push(event);
+            out.events.push((event, carry));
         }
         Ok(out)
     }

@@ -46,7 +46,7 @@ pub use crate::answer::accepted_response;
 use answer::stored_response;
 pub use answer::{to_apigw_v2, Rejection, EMPTY_TWIML, PENDING_RETRY_AFTER_SECONDS};
 use payload::{Carry, Event};
-use request::{caller, source_from, source_name};
+use request::{caller, envelope_headers, source_from, source_name};
 pub use stored_secret::{PREVIOUS_SECRET_MS, SECRET_MAX_AGE_MS, SECRET_RETRY_MS};
 
 pub use crate::metrics::UNKNOWN_SOURCE_DIMENSION;
@@ -338,17 +338,18 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             self.check_payload(source, &key, &body_sha256, &seen)?;
             return Ok(self.replay(source, &key, &seen, "cache"));
         }
-        let (event, carry) = self.event(
+        let event = Event {
             source,
-            req.headers(),
+            key,
             body,
             body_sha256,
-            key,
             json,
+            headers: envelope_headers(source, req.headers()),
             event_type,
-            now,
-            None,
-        )?;
+            measured_at: now,
+            batch: None,
+        };
+        let carry = self.carry(&event)?;
         if source.spec.delivery == Delivery::AtMostOnce {
             return self.accept_at_most_once(&event, carry).await;
         }

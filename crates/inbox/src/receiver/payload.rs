@@ -6,16 +6,15 @@ use std::collections::BTreeMap;
 
 use tracing::info;
 
-use http::HeaderMap;
-
-use super::request::envelope_headers;
 use super::{Receiver, Rejection};
 use crate::clock::Clock;
 use crate::config::Source;
 use crate::fifo;
 use crate::json_fields::Fields;
 use crate::ledger::LedgerStore;
-use crate::queue::{BatchPlace, BodyRef, Envelope, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES};
+use crate::queue::{
+    BatchPlace, BodyRef, Envelope, EventParts, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES,
+};
 use crate::store::{self, ObjectStore, StoreError};
 
 /// Where the body travels: in the envelope (its text, when already built to measure it) or
@@ -68,50 +67,26 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
     /// The queue text of an accepted event: the body in the envelope, or in the bucket with
     /// a pointer in the envelope (docs/design.md §12). The object key derives from the event,
     /// so a retry writes the same object.
-    #[allow(clippy::too_many_arguments)]
     pub(super) async fn envelope_text(
         &self,
         carry: Carry,
-        key: &str,
-        source: &str,
-        now: i64,
-        body_sha256: &str,
-        headers: &BTreeMap<String, String>,
-        event_type: Option<&str>,
-        batch: Option<&BatchPlace>,
+        event: &EventParts<'_>,
         body: &[u8],
     ) -> Result<String, StoreError> {
         let text = match carry {
             Carry::Inline(Some(text)) => text,
-            Carry::Inline(None) => Envelope::json_of_in_batch(
-                key,
-                source,
-                now,
-                body_sha256,
-                headers,
-                event_type,
-                batch,
-                body,
-            ),
+            Carry::Inline(None) => Envelope::event_json(event, body),
             Carry::InBucket => {
                 let store = &self.store;
+                let (source, key) = (event.source, event.key);
                 let body_ref = BodyRef {
-                    s3_key: store::payload_key(source, key, body_sha256),
-                    sha256: body_sha256.to_owned(),
+                    s3_key: store::payload_key(source, key, event.payload_sha256),
+                    sha256: event.payload_sha256.to_owned(),
                     size: body.len() as u64,
                 };
                 store.put(&body_ref.s3_key, body.to_vec()).await?;
                 info!(source, key, size = body.len(), object = %body_ref.s3_key, "body stored in the payload bucket");
-                Envelope::json_with_ref_in_batch(
-                    key,
-                    source,
-                    now,
-                    body_sha256,
-                    headers,
-                    event_type,
-                    batch,
-                    &body_ref,
-                )
+                Envelope::event_json_with_ref(event, &body_ref)
             }
         };
         Ok(text)
@@ -135,61 +110,40 @@ pub(super) struct Event<'a> {
     pub(super) batch: Option<BatchPlace>,
 }
 
+impl Event<'_> {
+    /// The event's part of its envelope, as received at `received_at`.
+    pub(super) fn parts(&self, received_at: i64) -> EventParts<'_> {
+        EventParts {
+            key: &self.key,
+            source: &self.source.spec.name,
+            received_at,
+            payload_sha256: &self.body_sha256,
+            headers: &self.headers,
+            event_type: self.event_type.as_deref(),
+            batch: self.batch.as_ref(),
+        }
+    }
+}
+
 impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
-    /// The event as it will travel, measured: in the envelope or in the bucket (a body whose
-    /// envelope would not fit the queue, with no bucket, is refused here, before the claim),
-    /// and where its body travels.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn event<'a>(
-        &self,
-        source: &'a Source,
-        request_headers: &HeaderMap,
-        body: &'a [u8],
-        body_sha256: String,
-        key: String,
-        json: Option<Fields>,
-        event_type: Option<String>,
-        now: i64,
-        batch: Option<BatchPlace>,
-    ) -> Result<(Event<'a>, Carry), Rejection> {
-        let name = source.spec.name.as_str();
-        let headers = envelope_headers(source, request_headers);
+    /// Where the event's body will travel, measured at `event.measured_at`: in the envelope
+    /// or in the bucket (a body whose envelope would not fit the queue, with no bucket, is
+    /// refused here, before the claim).
+    pub(super) fn carry(&self, event: &Event<'_>) -> Result<Carry, Rejection> {
         // Measured (the envelope, not the body) only where it might not fit.
-        let carry = if envelope_surely_fits(body.len(), &key, &headers) {
-            Carry::Inline(None)
+        if envelope_surely_fits(event.body.len(), &event.key, &event.headers) {
+            return Ok(Carry::Inline(None));
+        }
+        let text = Envelope::event_json(&event.parts(event.measured_at), event.body);
+        if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
+            Ok(Carry::Inline(Some(text)))
+        } else if !self.store.is_configured() {
+            Err(Rejection::PayloadTooLarge(
+                "the envelope would not fit the queue and no PAYLOAD_BUCKET is configured",
+            ))
         } else {
-            let text = Envelope::json_of_in_batch(
-                &key,
-                name,
-                now,
-                &body_sha256,
-                &headers,
-                event_type.as_deref(),
-                batch.as_ref(),
-                body,
-            );
-            if text.len() <= MAX_INLINE_ENVELOPE_BYTES {
-                Carry::Inline(Some(text))
-            } else if !self.store.is_configured() {
-                return Err(Rejection::PayloadTooLarge(
-                    "the envelope would not fit the queue and no PAYLOAD_BUCKET is configured",
-                ));
-            } else {
-                Carry::InBucket
-            }
-        };
-        let event = Event {
-            source,
-            key,
-            body,
-            body_sha256,
-            json,
-            headers,
-            event_type,
-            measured_at: now,
-            batch,
-        };
-        Ok((event, carry))
+            Ok(Carry::InBucket)
+        }
     }
 
     /// Puts the event on the queue as received at `received_at`: its body in the bucket
@@ -221,17 +175,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
             other => other,
         };
         let text = self
-            .envelope_text(
-                carry,
-                &event.key,
-                name,
-                received_at,
-                &event.body_sha256,
-                &event.headers,
-                event.event_type.as_deref(),
-                event.batch.as_ref(),
-                event.body,
-            )
+            .envelope_text(carry, &event.parts(received_at), event.body)
             .await
             .map_err(|e| e.to_string())?;
         let group = fifo::group(

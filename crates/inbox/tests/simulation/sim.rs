@@ -71,10 +71,12 @@ pub(crate) type Cx = Consumer<
     SimLedger,
     SimProcessor,
     ManualClock,
-    SimRedelivery,
-    inbox::store::NoStore,
-    crate::adapters::SimArchive,
-    crate::destinations::SimDestinations,
+    inbox::consumer::Wiring<
+        SimRedelivery,
+        inbox::store::NoStore,
+        crate::adapters::SimArchive,
+        crate::destinations::SimDestinations,
+    >,
 >;
 
 pub(crate) struct Sim<'a> {
