@@ -26,6 +26,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::process::{Command, Stdio};
 
 use base64::Engine as _;
