@@ -292,7 +292,7 @@ mod tests {
         for (bad, why) in [
             ("{body", "`{` without its `}` in `{body`"),
             ("body}", "`}` without its `{` in `body}`"),
-            ("{bodies}", "unknown `{bodies}` (body, timestamp, header:NAME, json:/POINTER, url, method, form_sorted)"),
+            ("{bodies}", "unknown `{bodies}` (body, timestamp, header:NAME, json:/POINTER, json?:/POINTER, url, method, form_sorted)"),
             ("{json:x}", "`x` is not a JSON pointer"),
             ("{body}{body}", "`{body}{body}` names {body} or {timestamp} twice"),
             ("", "the signed content is empty"),
