@@ -4,7 +4,7 @@
 use aws_sdk_dynamodb::types::{KeyType, ScalarAttributeType, TimeToLiveStatus};
 use aws_sdk_sqs::types::QueueAttributeName;
 use devstack::testkit::LocalAws;
-use inbox_ops::template::{template_path, Template};
+use stack_config::{template_path, Template};
 use serde_yaml::Value;
 
 const RECEIVER: &str = "ReceiverFunction";

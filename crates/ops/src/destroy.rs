@@ -22,7 +22,7 @@ use aws_sdk_s3::error::ProvideErrorMetadata as _;
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
 
-use crate::samconfig::Samconfig;
+use stack_config::Samconfig;
 use crate::stack::{BUCKET_OUTPUT, DEFAULT_STACK, TABLE_OUTPUT};
 
 /// The retained resources' logical ids in template.yaml, read where an output is missing.

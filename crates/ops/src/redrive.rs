@@ -10,7 +10,8 @@ use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::MessageSystemAttributeName as Sys;
 
-use crate::aws::{self, queue_arn};
+use crate::aws;
+use inbox::queue::SqsQueue;
 use crate::cli::RedriveArgs;
 
 /// How long `redrive` waits for a move task to finish.
@@ -129,8 +130,8 @@ pub async fn redrive(
             task_unavailable: None,
         });
     }
-    let source_arn = queue_arn(sqs, dlq_url).await?;
-    let destination_arn = queue_arn(sqs, queue_url).await?;
+    let source_arn = SqsQueue::new(sqs.clone(), dlq_url).arn().await?;
+    let destination_arn = SqsQueue::new(sqs.clone(), queue_url).arn().await?;
     let started = sqs
         .start_message_move_task()
         .source_arn(&source_arn)

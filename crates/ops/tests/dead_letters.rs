@@ -14,7 +14,7 @@ use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
-use inbox_ops::template::{template_path, Template};
+use stack_config::{template_path, Template};
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 

@@ -23,7 +23,7 @@ pub use self::forwarding::{Forwarding, FORWARD_UNSIGNED, MAX_FAILURES_PARAMETER}
 pub use self::report::Report;
 pub use self::routing::Routing;
 use crate::cli::AuditArgs;
-use crate::template::{template_path, Template};
+use stack_config::{template_path, Template};
 
 /// The template parameter whose default is the shipped source configuration.
 pub const SOURCES_PARAMETER: &str = "WebhookSources";

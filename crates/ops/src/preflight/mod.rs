@@ -45,7 +45,7 @@ use self::report::Report;
 use self::secrets::SecretChecks;
 use crate::audit::SOURCES_PARAMETER;
 use crate::cli::PreflightArgs;
-use crate::template::Template;
+use stack_config::Template;
 
 /// The template parameter of the payload bucket's lifecycle, in days.
 const PAYLOAD_RETENTION_PARAMETER: &str = "PayloadRetentionDays";
@@ -205,7 +205,7 @@ mod tests {
     /// The problems of `check` on the repository's template and `samconfig` with `region`
     /// as the SDK resolved it (no AWS call is made: the region is refused first).
     async fn problems(samconfig: &str, region: Option<&str>) -> Vec<String> {
-        let template = Template::load(&crate::template::template_path()).unwrap();
+        let template = Template::load(&stack_config::template_path()).unwrap();
         let samconfig = Samconfig::parse(samconfig).unwrap();
         let sdk = aws_config::SdkConfig::builder().build();
         check(&template, &samconfig, DEFAULT_STACK, &sdk, region)
