@@ -207,11 +207,10 @@ pub fn memory_sizes(run: &Run, o: &Options, sizes: &[u64]) -> Vec<(u64, f64, f64
         .collect()
 }
 
-/// The Globals `MemorySize` of template.yaml under `root`.
+/// The Globals `MemorySize` of template.yaml under `root` (read by [`stack_config::Template`]).
 pub fn template_memory_mb(root: &Path) -> anyhow::Result<u64> {
-    let text = std::fs::read_to_string(root.join("template.yaml"))?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("MemorySize:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("template.yaml has no MemorySize"))
+    stack_config::Template::load(&root.join("template.yaml"))?
+        .globals_memory_size()
+        .map(u64::from)
+        .ok_or_else(|| anyhow::anyhow!("template.yaml has no literal Globals MemorySize"))
 }

@@ -103,18 +103,20 @@ impl StackOptions {
     }
 }
 
-/// `cargo build -p receiver -p consumer`: what `cargo lambda watch` will `cargo run`, built
-/// once here so that no build happens while anything is timed.
+/// `cargo build --bin receiver --bin consumer`: what `cargo lambda watch` will `cargo run --bin`,
+/// built once here so that no build happens while anything is timed. By binary, not by package
+/// (`-p`): the features then resolve over the whole workspace, as `cargo lambda watch`'s and
+/// `cargo test --workspace`'s do, and the three share one build (crates/unified-features).
 pub fn build_functions(root: &Path) -> anyhow::Result<()> {
     let mut cmd = std::process::Command::new("cargo");
-    cmd.args(["build", "--quiet", "-p", "receiver", "-p", "consumer"])
+    cmd.args(["build", "--quiet", "--bin", "receiver", "--bin", "consumer"])
         .current_dir(root);
     for name in watch::cargo_run_vars() {
         cmd.env_remove(name);
     }
     let status = cmd.status().context("running cargo build")?;
     if !status.success() {
-        bail!("cargo build -p receiver -p consumer failed ({status})");
+        bail!("cargo build --bin receiver --bin consumer failed ({status})");
     }
     Ok(())
 }

@@ -11,8 +11,8 @@ use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::MessageSystemAttributeName as Sys;
 
 use crate::aws;
-use inbox::queue::SqsQueue;
 use crate::cli::RedriveArgs;
+use inbox::queue::SqsQueue;
 
 /// How long `redrive` waits for a move task to finish.
 pub const DEFAULT_WAIT_SECONDS: u64 = 300;

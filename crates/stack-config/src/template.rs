@@ -301,7 +301,13 @@ impl Template {
 
     /// `Globals.Function.MemorySize` in MB, where it is a literal number.
     pub fn globals_memory_size(&self) -> Option<u32> {
-        literal_u32(self.doc.get("Globals")?.get("Function")?.get("MemorySize")?).ok()
+        literal_u32(
+            self.doc
+                .get("Globals")?
+                .get("Function")?
+                .get("MemorySize")?,
+        )
+        .ok()
     }
 
     /// A function's `Timeout` in seconds: its own, else `Globals.Function.Timeout`, else SAM's

@@ -11,7 +11,6 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-
 /// The inbox end to end on this machine: moto, both functions under `cargo lambda watch`, a
 /// system of record, and senders driving it over HTTP.
 #[derive(Parser, Debug)]

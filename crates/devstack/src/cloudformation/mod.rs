@@ -22,5 +22,5 @@ pub use deploy::{
     delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack,
 };
 pub use samconfig::{samconfig_path, Parameters};
-pub use translate::Translated;
 pub use stack_config::template_path;
+pub use translate::Translated;
