@@ -7,8 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-/// Each crate `cargo tree` shows (name and version) with the feature sets it is built with.
-fn resolved(dev_dependencies: bool) -> BTreeMap<String, BTreeSet<String>> {
+/// Each crate `cargo tree` shows (name and version) with the feature sets it is built with:
+/// with the tests' dev-dependencies or without, with this package or without it.
+fn resolved(dev_dependencies: bool, unified: bool) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args([
@@ -23,6 +24,9 @@ fn resolved(dev_dependencies: bool) -> BTreeMap<String, BTreeSet<String>> {
     .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     if !dev_dependencies {
         cmd.args(["--edges", "no-dev"]);
+    }
+    if !unified {
+        cmd.args(["--exclude", "unified-features"]);
     }
     let out = cmd.output().expect("running cargo tree");
     assert!(
@@ -47,8 +51,8 @@ fn resolved(dev_dependencies: bool) -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn the_test_build_and_the_demo_build_resolve_every_shared_crate_alike() {
-    let with_dev = resolved(true);
-    let without = resolved(false);
+    let with_dev = resolved(true, true);
+    let without = resolved(false, true);
     assert!(
         without.contains_key("inbox v0.1.0") && without.contains_key("hyper v1.12.0"),
         "cargo tree's output was read: {:?}",
@@ -68,5 +72,32 @@ fn the_test_build_and_the_demo_build_resolve_every_shared_crate_alike() {
         "crates built with other features by the tests' dev-dependencies: add them, with those \
          features, to crates/unified-features/Cargo.toml:\n{}",
         differing.join("\n")
+    );
+}
+
+#[test]
+fn the_package_turns_on_nothing_the_tests_would_not() {
+    let mut with = resolved(true, true);
+    with.remove("unified-features v0.1.0");
+    let without = resolved(true, false);
+    assert!(
+        without.contains_key("inbox v0.1.0"),
+        "cargo tree's output was read"
+    );
+    let changed: Vec<String> = with
+        .iter()
+        .filter(|(package, features)| without.get(*package) != Some(*features))
+        .map(|(package, features)| {
+            format!(
+                "{package}: {features:?}, the tests alone {:?}",
+                without.get(package)
+            )
+        })
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "crates/unified-features/Cargo.toml turns on more than the tests' dev-dependencies do \
+         (default-features = false forgotten?), which rebuilds make test's crates:\n{}",
+        changed.join("\n")
     );
 }
