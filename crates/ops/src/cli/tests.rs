@@ -1,6 +1,10 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::*;
+use crate::redrive::Method;
+use crate::stack::DEFAULT_STACK;
+use crate::why::DEFAULT_PEEK_SECONDS;
+use std::path::PathBuf;
 
 /// The variables the flags fall back to. Only this module's tests touch them, one test at a
 /// time; nothing else in this test binary reads the environment but through `std::env`.

@@ -33,6 +33,9 @@ pub mod report;
 pub mod secrets;
 pub mod values;
 
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use inbox::config::env::check_payload_retention;
@@ -44,8 +47,21 @@ use self::parameters::{Parameters, Samconfig, DEFAULT_STACK};
 use self::report::Report;
 use self::secrets::SecretChecks;
 use crate::audit::SOURCES_PARAMETER;
-use crate::cli::PreflightArgs;
 use stack_config::Template;
+
+/// `preflight`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct PreflightArgs {
+    /// The SAM template.
+    #[arg(long, value_name = "FILE", default_value = "template.yaml")]
+    pub template: PathBuf,
+    /// The SAM CLI configuration `sam deploy` reads (its `default` environment).
+    #[arg(long, value_name = "FILE", default_value = "samconfig.toml")]
+    pub config: PathBuf,
+    /// The stack's name [default: samconfig's stack_name, else webhook-inbox].
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub stack: Option<String>,
+}
 
 /// The template parameter of the payload bucket's lifecycle, in days.
 const PAYLOAD_RETENTION_PARAMETER: &str = "PayloadRetentionDays";

@@ -1,8 +1,10 @@
 //! The bill's lines and which line each operation is billed on: every operation the proxy
 //! sees must have one ([`line_of`]), possibly free with its reason, or the run fails.
 
-use super::prices::*;
+pub mod prices;
+
 use crate::classify::{Op, Service};
+use prices::*;
 
 /// One line of the bill.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -143,7 +145,7 @@ pub fn line_of(op: &Op) -> Result<Line, String> {
         (Service::EventBridge, "PutEvents") => Line::EventBridge,
         _ => {
             return Err(format!(
-                "{} has no price line (crates/bench/src/bill/lines.rs)",
+                "{} has no price line (crates/bench/src/price.rs)",
                 op.label()
             ))
         }

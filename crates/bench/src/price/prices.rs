@@ -6,7 +6,7 @@
 //! the pricing pages and AWS documentation: where the official page's table did not render
 //! in the stored copy (its cells are template tokens), the constant's comment says which
 //! source agreed with the figure instead. Each is the price of one unit of its line
-//! ([`super::Line`]).
+//! ([`super::Line`], [`crate::price`]).
 
 /// When the first prices were read from the AWS pricing pages.
 pub const PRICES_AS_OF: &str = "2025-06";

@@ -11,9 +11,10 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType,
 };
 
-use crate::bill::Line;
 use crate::classify::{Op, Service};
-use crate::proxy::{Calls, Latency, Proxy};
+use crate::options::Latency;
+use crate::price::Line;
+use crate::proxy::{Calls, Proxy};
 
 fn no_latency() -> Latency {
     Latency {
