@@ -381,6 +381,7 @@ async fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::Service;
 
     fn span(base: Instant, from_ms: u64, to_ms: u64) -> Span {
         let at = |ms| base + Duration::from_millis(ms);
