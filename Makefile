@@ -89,13 +89,17 @@ test: lint node_modules/.installed $(VENV_PROVIDERS)/.installed $(VENV_SAM)/.ins
 # webhooks, a retry storm, late redeliveries, and a result table (README, "Running it locally").
 # Fails unless every accepted event had exactly one side effect. ARGS="--events 200 --concurrency 64";
 # ARGS=serve: the stack for `cargo lambda invoke`; ARGS=check-events: every events/*.json through it.
+#
+# Every cargo command started here from the workspace root names a binary, not a package (-p):
+# the build then resolves features over the whole workspace, as `cargo test --workspace` and
+# `cargo lambda watch` do, and reuses their build (crates/unified-features).
 demo: venv
-	cargo run -p devstack --bin demo -- $(ARGS)
+	cargo run --bin demo -- $(ARGS)
 
 # events/: the sample Lambda events, signed now. The Stripe and Standard Webhooks ones carry a
 # signed timestamp and are refused 300 s later: run this before invoking those.
 events:
-	cargo run -q -p devstack --bin make-events
+	cargo run -q --bin make-events
 
 # Both functions for deployment: release, arm64 (zig cross-compiles; cargo-lambda and zig come
 # from the venv), one zip per function at target/lambda/<name>/bootstrap.zip, and their sizes.
@@ -121,7 +125,7 @@ deploy: export PATH := $(CURDIR)/$(VENV_SAM)/bin:$(PATH)
 deploy: $(VENV_SAM)/.installed
 	rustup target add aarch64-unknown-linux-gnu
 	@echo "==> 1/4 inbox-ops preflight (inbox-ops is built first: a minute or two the first time)"
-	cargo run -p inbox-ops -- preflight
+	cargo run --bin inbox-ops -- preflight
 	@echo "==> 2/4 the functions: cargo lambda build --release --arm64 (several minutes the first time)"
 	cargo lambda build --release --arm64 --bin receiver
 	cargo lambda build --release --arm64 --bin consumer
@@ -134,11 +138,11 @@ deploy: $(VENV_SAM)/.installed
 # it retains by design: the ledger table and the payload bucket (`inbox-ops destroy`, the AWS SDK:
 # no AWS CLI). ARGS go to it: ARGS="--stack NAME", ARGS="--yes --yes-delete-retained NAME".
 destroy:
-	cargo run -q -p inbox-ops -- destroy $(ARGS)
+	cargo run -q --bin inbox-ops -- destroy $(ARGS)
 
 # The three questions for every webhook source, with flags; ARGS="--json", ARGS="--sources FILE".
 audit:
-	cargo run -q -p inbox-ops -- audit $(ARGS)
+	cargo run -q --bin inbox-ops -- audit $(ARGS)
 
 # The deterministic simulation (crates/inbox/tests/simulation/), optimised, over SEEDS seeds;
 # SIM_SEED=x replays one seed with its trace.
@@ -157,7 +161,7 @@ MUTANTS_SIM_SEEDS ?= 300
 mutants:
 	@cargo mutants --version 2>/dev/null | grep -q ' $(MUTANTS_VERSION)$$' \
 		|| cargo install --locked cargo-mutants@$(MUTANTS_VERSION)
-	SIM_SEEDS=$(MUTANTS_SIM_SEEDS) cargo mutants --package inbox --test-package inbox \
+	SIM_SEEDS=$(MUTANTS_SIM_SEEDS) cargo mutants --package inbox --test-package inbox --test-package devstack \
 		$(foreach f,$(MUTANTS_FILES),--file $(f)) $(ARGS) -- --lib --tests
 
 # The same over the lambda-idempotency library (docs/testing.md, "Mutation testing"): every

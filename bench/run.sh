@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench` (see BENCHMARKS.md): everything measured in one run.
 #
-# 1. criterion benches of the handlers' CPU work without I/O (`cargo bench -p inbox`);
+# 1. criterion benches of the handlers' CPU work without I/O (`cargo bench -p bench --benches`);
 #    BENCH_CRITERION=0 skips them.
 # 2. the release binaries (`cargo build --release`: LTO, slow the first time);
 # 3. the release zips for arm64 (`cargo lambda build --release --arm64 --output-format zip`,
@@ -20,8 +20,8 @@ out="$target/bench"
 mkdir -p "$out"
 
 if [ "${BENCH_CRITERION:-1}" != 0 ]; then
-  echo "bench: criterion (cargo bench -p inbox)" >&2
-  cargo bench -p inbox 2>&1 | tee "$out/criterion.txt"
+  echo "bench: criterion (cargo bench -p bench --benches)" >&2
+  cargo bench -p bench --benches 2>&1 | tee "$out/criterion.txt"
 fi
 
 echo "bench: release binaries" >&2

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use aws_lambda_events::sqs::SqsEvent;
-use devstack::demo::{self, events};
+use demo::events;
 use devstack::testkit::{self, LocalAws, SystemOfRecord};
 use inbox::metrics::{tally, Metric};
 use inbox::receiver::ReceiverSettings;
@@ -50,7 +50,7 @@ fn the_checked_in_files_are_the_generators_output_and_the_readme_lists_them() {
             .expect("docs/local-development.md");
     assert!(
         readme.contains(&events::readme_table(&samples)),
-        "docs/local-development.md's events table differs from `cargo run -p devstack --bin make-events -- --readme-table`"
+        "docs/local-development.md's events table differs from `cargo run --bin make-events -- --readme-table`"
     );
 }
 

@@ -4,8 +4,8 @@
 use aws_sdk_dynamodb::types::{KeyType, ScalarAttributeType, TimeToLiveStatus};
 use aws_sdk_sqs::types::QueueAttributeName;
 use devstack::testkit::LocalAws;
-use inbox_ops::template::{template_path, Template};
 use serde_yaml::Value;
+use stack_config::{template_path, Template};
 
 const RECEIVER: &str = "ReceiverFunction";
 const CONSUMER: &str = "ConsumerFunction";

@@ -10,7 +10,7 @@
 //!   time moto itself was answering it ([`crate::consumer::Invocation::billed_ms`]); below
 //!   1769 MB (one vCPU) the CPU time measured on a whole core is stretched by
 //!   `1769 / memory`; rounded up to the millisecond;
-//! - every AWS call the proxy counted, on its line ([`lines::line_of`]) by its metered
+//! - every AWS call the proxy counted, on its line ([`crate::price::line_of`]) by its metered
 //!   quantity ([`crate::meter`]): DynamoDB writes x the write units of the largest item the
 //!   run left in the table; S3 storage for `--storage-days` of what was written;
 //! - the calls a cold start makes (measured per process, from its start to its first poll),
@@ -24,10 +24,7 @@ use crate::options::Options;
 use crate::phases::Run;
 use crate::proxy::{calls_sum, Calls};
 
-mod lines;
-pub mod prices;
-
-pub use lines::{line_of, Line};
+use crate::price::{prices, Line};
 use prices::*;
 
 /// One function's bill per million webhooks (deliveries: first ones and duplicates), USD, by
@@ -207,11 +204,10 @@ pub fn memory_sizes(run: &Run, o: &Options, sizes: &[u64]) -> Vec<(u64, f64, f64
         .collect()
 }
 
-/// The Globals `MemorySize` of template.yaml under `root`.
+/// The Globals `MemorySize` of template.yaml under `root` (read by [`stack_config::Template`]).
 pub fn template_memory_mb(root: &Path) -> anyhow::Result<u64> {
-    let text = std::fs::read_to_string(root.join("template.yaml"))?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("MemorySize:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("template.yaml has no MemorySize"))
+    stack_config::Template::load(&root.join("template.yaml"))?
+        .globals_memory_size()
+        .map(u64::from)
+        .ok_or_else(|| anyhow::anyhow!("template.yaml has no literal Globals MemorySize"))
 }

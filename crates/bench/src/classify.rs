@@ -191,6 +191,4 @@ fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
 }
 
 #[cfg(test)]
-mod live_tests;
-#[cfg(test)]
 mod tests;

@@ -40,6 +40,7 @@ mod mapping;
 mod meter;
 mod options;
 mod phases;
+mod price;
 mod procfs;
 mod proxy;
 mod report;

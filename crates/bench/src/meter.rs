@@ -1,5 +1,5 @@
 //! What one call is billed by, from its request (and its answer's size): the quantity of its
-//! price line ([`crate::bill::Line`]), in that line's unit, and for S3 the bytes it stored.
+//! price line ([`crate::price::Line`]), in that line's unit, and for S3 the bytes it stored.
 //!
 //! - DynamoDB: a write (PutItem, UpdateItem, DeleteItem) counts 1, which the bill multiplies
 //!   by the write units of the largest item the run left in the table (one per started KiB; a

@@ -1,6 +1,9 @@
 //! The driver's command line (clap derive): workload size, the binaries under test, the zips
 //! to measure and where to write the report.
 
+use std::time::Duration;
+
+use crate::classify::Service;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -114,13 +117,35 @@ impl Options {
 
 impl Options {
     /// The latency the proxy adds, by service.
-    pub fn latency(&self) -> crate::proxy::Latency {
+    pub fn latency(&self) -> Latency {
         let ms = std::time::Duration::from_millis;
-        crate::proxy::Latency {
+        Latency {
             dynamodb: ms(self.dynamodb_ms),
             sqs: ms(self.sqs_ms),
             s3: ms(self.s3_ms),
             other: ms(self.other_ms),
+        }
+    }
+}
+
+/// The latency the proxy adds to each call, by service.
+#[derive(Clone, Copy, Debug)]
+pub struct Latency {
+    pub dynamodb: Duration,
+    pub sqs: Duration,
+    pub s3: Duration,
+    /// Secrets Manager, Firehose, EventBridge.
+    pub other: Duration,
+}
+
+impl Latency {
+    /// The round trip added to a call of `service`.
+    pub fn of(&self, service: Service) -> Duration {
+        match service {
+            Service::DynamoDb => self.dynamodb,
+            Service::Sqs => self.sqs,
+            Service::S3 => self.s3,
+            Service::SecretsManager | Service::Firehose | Service::EventBridge => self.other,
         }
     }
 }

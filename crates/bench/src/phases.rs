@@ -13,9 +13,10 @@ use crate::aws::Aws;
 use crate::classify::Service;
 use crate::consumer::{ConsumerRun, ConsumerSetup};
 use crate::function::Function;
+use crate::options::Latency;
 use crate::options::Options;
 use crate::procfs::{clock_ticks, cpu_secs, peak_rss_kib, sched_secs};
-use crate::proxy::{calls_since, rounds, Calls, Latency, Proxy};
+use crate::proxy::{calls_since, rounds, Calls, Proxy};
 use crate::runtime::Emulator;
 use crate::workload::{self, Answers};
 

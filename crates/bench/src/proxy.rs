@@ -2,7 +2,7 @@
 //! function's calls and new TCP connections are counted by the same instrument.
 //!
 //! Each request is classified ([`crate::classify`]: service and operation) and given its price
-//! line ([`crate::bill::line_of`]) and billing quantity ([`crate::meter`]); one that cannot be
+//! line ([`crate::price::line_of`]) and billing quantity ([`crate::meter`]); one that cannot be
 //! is forwarded all the same but recorded as a failure, and [`Proxy::check`] fails the run
 //! with it. Before forwarding, the proxy waits the same-region round trip of the call's
 //! service ([`Latency`]), so that the time a sender waits is measured with the round trips in
@@ -24,32 +24,11 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use tokio::net::TcpListener;
 
-use crate::bill::{line_of, Line};
-use crate::classify::{classify, Op, Service};
+use crate::classify::{classify, Op};
 use crate::http::{respond, serve, HttpResponse};
 use crate::meter::meter;
-
-/// The latency the proxy adds to each call, by service.
-#[derive(Clone, Copy, Debug)]
-pub struct Latency {
-    pub dynamodb: Duration,
-    pub sqs: Duration,
-    pub s3: Duration,
-    /// Secrets Manager, Firehose, EventBridge.
-    pub other: Duration,
-}
-
-impl Latency {
-    /// The round trip added to a call of `service`.
-    pub fn of(&self, service: Service) -> Duration {
-        match service {
-            Service::DynamoDb => self.dynamodb,
-            Service::Sqs => self.sqs,
-            Service::S3 => self.s3,
-            Service::SecretsManager | Service::Firehose | Service::EventBridge => self.other,
-        }
-    }
-}
+use crate::options::Latency;
+use crate::price::{line_of, Line};
 
 /// What the proxy counted of one kind of call.
 #[derive(Clone, Debug, PartialEq)]
@@ -402,6 +381,7 @@ async fn forward(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::Service;
 
     fn span(base: Instant, from_ms: u64, to_ms: u64) -> Span {
         let at = |ms| base + Duration::from_millis(ms);
@@ -448,3 +428,6 @@ mod tests {
         assert_eq!(calls_sum([&before, &since])[&op].count, 5);
     }
 }
+
+#[cfg(test)]
+mod live_tests;

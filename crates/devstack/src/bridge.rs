@@ -130,7 +130,9 @@ impl Bridge {
     /// The mapping of the queue at `queue_url` (its ARN goes into each record's
     /// `eventSourceARN`).
     pub async fn new(sqs: aws_sdk_sqs::Client, queue_url: &str) -> anyhow::Result<Bridge> {
-        let queue_arn = inbox_ops::aws::queue_arn(&sqs, queue_url).await?;
+        let queue_arn = inbox::queue::SqsQueue::new(sqs.clone(), queue_url)
+            .arn()
+            .await?;
         Ok(Bridge {
             sqs,
             queue_url: queue_url.to_owned(),

@@ -24,9 +24,7 @@ const GUARD: &str = concat!(
 );
 
 /// The workspace root (where `template.yaml` and `.venv` are).
-pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use stack_config::workspace_root;
 
 /// The project's Python: `INBOX_PYTHON`, else `.venv/bin/python` (made by `make venv`).
 pub fn python() -> anyhow::Result<PathBuf> {

@@ -450,6 +450,30 @@ impl SqsQueue {
         let fifo = url.ends_with(".fifo");
         Self { client, url, fifo }
     }
+
+    /// The queue's ARN (`GetQueueAttributes QueueArn`): what an event source mapping's records
+    /// carry as `eventSourceARN`, and what a message move task names.
+    pub async fn arn(&self) -> Result<String, QueueError> {
+        let name = aws_sdk_sqs::types::QueueAttributeName::QueueArn;
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(name.clone())
+            .send()
+            .await
+            .map_err(|e| {
+                QueueError(format!(
+                    "GetQueueAttributes {}: {}",
+                    self.url,
+                    aws_sdk_sqs::error::DisplayErrorContext(e)
+                ))
+            })?;
+        out.attributes()
+            .and_then(|a| a.get(&name))
+            .cloned()
+            .ok_or_else(|| QueueError(format!("no QueueArn for {}", self.url)))
+    }
 }
 
 impl Queue for SqsQueue {

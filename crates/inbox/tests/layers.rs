@@ -1,7 +1,8 @@
 //! The library's modules in layers (docs/layout.md, "The library's modules, in layers"): each
 //! module imports only from its own layer or below, the imports have no cycle, and every
 //! module of `src/` is in the picture. Imports are read from the sources (`crate::name`,
-//! `crate::{a, b}`), test code and comments left out.
+//! `crate::{a, b}`), test code and comments left out. The workspace crates' graph too (docs/layout.md,
+//! "The crates"): the picture and the manifests agree, and it has no cycle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -187,3 +188,123 @@ fn the_reader_sees_both_import_forms_and_skips_tests_and_comments() {
 /// against the modules.
 #[path = "layers/transitions.rs"]
 mod transitions;
+/// A crate's workspace dependencies: (normal and build, those for its tests alone).
+type Crates = BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>;
+
+/// The crate picture of docs/layout.md: `crate NAME: DEPS | DEV-DEPS` lines.
+fn crates_drawn() -> Crates {
+    let layout = crate_dir().join("../../docs/layout.md");
+    let text = std::fs::read_to_string(&layout).expect("docs/layout.md");
+    let words = |s: &str| s.split_whitespace().map(str::to_owned).collect();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("crate "))
+        .map(|line| {
+            let (name, deps) = line
+                .split_once(':')
+                .unwrap_or_else(|| panic!("crate NAME: ...: {line}"));
+            let (normal, dev) = deps.split_once('|').unwrap_or((deps, ""));
+            (name.trim().to_owned(), (words(normal), words(dev)))
+        })
+        .collect()
+}
+
+/// The same from the manifests, as `cargo metadata` reads them: each workspace crate's
+/// dependencies on other workspace crates.
+fn crates_built() -> Crates {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(crate_dir().join("../.."))
+        .output()
+        .expect("running cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("its JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let members: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut crates = Crates::new();
+    for package in packages {
+        let name = package["name"].as_str().expect("a name").to_owned();
+        let (mut normal, mut dev) = (BTreeSet::new(), BTreeSet::new());
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            let dep_name = dep["name"].as_str().expect("a dependency's name");
+            if !members.contains(dep_name) {
+                continue;
+            }
+            if dep["kind"].as_str() == Some("dev") {
+                dev.insert(dep_name.to_owned());
+            } else {
+                normal.insert(dep_name.to_owned());
+            }
+        }
+        let dev = dev.difference(&normal).cloned().collect();
+        crates.insert(name, (normal, dev));
+    }
+    crates
+}
+
+#[test]
+fn the_crate_picture_is_the_manifests() {
+    let drawn = crates_drawn();
+    let built = crates_built();
+    assert!(
+        built.contains_key("inbox") && built.contains_key("devstack"),
+        "cargo metadata read: {built:?}"
+    );
+    for (name, deps) in &built {
+        assert_eq!(
+            drawn.get(name),
+            Some(deps),
+            "docs/layout.md's crate {name} (normal | dev-only workspace dependencies)"
+        );
+    }
+    let extra: Vec<_> = drawn.keys().filter(|n| !built.contains_key(*n)).collect();
+    assert!(
+        extra.is_empty(),
+        "drawn but not in the workspace: {extra:?}"
+    );
+}
+
+#[test]
+fn the_crate_graph_has_no_cycle_and_keeps_the_tools_apart() {
+    let built = crates_built();
+    let all = |name: &str| -> BTreeSet<String> {
+        let (normal, dev) = &built[name];
+        normal.union(dev).cloned().collect()
+    };
+    // A crate reaching itself through any dependency, a dev-dependency included.
+    for start in built.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<String> = all(start).into_iter().collect();
+        while let Some(name) = stack.pop() {
+            assert_ne!(&name, start, "{start} depends on itself through {seen:?}");
+            if seen.insert(name.clone()) {
+                stack.extend(all(&name));
+            }
+        }
+    }
+    for tool in ["inbox-ops", "demo"] {
+        assert!(
+            !all("devstack").contains(tool),
+            "the dev stack depends on {tool}"
+        );
+    }
+    assert!(
+        !built["inbox-ops"].0.contains("devstack"),
+        "inbox-ops depends on the dev stack"
+    );
+    assert_eq!(
+        all("inbox"),
+        BTreeSet::from(["lambda-idempotency".to_owned()]),
+        "the library's tests build no other crate of the workspace"
+    );
+}

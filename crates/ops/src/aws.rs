@@ -1,11 +1,8 @@
 //! The AWS side of every command: the SDK configuration and clients (region, credentials and
-//! `AWS_ENDPOINT_URL` from the standard places, as the Lambda functions load them) and
-//! [`queue_arn`], the one look-up of a queue's ARN for the workspace.
+//! `AWS_ENDPOINT_URL` from the standard places, as the Lambda functions load them). A queue's
+//! ARN is the library's `SqsQueue::arn`, the one look-up of it for the workspace.
 
 use std::sync::OnceLock;
-
-use anyhow::{anyhow, Context as _};
-use aws_sdk_sqs::types::QueueAttributeName;
 
 /// Who `inbox-ops` acts as: the global `--profile` (a profile of the AWS config) and
 /// `--role-arn` (a role assumed with STS `AssumeRole` over those credentials, the stack's
@@ -87,21 +84,6 @@ pub fn sqs(config: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
 /// A DynamoDB client on `config`.
 pub fn dynamo(config: &aws_config::SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(config)
-}
-
-/// The queue's ARN (`GetQueueAttributes QueueArn`).
-pub async fn queue_arn(sqs: &aws_sdk_sqs::Client, url: &str) -> anyhow::Result<String> {
-    let out = sqs
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .with_context(|| format!("GetQueueAttributes {url}"))?;
-    out.attributes()
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn))
-        .cloned()
-        .ok_or_else(|| anyhow!("no QueueArn for {url}"))
 }
 
 #[cfg(test)]

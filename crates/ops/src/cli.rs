@@ -5,17 +5,24 @@
 //! in template.yaml (`LEDGER_TABLE`, `QUEUE_URL`, `PAYLOAD_BUCKET`), and `--dlq` to `DLQ_URL`.
 //! A flag or variable given but empty counts as missing.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::builder::NonEmptyStringValueParser;
-use clap::{Args, CommandFactory as _, Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
+// Each command's arguments are beside the command; the command line gathers them.
+pub use crate::audit::AuditArgs;
 pub use crate::console::ConsoleArgs;
-use crate::redrive::{Method, DEFAULT_WAIT_SECONDS};
+pub use crate::esm::{MappingArgs, PauseArgs};
+pub use crate::handshake::{HandshakeCommand, HandshakeOpenArgs};
+pub use crate::lookup::LookupArgs;
+pub use crate::preflight::PreflightArgs;
+pub use crate::redrive::RedriveArgs;
+pub use crate::replay::{ReplayArgs, StatusFilter};
+pub use crate::secret::{SecretCommand, SecretSetArgs};
 pub use crate::smoke::SmokeArgs;
-use crate::stack::DEFAULT_STACK;
-use crate::why::DEFAULT_PEEK_SECONDS;
+pub use crate::status::StatusArgs;
+pub use crate::why::WhyArgs;
 use crate::{
     audit, console, esm, handshake, lookup, preflight, redrive, replay, secret, smoke, status, why,
 };
@@ -125,284 +132,6 @@ pub enum Command {
     /// version deleted first). Lists the senders' secrets left (`<stack>/…`) and how to delete
     /// them.
     Destroy(crate::destroy::DestroyArgs),
-}
-
-/// `secret`'s actions.
-#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
-pub enum SecretCommand {
-    /// Stores SOURCE's secret: typed at a prompt that does not echo it, or piped on standard
-    /// input, or --from-file; creates the secret where it does not exist yet. Prints the
-    /// secret's name, never its value. Exits 1 when the value is not one the receiver would take.
-    Set(SecretSetArgs),
-}
-
-/// `secret set`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct SecretSetArgs {
-    /// The source (its name in WebhookSources, the URL's last segment).
-    #[arg(value_name = "SOURCE")]
-    pub source: String,
-    /// The stack whose WebhookSources parameter names the source's secret.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
-    pub stack: String,
-    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it) instead of the stack's.
-    #[arg(long = "sources", value_name = "FILE")]
-    pub sources_file: Option<PathBuf>,
-    /// Which of the source's secrets, by position (1-based), where it has several
-    /// secretsmanager: references [default: its only one].
-    #[arg(long, value_name = "N")]
-    pub position: Option<usize>,
-    /// Read the value from this file (one trailing line end dropped).
-    #[arg(long, value_name = "FILE", conflicts_with = "value")]
-    pub from_file: Option<PathBuf>,
-    /// The value itself, for scripts: your shell's history keeps it; prefer the prompt,
-    /// standard input or --from-file.
-    #[arg(long, value_name = "SECRET")]
-    pub value: Option<String>,
-}
-
-/// `handshake`'s actions.
-#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
-pub enum HandshakeCommand {
-    /// Opens the window for SOURCE's first handshake; exits 1 if a secret is kept already.
-    Open(HandshakeOpenArgs),
-}
-
-/// `handshake open`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct HandshakeOpenArgs {
-    /// The source (its name in WebhookSources, the URL's last segment).
-    #[arg(value_name = "SOURCE")]
-    pub source: String,
-    /// How long the window stays open, 1 to 60.
-    #[arg(long, value_name = "MINUTES", default_value_t = 10)]
-    pub minutes: u64,
-    /// The stack whose outputs name the table.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
-    pub stack: String,
-    /// The ledger table's name [default: the stack's LedgerTableName].
-    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: Option<String>,
-}
-
-/// Which event source mapping: at most one of these; none is `--stack webhook-inbox`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
-#[group(required = false, multiple = false)]
-pub struct MappingArgs {
-    /// The mapping's UUID (the stack's output ConsumerEventSourceMapping).
-    #[arg(long, value_name = "UUID", value_parser = NonEmptyStringValueParser::new())]
-    pub uuid: Option<String>,
-    /// The consumer function's name or ARN: its one SQS event source mapping.
-    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
-    pub function: Option<String>,
-    /// The stack's name: its one event source mapping [default: webhook-inbox, when neither
-    /// --uuid nor --function is given].
-    #[arg(long, value_name = "STACK", value_parser = NonEmptyStringValueParser::new())]
-    pub stack: Option<String>,
-}
-
-/// `pause`'s and `resume`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct PauseArgs {
-    #[command(flatten)]
-    pub mapping: MappingArgs,
-    /// Seconds to wait for the mapping to settle (Disabled, Enabled).
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub wait: u64,
-    /// One destination only (docs/routing.md): its events wait, the mapping and the other
-    /// destinations run on.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["uuid", "function"])]
-    pub destination: Option<String>,
-    /// With --destination: the ledger table [default: the stack's LedgerTableName].
-    #[arg(long, value_name = "LEDGER_TABLE", requires = "destination", value_parser = NonEmptyStringValueParser::new())]
-    pub table: Option<String>,
-}
-
-/// `status`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    pub mapping: MappingArgs,
-    /// The webhook queue's URL [default: the mapping's event source].
-    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub queue: Option<String>,
-    /// JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `preflight`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct PreflightArgs {
-    /// The SAM template.
-    #[arg(long, value_name = "FILE", default_value = "template.yaml")]
-    pub template: PathBuf,
-    /// The SAM CLI configuration `sam deploy` reads (its `default` environment).
-    #[arg(long, value_name = "FILE", default_value = "samconfig.toml")]
-    pub config: PathBuf,
-    /// The stack's name [default: samconfig's stack_name, else webhook-inbox].
-    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
-    pub stack: Option<String>,
-}
-
-/// `audit`'s arguments.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
-pub struct AuditArgs {
-    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it).
-    #[arg(long = "sources", value_name = "FILE")]
-    pub sources_file: Option<PathBuf>,
-    /// The SAM template [default: template.yaml at the workspace root].
-    #[arg(long, value_name = "FILE")]
-    pub template: Option<PathBuf>,
-    /// JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// The consumer's signing secret references, as it would read them [default: as the
-    /// template sets them]; blank: unsigned, which is flagged.
-    #[arg(long, env = "FORWARD_SIGNING_SECRET", value_name = "REFERENCES")]
-    pub forward_signing_secret: Option<String>,
-    /// The destinations (JSON, as WEBHOOK_DESTINATIONS takes it) [default:
-    /// $WEBHOOK_DESTINATIONS, else the template's Destinations default].
-    #[arg(long = "destinations", value_name = "FILE")]
-    pub destinations_file: Option<PathBuf>,
-    /// The stack's ForwardUrl, the default destination; blank: none, and what no destination
-    /// takes goes nowhere, which is flagged [default: assumed set].
-    #[arg(long, env = "FORWARD_URL", value_name = "URL")]
-    pub forward_url: Option<String>,
-}
-
-/// `why`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct WhyArgs {
-    /// The stack whose outputs name what a flag below leaves out.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
-    pub stack: String,
-    /// The dead-letter queue's URL [default: the stack's DeadLetterQueueUrl].
-    #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub dlq: Option<String>,
-    /// The ledger table's name [default: the stack's LedgerTableName].
-    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: Option<String>,
-    /// JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Seconds the messages looked at stay invisible, at most (visible again when done).
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = DEFAULT_PEEK_SECONDS,
-        value_parser = clap::value_parser!(i32).range(1..=43_200)
-    )]
-    pub peek: i32,
-}
-
-/// `lookup`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct LookupArgs {
-    /// The stack whose outputs name what a flag below leaves out.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
-    pub stack: String,
-    /// The ledger table's name [default: the stack's LedgerTableName].
-    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: Option<String>,
-    /// The key, `<source>:<value>`.
-    #[arg(value_name = "KEY")]
-    pub key: String,
-    /// Print the event's body from the archive (PAYLOAD_BUCKET) instead of the ledger item.
-    #[arg(long)]
-    pub body: bool,
-    /// The payload bucket [default: the stack's PayloadBucketName].
-    #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
-    pub bucket: Option<String>,
-}
-
-/// Which ledger statuses a replay selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum StatusFilter {
-    Completed,
-    Failed,
-    /// Every archived event, whatever its status (none, too).
-    Any,
-}
-
-/// `replay`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct ReplayArgs {
-    /// One event, by its key `<source>:<value>` (found through its ledger item).
-    #[arg(long, value_name = "KEY", conflicts_with_all = ["source", "from", "to"], required_unless_present = "source", value_parser = NonEmptyStringValueParser::new())]
-    pub key: Option<String>,
-    /// One source's events received from --from (included) to --to (excluded).
-    #[arg(long, value_name = "SOURCE", requires_all = ["from", "to"], value_parser = NonEmptyStringValueParser::new())]
-    pub source: Option<String>,
-    /// RFC 3339 time (2026-12-03T13:00:00Z) or epoch milliseconds.
-    #[arg(long, value_name = "TIME", value_parser = replay::parse_time)]
-    pub from: Option<i64>,
-    /// RFC 3339 time or epoch milliseconds (excluded).
-    #[arg(long, value_name = "TIME", value_parser = replay::parse_time)]
-    pub to: Option<i64>,
-    /// With --from and --to: how many hours after its receipt an event may have been archived
-    /// (the consumer archives a batch as it receives it; give more after a pause or a backlog).
-    #[arg(long, value_name = "HOURS", default_value_t = 1, requires = "from")]
-    pub archive_lag: u32,
-    /// Only the events whose ledger item is so.
-    #[arg(long, value_enum, default_value_t = StatusFilter::Any)]
-    pub status: StatusFilter,
-    /// List what would be replayed (key, receipt, status, archived object); send nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// At most this many events a second (`N/s`).
-    #[arg(long, value_name = "N/s", default_value = "10/s", value_parser = replay::parse_rate)]
-    pub rate: u32,
-    /// The replay's id [default: a new one]; the same id again sends nothing that already ran.
-    #[arg(long, value_name = "ID")]
-    pub replay_id: Option<String>,
-    /// One destination of a routed event only (docs/routing.md); --status then reads that
-    /// destination's item.
-    #[arg(long, value_name = "NAME", value_parser = destination_name)]
-    pub destination: Option<String>,
-    /// The payload bucket [default: the stack's PayloadBucketName].
-    #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
-    pub bucket: Option<String>,
-    /// The ledger table's name [default: the stack's LedgerTableName].
-    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
-    pub table: Option<String>,
-    /// The webhook queue's URL [default: the stack's QueueUrl].
-    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub queue: Option<String>,
-    /// The stack whose outputs name what a flag below leaves out.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
-    pub stack: String,
-}
-
-/// `redrive`'s arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
-pub struct RedriveArgs {
-    /// The stack whose outputs name what a flag below leaves out.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
-    pub stack: String,
-    /// The dead-letter queue's URL [default: the stack's DeadLetterQueueUrl].
-    #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub dlq: Option<String>,
-    /// The webhook queue's URL [default: the stack's QueueUrl].
-    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
-    pub queue: Option<String>,
-    /// How the messages are moved.
-    #[arg(long, value_enum, default_value_t = Method::Auto)]
-    pub method: Method,
-    /// Seconds to wait for a move task to finish.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WAIT_SECONDS)]
-    pub wait: u64,
-}
-
-/// `--destination`: a destination's name (1 to 64 letters, digits, `-` and `_`).
-fn destination_name(text: &str) -> Result<String, String> {
-    if inbox::route::valid_name(text) {
-        Ok(text.to_owned())
-    } else {
-        Err(format!(
-            "`{text}` is not a destination name (1 to 64 letters, digits, `-` and `_`)"
-        ))
-    }
 }
 
 /// `pause` (`paused`) or `resume`: one destination's switch with `--destination`, else the

@@ -2,13 +2,13 @@
 //! ledger table's pause board (`#destinations`, [`inbox::destination::pause`]), which the
 //! consumer reads once per batch; the event source mapping and the other destinations run on.
 
+use crate::esm::PauseArgs;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail};
 use inbox::destination::pause::PauseBoard;
 
 use crate::aws;
-use crate::cli::PauseArgs;
 use crate::stack::DEFAULT_STACK;
 
 /// Pauses (`paused`) or resumes `destination`; writing the set twice changes nothing.

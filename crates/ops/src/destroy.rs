@@ -22,8 +22,8 @@ use aws_sdk_s3::error::ProvideErrorMetadata as _;
 use clap::builder::NonEmptyStringValueParser;
 use clap::Args;
 
-use crate::samconfig::Samconfig;
 use crate::stack::{BUCKET_OUTPUT, DEFAULT_STACK, TABLE_OUTPUT};
+use stack_config::Samconfig;
 
 /// The retained resources' logical ids in template.yaml, read where an output is missing.
 const TABLE_RESOURCE: &str = "LedgerTable";

@@ -4,13 +4,46 @@
 //! `--function` (`ListEventSourceMappings`, its one SQS mapping) or by `--stack` (the stack's
 //! one `AWS::Lambda::EventSourceMapping`, whose physical id is the mapping's UUID).
 
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
 use aws_sdk_lambda::operation::get_event_source_mapping::GetEventSourceMappingOutput;
 
-use crate::cli::{MappingArgs, PauseArgs};
+/// Which event source mapping: at most one of these; none is `--stack webhook-inbox`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+#[group(required = false, multiple = false)]
+pub struct MappingArgs {
+    /// The mapping's UUID (the stack's output ConsumerEventSourceMapping).
+    #[arg(long, value_name = "UUID", value_parser = NonEmptyStringValueParser::new())]
+    pub uuid: Option<String>,
+    /// The consumer function's name or ARN: its one SQS event source mapping.
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub function: Option<String>,
+    /// The stack's name: its one event source mapping [default: webhook-inbox, when neither
+    /// --uuid nor --function is given].
+    #[arg(long, value_name = "STACK", value_parser = NonEmptyStringValueParser::new())]
+    pub stack: Option<String>,
+}
+
+/// `pause`'s and `resume`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub mapping: MappingArgs,
+    /// Seconds to wait for the mapping to settle (Disabled, Enabled).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub wait: u64,
+    /// One destination only (docs/routing.md): its events wait, the mapping and the other
+    /// destinations run on.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["uuid", "function"])]
+    pub destination: Option<String>,
+    /// With --destination: the ledger table [default: the stack's LedgerTableName].
+    #[arg(long, value_name = "LEDGER_TABLE", requires = "destination", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
+}
 
 /// How often a wait asks for the mapping's state.
 const POLL: Duration = Duration::from_millis(500);

@@ -3,6 +3,10 @@
 //! (docs/providers.md, "asana"). Outside a window an operator opened, whoever posts a
 //! handshake first would own the source, so the receiver refuses it (401).
 
+use crate::stack::DEFAULT_STACK;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
+use clap::Subcommand;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail};
@@ -11,7 +15,30 @@ use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::LedgerStore as _;
 
 use crate::aws;
-use crate::cli::HandshakeOpenArgs;
+
+/// `handshake`'s actions.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum HandshakeCommand {
+    /// Opens the window for SOURCE's first handshake; exits 1 if a secret is kept already.
+    Open(HandshakeOpenArgs),
+}
+
+/// `handshake open`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct HandshakeOpenArgs {
+    /// The source (its name in WebhookSources, the URL's last segment).
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// How long the window stays open, 1 to 60.
+    #[arg(long, value_name = "MINUTES", default_value_t = 10)]
+    pub minutes: u64,
+    /// The stack whose outputs name the table.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The ledger table's name [default: the stack's LedgerTableName].
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
+}
 
 /// The longest window: an hour.
 pub const MAX_WINDOW_MINUTES: u64 = 60;

@@ -2,6 +2,9 @@
 //! and for a routed event each destination's item under `destinations` (docs/routing.md);
 //! with `--body`, the event's body from the archive (docs/design.md §12).
 
+use crate::stack::DEFAULT_STACK;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
 use std::process::ExitCode;
 
 use std::io::{IsTerminal as _, Write as _};
@@ -15,7 +18,26 @@ use inbox::store::{ObjectStore, S3Store};
 use serde_json::{json, Value};
 
 use crate::aws;
-use crate::cli::LookupArgs;
+
+/// `lookup`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct LookupArgs {
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The ledger table's name [default: the stack's LedgerTableName].
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
+    /// The key, `<source>:<value>`.
+    #[arg(value_name = "KEY")]
+    pub key: String,
+    /// Print the event's body from the archive (PAYLOAD_BUCKET) instead of the ledger item.
+    #[arg(long)]
+    pub body: bool,
+    /// The payload bucket [default: the stack's PayloadBucketName].
+    #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
+    pub bucket: Option<String>,
+}
 
 /// A DynamoDB attribute as plain JSON: strings, numbers, booleans, lists, maps; binary as base64.
 pub fn attribute_json(value: &AttributeValue) -> Value {

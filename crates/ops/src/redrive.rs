@@ -2,6 +2,9 @@
 //! with SQS's own move task (StartMessageMoveTask) where the server has it, else one message at
 //! a time (receive, send with the same MessageGroupId and MessageDeduplicationId, delete).
 
+use crate::stack::DEFAULT_STACK;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -10,8 +13,28 @@ use aws_sdk_sqs::config::http::HttpResponse;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::MessageSystemAttributeName as Sys;
 
-use crate::aws::{self, queue_arn};
-use crate::cli::RedriveArgs;
+use crate::aws;
+use inbox::queue::SqsQueue;
+
+/// `redrive`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct RedriveArgs {
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The dead-letter queue's URL [default: the stack's DeadLetterQueueUrl].
+    #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub dlq: Option<String>,
+    /// The webhook queue's URL [default: the stack's QueueUrl].
+    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub queue: Option<String>,
+    /// How the messages are moved.
+    #[arg(long, value_enum, default_value_t = Method::Auto)]
+    pub method: Method,
+    /// Seconds to wait for a move task to finish.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WAIT_SECONDS)]
+    pub wait: u64,
+}
 
 /// How long `redrive` waits for a move task to finish.
 pub const DEFAULT_WAIT_SECONDS: u64 = 300;
@@ -129,8 +152,8 @@ pub async fn redrive(
             task_unavailable: None,
         });
     }
-    let source_arn = queue_arn(sqs, dlq_url).await?;
-    let destination_arn = queue_arn(sqs, queue_url).await?;
+    let source_arn = SqsQueue::new(sqs.clone(), dlq_url).arn().await?;
+    let destination_arn = SqsQueue::new(sqs.clone(), queue_url).arn().await?;
     let started = sqs
         .start_message_move_task()
         .source_arn(&source_arn)

@@ -19,6 +19,9 @@
 //! replay id is recorded on the event's item (`request_replay`), and the consumer runs only
 //! a replay recorded so: a planted object, or a forged replay message, runs nothing.
 
+use crate::stack::DEFAULT_STACK;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -28,7 +31,74 @@ use inbox::ledger::{LedgerStore, Status};
 use inbox::queue::{Envelope, Outgoing, Queue, MAX_REPLAY_ID_LEN};
 use inbox::store::ObjectStore;
 
-use crate::cli::{ReplayArgs, StatusFilter};
+/// Which ledger statuses a replay selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFilter {
+    Completed,
+    Failed,
+    /// Every archived event, whatever its status (none, too).
+    Any,
+}
+
+/// `replay`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct ReplayArgs {
+    /// One event, by its key `<source>:<value>` (found through its ledger item).
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["source", "from", "to"], required_unless_present = "source", value_parser = NonEmptyStringValueParser::new())]
+    pub key: Option<String>,
+    /// One source's events received from --from (included) to --to (excluded).
+    #[arg(long, value_name = "SOURCE", requires_all = ["from", "to"], value_parser = NonEmptyStringValueParser::new())]
+    pub source: Option<String>,
+    /// RFC 3339 time (2026-12-03T13:00:00Z) or epoch milliseconds.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub from: Option<i64>,
+    /// RFC 3339 time or epoch milliseconds (excluded).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub to: Option<i64>,
+    /// With --from and --to: how many hours after its receipt an event may have been archived
+    /// (the consumer archives a batch as it receives it; give more after a pause or a backlog).
+    #[arg(long, value_name = "HOURS", default_value_t = 1, requires = "from")]
+    pub archive_lag: u32,
+    /// Only the events whose ledger item is so.
+    #[arg(long, value_enum, default_value_t = StatusFilter::Any)]
+    pub status: StatusFilter,
+    /// List what would be replayed (key, receipt, status, archived object); send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// At most this many events a second (`N/s`).
+    #[arg(long, value_name = "N/s", default_value = "10/s", value_parser = parse_rate)]
+    pub rate: u32,
+    /// The replay's id [default: a new one]; the same id again sends nothing that already ran.
+    #[arg(long, value_name = "ID")]
+    pub replay_id: Option<String>,
+    /// One destination of a routed event only (docs/routing.md); --status then reads that
+    /// destination's item.
+    #[arg(long, value_name = "NAME", value_parser = destination_name)]
+    pub destination: Option<String>,
+    /// The payload bucket [default: the stack's PayloadBucketName].
+    #[arg(long, env = "PAYLOAD_BUCKET", value_name = "BUCKET", value_parser = NonEmptyStringValueParser::new())]
+    pub bucket: Option<String>,
+    /// The ledger table's name [default: the stack's LedgerTableName].
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
+    /// The webhook queue's URL [default: the stack's QueueUrl].
+    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub queue: Option<String>,
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+}
+
+/// `--destination`: a destination's name (1 to 64 letters, digits, `-` and `_`).
+fn destination_name(text: &str) -> Result<String, String> {
+    if inbox::route::valid_name(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "`{text}` is not a destination name (1 to 64 letters, digits, `-` and `_`)"
+        ))
+    }
+}
 
 /// Which events: one key, or one source's events received in `[from_ms, to_ms)`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,7 +9,12 @@
 //! (`--from-file FILE` reads a file instead); `--value` takes it on the command line, where the
 //! shell's history keeps it, and is there for scripts that hold it already. Nothing prints it.
 
+use crate::stack::DEFAULT_STACK;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
+use clap::Subcommand;
 use std::io::{IsTerminal as _, Read as _};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context as _};
@@ -18,8 +23,41 @@ use inbox::config::{SecretRef, SourceSpec};
 use inbox::signature::Scheme;
 use inbox::SourceSpecs;
 
-use crate::cli::SecretSetArgs;
 use crate::preflight::values::is_placeholder_secret;
+
+/// `secret`'s actions.
+#[derive(Clone, Debug, PartialEq, Eq, Subcommand)]
+pub enum SecretCommand {
+    /// Stores SOURCE's secret: typed at a prompt that does not echo it, or piped on standard
+    /// input, or --from-file; creates the secret where it does not exist yet. Prints the
+    /// secret's name, never its value. Exits 1 when the value is not one the receiver would take.
+    Set(SecretSetArgs),
+}
+
+/// `secret set`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct SecretSetArgs {
+    /// The source (its name in WebhookSources, the URL's last segment).
+    #[arg(value_name = "SOURCE")]
+    pub source: String,
+    /// The stack whose WebhookSources parameter names the source's secret.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it) instead of the stack's.
+    #[arg(long = "sources", value_name = "FILE")]
+    pub sources_file: Option<PathBuf>,
+    /// Which of the source's secrets, by position (1-based), where it has several
+    /// secretsmanager: references [default: its only one].
+    #[arg(long, value_name = "N")]
+    pub position: Option<usize>,
+    /// Read the value from this file (one trailing line end dropped).
+    #[arg(long, value_name = "FILE", conflicts_with = "value")]
+    pub from_file: Option<PathBuf>,
+    /// The value itself, for scripts: your shell's history keeps it; prefer the prompt,
+    /// standard input or --from-file.
+    #[arg(long, value_name = "SECRET")]
+    pub value: Option<String>,
+}
 
 /// What `store` did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,6 +4,9 @@
 //! the dead-letter queue's depth. Nothing is received or changed. Where CloudWatch does not
 //! answer (no permission; a local server without it), the age says so and the rest stands.
 
+use crate::esm::MappingArgs;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -11,8 +14,20 @@ use aws_sdk_cloudwatch::types::{Dimension, Statistic};
 use aws_sdk_sqs::types::QueueAttributeName as Q;
 use serde_json::{json, Value};
 
-use crate::cli::StatusArgs;
 use crate::esm::{self, Locator, Mapping};
+
+/// `status`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub mapping: MappingArgs,
+    /// The webhook queue's URL [default: the mapping's event source].
+    #[arg(long, env = "QUEUE_URL", value_name = "QUEUE_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub queue: Option<String>,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// What a queue holds now (SQS's approximations).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -5,6 +5,9 @@
 //! prints a body or a header of a webhook; what it prints of a message or an item (a key, an
 //! error) is shown escaped ([`crate::text`]).
 
+use crate::stack::DEFAULT_STACK;
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
 use std::collections::HashSet;
 use std::process::ExitCode;
 
@@ -17,9 +20,33 @@ use inbox::route::Routes;
 use serde_json::{json, Value};
 
 use crate::aws;
-use crate::cli::WhyArgs;
 use crate::destination_state::{self, DestinationState};
 use crate::text::{json_shown, shown};
+
+/// `why`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct WhyArgs {
+    /// The stack whose outputs name what a flag below leaves out.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_STACK, value_parser = NonEmptyStringValueParser::new())]
+    pub stack: String,
+    /// The dead-letter queue's URL [default: the stack's DeadLetterQueueUrl].
+    #[arg(long, env = "DLQ_URL", value_name = "DLQ_URL", value_parser = NonEmptyStringValueParser::new())]
+    pub dlq: Option<String>,
+    /// The ledger table's name [default: the stack's LedgerTableName].
+    #[arg(long, env = "LEDGER_TABLE", value_name = "LEDGER_TABLE", value_parser = NonEmptyStringValueParser::new())]
+    pub table: Option<String>,
+    /// JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds the messages looked at stay invisible, at most (visible again when done).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = DEFAULT_PEEK_SECONDS,
+        value_parser = clap::value_parser!(i32).range(1..=43_200)
+    )]
+    pub peek: i32,
+}
 
 /// Seconds a `why` keeps the messages it looked at invisible, at most (they are made visible
 /// again as soon as it is done).

@@ -14,9 +14,9 @@ use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Status};
 use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
-use inbox_ops::template::{template_path, Template};
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
+use stack_config::{template_path, Template};
 
 /// Every body in this file carries it, so a body that leaks into the output is found.
 const BODY_MARKER: &str = "body-marker-7f3a";

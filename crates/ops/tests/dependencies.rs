@@ -1,12 +1,15 @@
 //! What `inbox-ops` is built from: the library and the AWS SDK, plus a few small crates for the
 //! command line and its output, the library's own HMAC crates and HTTP client for `smoke`, and
-//! a TOML reader for `preflight`. Its manifest's dependency tables (normal, build and
+//! `stack-config` (the readers of template.yaml and samconfig.toml). Its manifest's dependency tables (normal, build and
 //! target-specific; not dev-dependencies, which the tests alone use) name nothing else, so the
 //! operator's tool never compiles the dev stack, an HTTP server or a zip reader.
 
 /// Every crate `inbox-ops` may depend on.
 const ALLOWED: &[&str] = &[
     "inbox",
+    // template.yaml and samconfig.toml, read as the dev stack and the bench read them (the
+    // preflight, the audit, `init`, `destroy`): two readers and nothing of the project.
+    "stack-config",
     "aws-config",
     "aws-sdk-dynamodb",
     "aws-sdk-sqs",
@@ -34,9 +37,8 @@ const ALLOWED: &[&str] = &[
     // ... and every family a preset uses: HMAC-SHA1 (the library's own), Twilio's form body.
     "sha1",
     "form_urlencoded",
-    // `preflight` reads samconfig.toml (the dev stack reads it with the same crate) and
-    // describes the secrets the sources reference (the library reads their values with it).
-    "toml",
+    // `preflight` describes the secrets the sources reference (the library reads their values
+    // with it).
     "aws-sdk-secretsmanager",
     // `preflight` warns of an EventBridge bus with no rule for a source routed to it.
     "aws-sdk-eventbridge",
@@ -55,6 +57,7 @@ const ALLOWED: &[&str] = &[
 /// Named here so that a change to [`ALLOWED`] cannot let them in unnoticed.
 const NEVER: &[&str] = &[
     "devstack",
+    "demo",
     "bench",
     "e2e",
     "tiny_http",

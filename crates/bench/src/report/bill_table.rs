@@ -4,9 +4,10 @@
 //! other memory sizes.
 
 use super::{push, ratio, webhooks};
-use crate::bill::{memory_sizes, prices, Bill, Line};
+use crate::bill::{memory_sizes, Bill};
 use crate::options::Options;
 use crate::phases::Run;
+use crate::price::{prices, Line};
 use crate::proxy::{calls_sum, Calls};
 
 /// The table's columns: a name and a bill, `None` where the function has none.
@@ -118,7 +119,7 @@ pub(super) fn bill_table(s: &mut String, o: &Options, runs: &[Run]) {
 /// What the bill assumes, above the table.
 fn header(o: &Options) -> String {
     format!(
-        "Bill per million webhooks of this workload, USD (us-east-1 list prices: crates/bench/src/bill/prices.rs, \
+        "Bill per million webhooks of this workload, USD (us-east-1 list prices: crates/bench/src/price/prices.rs, \
          read {} and {}; Lambda arm64 at {} MB, billed duration modelled (own time + injected round trips, CPU stretched by 1769/MB); \
          DynamoDB on-demand; SQS FIFO; S3 Standard, what was written kept {} days; {} cold starts of each function per million webhooks):\n",
         prices::PRICES_AS_OF,

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::report;
-use crate::bill::line_of;
 use crate::classify::{Op, Service};
 use crate::consumer::{ConsumerRun, Invocation};
 use crate::options::Options;
 use crate::phases::{Phase, Run};
+use crate::price::line_of;
 use crate::proxy::{Calls, Metered};
 use crate::workload::Answers;
 
@@ -234,7 +234,8 @@ fn report_text_is_unchanged() {
 
 #[test]
 fn bill_of_fixed_figures() {
-    use crate::bill::{Bill, Line};
+    use crate::bill::Bill;
+    use crate::price::Line;
     let runs = runs();
     let o = options();
     let b = Bill::receiver(&runs[0], &o);

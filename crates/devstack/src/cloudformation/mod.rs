@@ -12,8 +12,6 @@
 //! (checked by [`deploy::check_parameters_declared`]). What it skips or ignores is tested on the
 //! translated template instead.
 
-use std::path::PathBuf;
-
 mod cache;
 pub mod deploy;
 pub mod samconfig;
@@ -24,14 +22,5 @@ pub use deploy::{
     delete_local, deploy_local, deploy_local_with, EventSourceMapping, Function, Stack,
 };
 pub use samconfig::{samconfig_path, Parameters};
+pub use stack_config::template_path;
 pub use translate::Translated;
-
-/// The workspace root (where `template.yaml` and `samconfig.toml` are).
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `template.yaml` at the workspace root.
-pub fn template_path() -> PathBuf {
-    workspace_root().join("template.yaml")
-}

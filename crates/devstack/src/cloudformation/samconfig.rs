@@ -1,15 +1,12 @@
 //! `samconfig.toml`'s deploy parameters: the `parameter_overrides` that `sam deploy` hands to
-//! CloudFormation, read by the one reader the preflight uses too (`inbox_ops::samconfig`).
+//! CloudFormation, read by the one reader the preflight uses too ([`stack_config::samconfig`]).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context as _};
 
-/// `samconfig.toml` at the workspace root.
-pub fn samconfig_path() -> PathBuf {
-    super::workspace_root().join("samconfig.toml")
-}
+pub use stack_config::samconfig_path;
 
 /// Stack parameter values by name, as CloudFormation takes them (strings).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -24,11 +21,11 @@ impl Parameters {
     }
 
     /// As [`Parameters::from_samconfig`], from the file's text, read by the preflight's reader
-    /// ([`inbox_ops::samconfig::Samconfig`], as the SAM CLI reads it: the list, the guided
+    /// ([`stack_config::Samconfig`], as the SAM CLI reads it: the list, the guided
     /// string, quotes undone). What `sam deploy` would cut short, skip or take twice is
     /// refused here, each problem named; absent means no overrides.
     pub fn parse_samconfig(text: &str) -> anyhow::Result<Parameters> {
-        let config = inbox_ops::samconfig::Samconfig::parse(text)?;
+        let config = stack_config::Samconfig::parse(text)?;
         if !config.problems.is_empty() {
             let problems: Vec<String> = config
                 .problems

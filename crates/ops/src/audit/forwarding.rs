@@ -7,7 +7,7 @@
 use inbox::config::env::parse_forward_signing_secrets;
 use serde_yaml::Value;
 
-use crate::template::Template;
+use stack_config::Template;
 
 /// The flag an unsigned forward raises.
 pub const FORWARD_UNSIGNED: &str = "forward_unsigned";
@@ -108,7 +108,7 @@ fn consumer_signing_secret(template: &Template) -> Option<&Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::template::template_path;
+    use stack_config::template_path;
 
     #[test]
     fn the_shipped_template_signs_and_a_blank_variable_does_not() {

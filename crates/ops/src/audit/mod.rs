@@ -16,14 +16,41 @@ mod report;
 pub mod routing;
 
 use anyhow::{anyhow, Context as _};
+use clap::Args;
 use inbox::config::{Delivery, GroupSpec, KeySpec, OnPayloadMismatch, SourceSpec, SourceSpecs};
 use inbox::signature::Scheme;
+use std::path::PathBuf;
 
 pub use self::forwarding::{Forwarding, FORWARD_UNSIGNED, MAX_FAILURES_PARAMETER};
 pub use self::report::Report;
 pub use self::routing::Routing;
-use crate::cli::AuditArgs;
-use crate::template::{template_path, Template};
+use stack_config::{template_path, Template};
+
+/// `audit`'s arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Args)]
+pub struct AuditArgs {
+    /// The sources configuration (JSON, as WEBHOOK_SOURCES takes it).
+    #[arg(long = "sources", value_name = "FILE")]
+    pub sources_file: Option<PathBuf>,
+    /// The SAM template [default: template.yaml at the workspace root].
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+    /// JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The consumer's signing secret references, as it would read them [default: as the
+    /// template sets them]; blank: unsigned, which is flagged.
+    #[arg(long, env = "FORWARD_SIGNING_SECRET", value_name = "REFERENCES")]
+    pub forward_signing_secret: Option<String>,
+    /// The destinations (JSON, as WEBHOOK_DESTINATIONS takes it) [default:
+    /// $WEBHOOK_DESTINATIONS, else the template's Destinations default].
+    #[arg(long = "destinations", value_name = "FILE")]
+    pub destinations_file: Option<PathBuf>,
+    /// The stack's ForwardUrl, the default destination; blank: none, and what no destination
+    /// takes goes nowhere, which is flagged [default: assumed set].
+    #[arg(long, env = "FORWARD_URL", value_name = "URL")]
+    pub forward_url: Option<String>,
+}
 
 /// The template parameter whose default is the shipped source configuration.
 pub const SOURCES_PARAMETER: &str = "WebhookSources";

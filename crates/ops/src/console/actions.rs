@@ -5,6 +5,7 @@
 //! replay`), `redrive::redrive` (`inbox-ops redrive`), `esm::set_enabled` (`inbox-ops pause`
 //! and `resume`).
 
+use crate::replay::StatusFilter;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,6 @@ use super::error::ConsoleError;
 use super::layout::{csrf_field, page, time, Nav};
 use super::pages::encode;
 use super::Console;
-use crate::cli::StatusFilter;
 use crate::esm;
 use crate::redrive::{self, Method};
 use crate::replay::{self, Selected, Selection, Skipped};

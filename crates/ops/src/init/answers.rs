@@ -420,7 +420,7 @@ mod tests {
         };
         let (answers, _) = gather_from(&args, None, "").unwrap();
         let text = samconfig_text(&answers).unwrap();
-        let read = crate::samconfig::Samconfig::parse(&text).unwrap();
+        let read = stack_config::Samconfig::parse(&text).unwrap();
         assert_eq!(
             read.get("DestinationBusArns"),
             Some("arn:aws:events:eu-west-1:123456789012:event-bus/payments")

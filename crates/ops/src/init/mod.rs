@@ -21,7 +21,7 @@ use clap::Args;
 use rand::RngCore as _;
 
 pub use self::answers::{gather, Answers, SecretOrigin, Sender};
-use crate::samconfig::{override_item, Samconfig};
+use stack_config::samconfig::{override_item, Samconfig};
 
 /// The shipped samconfig.toml's placeholder, which `init` may replace without `--force`.
 const SHIPPED_PLACEHOLDER: &str = "https://example.com/replace-me";

@@ -33,6 +33,9 @@ pub mod report;
 pub mod secrets;
 pub mod values;
 
+use clap::builder::NonEmptyStringValueParser;
+use clap::Args;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use inbox::config::env::check_payload_retention;
@@ -44,8 +47,21 @@ use self::parameters::{Parameters, Samconfig, DEFAULT_STACK};
 use self::report::Report;
 use self::secrets::SecretChecks;
 use crate::audit::SOURCES_PARAMETER;
-use crate::cli::PreflightArgs;
-use crate::template::Template;
+use stack_config::Template;
+
+/// `preflight`'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct PreflightArgs {
+    /// The SAM template.
+    #[arg(long, value_name = "FILE", default_value = "template.yaml")]
+    pub template: PathBuf,
+    /// The SAM CLI configuration `sam deploy` reads (its `default` environment).
+    #[arg(long, value_name = "FILE", default_value = "samconfig.toml")]
+    pub config: PathBuf,
+    /// The stack's name [default: samconfig's stack_name, else webhook-inbox].
+    #[arg(long, value_name = "NAME", value_parser = NonEmptyStringValueParser::new())]
+    pub stack: Option<String>,
+}
 
 /// The template parameter of the payload bucket's lifecycle, in days.
 const PAYLOAD_RETENTION_PARAMETER: &str = "PayloadRetentionDays";
@@ -205,7 +221,7 @@ mod tests {
     /// The problems of `check` on the repository's template and `samconfig` with `region`
     /// as the SDK resolved it (no AWS call is made: the region is refused first).
     async fn problems(samconfig: &str, region: Option<&str>) -> Vec<String> {
-        let template = Template::load(&crate::template::template_path()).unwrap();
+        let template = Template::load(&stack_config::template_path()).unwrap();
         let samconfig = Samconfig::parse(samconfig).unwrap();
         let sdk = aws_config::SdkConfig::builder().build();
         check(&template, &samconfig, DEFAULT_STACK, &sdk, region)

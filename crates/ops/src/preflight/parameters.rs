@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use serde_yaml::Value;
 
 use super::report::Report;
-use crate::template::Template;
+use stack_config::Template;
 
 /// The stack name when neither `--stack` nor samconfig.toml gives one.
 pub const DEFAULT_STACK: &str = "webhook-inbox";
 
-pub use crate::samconfig::Samconfig;
+pub use stack_config::Samconfig;
 
 /// The value of every template parameter as CloudFormation would get it, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn overrides_then_defaults_and_what_is_missing() {
-        let template = Template::load(&crate::template::template_path()).unwrap();
+        let template = Template::load(&stack_config::template_path()).unwrap();
         let c = parse(
             "[default.deploy.parameters]\nparameter_overrides = [\"LogLevel=DEBUG\", \"Nope=1\"]\n",
         );

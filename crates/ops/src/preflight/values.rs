@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn the_readme_placeholder_forward_url_is_refused_by_name() {
-        let template = crate::template::Template::load(&crate::template::template_path()).unwrap();
+        let template = stack_config::Template::load(&stack_config::template_path()).unwrap();
         let samconfig = super::super::parameters::Samconfig::parse(
             "[default.deploy.parameters]\nparameter_overrides = [\"ForwardUrl=https://your-system-of-record.example/webhooks\", \"LogLevel=INFO\"]\n",
         )
@@ -424,7 +424,7 @@ mod tests {
     }
 
     fn resolved(overrides: &str) -> (Parameters, Report) {
-        let template = crate::template::Template::load(&crate::template::template_path()).unwrap();
+        let template = stack_config::Template::load(&stack_config::template_path()).unwrap();
         let samconfig = super::super::parameters::Samconfig::parse(&format!(
             "[default.deploy.parameters]\nparameter_overrides = [\"ForwardUrl=https://records.acme.io/x\", {overrides}]\n"
         ))

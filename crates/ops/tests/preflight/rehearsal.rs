@@ -53,8 +53,8 @@ async fn the_documented_first_deploy_runs_as_written_to_a_created_stack() {
             let template = template_arg();
             let checked = preflight(&dir, &["--template", &template], &[]).await;
             assert_eq!(checked.code, 0, "the preflight: {}", checked.text());
-            let written = inbox_ops::samconfig::Samconfig::load(&dir.join("samconfig.toml"))
-                .expect("samconfig.toml");
+            let written =
+                stack_config::Samconfig::load(&dir.join("samconfig.toml")).expect("samconfig.toml");
             let region = written.region.clone().expect("init writes the region");
             let stack_name = written.stack_name.clone().expect("init writes the stack");
             let parameters =

@@ -56,7 +56,7 @@ pub fn write_as_guided(dir: &Path, parameters: &serde_json::Value, stack: &str, 
 
 /// The preflight's reading of `file`, in the reader's JSON shape.
 pub fn read_by_preflight(file: &Path) -> serde_json::Value {
-    let c = inbox_ops::samconfig::Samconfig::load(file).expect("the preflight's reader");
+    let c = stack_config::Samconfig::load(file).expect("the preflight's reader");
     assert!(c.problems.is_empty(), "{:?}", c.problems);
     serde_json::json!({
         "parameters": c
