@@ -83,7 +83,7 @@ pub enum AcceptedAnswer {
 }
 
 impl AcceptedAnswer {
-    pub const ALL: [AcceptedAnswer; 5] = [
+    pub const ALL: [AcceptedAnswer; 6] = [
         AcceptedAnswer::Key,
         AcceptedAnswer::NoContent,
         AcceptedAnswer::Empty,
