@@ -83,9 +83,10 @@ def _whsec(preset: str, label: str) -> str:
     return "whsec_" + b64(derived(f"{preset}/{label}", 24))
 
 
-def _standard(ctx, preset, prefix, msg_ids, bodies, event_type, names, verifier):
+def _standard(ctx, preset, prefix, msg_ids, bodies, event_type, names, verifier, key_of=None):
     """A Standard Webhooks sender: headers `{prefix}-id/-timestamp/-signature`, signed by the
-    standardwebhooks package, verified by `verifier` ('svix' or 'standardwebhooks')."""
+    standardwebhooks package, verified by `verifier` ('svix' or 'standardwebhooks'); keyed by
+    the `{prefix}-id` header unless `key_of` says otherwise."""
     secret, wrong = _whsec(preset, "secret"), _whsec(preset, "wrong")
 
     def sign(delivery):
@@ -115,8 +116,23 @@ def _standard(ctx, preset, prefix, msg_ids, bodies, event_type, names, verifier)
     else:
         library = f"{package(verifier)} Webhook.verify"
     signed_by = f"{package('standardwebhooks')} Webhook.sign, verified by {library}"
-    return _cases(preset, signed_by, secret, wrong, sign, first, retry, lookalike, _header_key(f"{prefix}-id"),
-                  event_type)
+    return _cases(preset, signed_by, secret, wrong, sign, first, retry, lookalike,
+                  key_of or _header_key(f"{prefix}-id"), event_type)
+
+
+def browserbase(ctx: Context) -> list:
+    """Browserbase: Standard Webhooks; "The envelope id is stable across retries of the same
+    event, so it works as a deduplication key" (verifying-deliveries): keyed by the body's id."""
+    def body(event_id, invocation_id):
+        # The envelope of Browserbase's webhooks overview: id, type, resourceId, data.
+        return {"id": event_id, "type": "functions.invocations.completed", "resourceId": invocation_id,
+                "data": {"id": invocation_id, "status": "COMPLETED", "functionId": "a3f1c2d4-7b90-4e51-9c8a-2f6d1e0b4c73"}}
+    bodies = [body(derived_uuid("browserbase/event1"), derived_uuid("browserbase/invocation1")),
+              body(derived_uuid("browserbase/event2"), derived_uuid("browserbase/invocation2"))]
+    ids = ["msg_" + derived_text("browserbase/1", 27, ALNUM), "msg_" + derived_text("browserbase/2", 27, ALNUM)]
+    return _standard(ctx, "browserbase", "webhook", ids, bodies, "functions.invocations.completed",
+                     ["functions.invocations.completed", "functions.invocations.completed of the next invocation"],
+                     "standardwebhooks", key_of=_body_key("/id"))
 
 
 def incident_io(ctx: Context) -> list:
@@ -518,6 +534,7 @@ def signatureapi(ctx: Context) -> list:
 
 SIGNERS = {
     "airwallex": airwallex,
+    "browserbase": browserbase,
     "circleci": circleci,
     "customer-io": customer_io,
     "easypost": easypost,
