@@ -135,6 +135,23 @@ def browserbase(ctx: Context) -> list:
                      "standardwebhooks", key_of=_body_key("/id"))
 
 
+def dodo_payments(ctx: Context) -> list:
+    """Dodo Payments: "Our webhook implementation follows the Standard Webhooks specification";
+    "Each webhook event contains a unique webhook-id header. Use this to implement idempotency"."""
+    def body(payment_id, amount):
+        # The envelope Dodo's SDKs unwrap: business_id, type, timestamp, data (payload_type and the object).
+        return {"business_id": "bus_P7qG3rB9xK2mN5vL8wYtZ", "type": "payment.succeeded",
+                "timestamp": "2025-08-04T05:30:31.152232Z",
+                "data": {"payload_type": "Payment", "payment_id": payment_id, "total_amount": amount,
+                         "currency": "USD", "status": "succeeded",
+                         "customer": {"customer_id": "cus_8VbC6JDZzPEqfBPUdpj0K", "email": "ada@example.com"}}}
+    bodies = [body("pay_2IjeQm4hqU6RA4Z4kwDee", 4900), body("pay_2IjeQm4hqU6RA4Z4kwDef", 4900)]
+    ids = ["msg_" + derived_text("dodo-payments/1", 27, ALNUM), "msg_" + derived_text("dodo-payments/2", 27, ALNUM)]
+    return _standard(ctx, "dodo-payments", "webhook", ids, bodies, "payment.succeeded",
+                     ["payment.succeeded", "payment.succeeded of the same customer's next payment"],
+                     "standardwebhooks")
+
+
 def incident_io(ctx: Context) -> list:
     # incident.io's public incident payload: {"event_type": ..., "<event_type>": {the incident}}.
     def body(incident_id, reference, name):
@@ -537,6 +554,7 @@ SIGNERS = {
     "browserbase": browserbase,
     "circleci": circleci,
     "customer-io": customer_io,
+    "dodo-payments": dodo_payments,
     "easypost": easypost,
     "glean": glean,
     "gocardless": gocardless,
