@@ -152,6 +152,23 @@ def dodo_payments(ctx: Context) -> list:
                      "standardwebhooks")
 
 
+def goody(ctx: Context) -> list:
+    """Goody: "Webhooks are sent by the Svix platform" (`svix-*` headers, verified with the svix
+    package, as Goody's webhook security page shows); keyed by `svix-id`."""
+    def body(batch_id, gift_id, first_name):
+        # The order_batch.created example of Goody's webhook events (its body names it gift_batch.created).
+        return {"event_type": "gift_batch.created", "id": derived_uuid(f"goody/{batch_id}"),
+                "data": {"id": batch_id, "send_status": "complete", "from_name": "John", "message": "Thank you!",
+                         "gifts_count": 1,
+                         "gifts_preview": [{"id": gift_id, "status": "created", "recipient_first_name": first_name,
+                                            "gift_batch_id": batch_id}]}}
+    bodies = [body("bd1fd5b5-6339-4331-a404-66200143ff0f", "1f6e253e-4d03-4a85-a349-0659384ac894", "Alena"),
+              body("bd1fd5b5-6339-4331-a404-66200143ff10", "1f6e253e-4d03-4a85-a349-0659384ac895", "Alena")]
+    ids = ["msg_" + derived_text("goody/1", 27, ALNUM), "msg_" + derived_text("goody/2", 27, ALNUM)]
+    return _standard(ctx, "goody", "svix", ids, bodies, "gift_batch.created",
+                     ["order_batch.created", "order_batch.created of a second batch to the same recipient"], "svix")
+
+
 def incident_io(ctx: Context) -> list:
     # incident.io's public incident payload: {"event_type": ..., "<event_type>": {the incident}}.
     def body(incident_id, reference, name):
@@ -558,6 +575,7 @@ SIGNERS = {
     "easypost": easypost,
     "glean": glean,
     "gocardless": gocardless,
+    "goody": goody,
     "incident-io": incident_io,
     "lithic": lithic,
     "make": make,
