@@ -183,6 +183,23 @@ def incident_io(ctx: Context) -> list:
                      ["INC-123 created", "INC-124 created (same name, another incident)"], "svix")
 
 
+def loops(ctx: Context) -> list:
+    """Loops: `Webhook-Id` "The unique ID of the event. You can use this to check if you have
+    already saved or processed this specific event"; signed as Standard Webhooks (Loops' own
+    verifier: `${id}.${timestamp}.${body}`, the `whsec_` secret base64-decoded)."""
+    def body(email_id):
+        # The email.delivered example of Loops' webhooks page.
+        return {"eventName": "email.delivered", "eventTime": 1734425918, "webhookSchemaVersion": "1.0.0",
+                "sourceType": "campaign", "campaignId": "cm4t1suns001uw6atri87v54s",
+                "email": {"id": email_id, "emailMessageId": "cm4ittv1v001oow9hruou8na8", "subject": "Subject of the email"},
+                "contactIdentity": {"id": "cm4ittmhq0011ow9h6fb460yw", "email": "test+1@loops.so", "userId": None}}
+    bodies = [body("cm4t1sseg004tje7982991nan"), body("cm4t1sseg004tje7982991nao")]
+    ids = ["msg_" + derived_text("loops/1", 27, ALNUM), "msg_" + derived_text("loops/2", 27, ALNUM)]
+    return _standard(ctx, "loops", "webhook", ids, bodies, "email.delivered",
+                     ["email.delivered", "email.delivered of the same campaign to the same contact (another send)"],
+                     "standardwebhooks")
+
+
 def render(ctx: Context) -> list:
     # Render's payload: {"type", "timestamp", "data": {"id", "serviceId", ...}} (render-examples/webhook-receiver).
     def body(event_id):
@@ -578,6 +595,7 @@ SIGNERS = {
     "goody": goody,
     "incident-io": incident_io,
     "lithic": lithic,
+    "loops": loops,
     "make": make,
     "persona": persona,
     "polar": polar,
