@@ -108,21 +108,31 @@ def _checked_by_cryptography(cert, body: bytes) -> None:
         raise SignerError("aws-sns: cryptography refused the documented string to sign") from err
 
 
+# SNS redelivers a message as it was published: the same MessageId, Timestamp and Signature,
+# under the certificate that signed it. So one key, certificate and publish time per run of
+# sign.py: the retry pass (this signer again, attempt 1) yields the same messages, signed by the
+# certificate the receiver already fetched and cached.
+_SIGNING = {}
+
+
 def sign_aws_sns(ctx: Context) -> list:
-    key, cert = _certificate(ctx.now)
+    if "key" not in _SIGNING:
+        _SIGNING["key"], _SIGNING["cert"] = _certificate(ctx.now)
+        _SIGNING["published"] = ctx.now
+    key, cert, now = _SIGNING["key"], _SIGNING["cert"], _SIGNING["published"]
     cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
     # A Message long enough that the body's middle byte (the test flips it) lies inside it.
     text = json.dumps({"Records": [{"eventName": "ObjectCreated:Put", "s3": {"object": {
         "key": f"invoices/{derived_hex('aws-sns/object/' + str(i), 24)}.pdf", "size": 1024 + i}}}
         for i in range(8)]})
-    first = _message(key, "Notification", derived_uuid("aws-sns/m1"), text, ctx.now, "1", subject="orders")
-    alike = _message(key, "Notification", derived_uuid("aws-sns/m2"), text, ctx.now, "2")
-    stale = _message(key, "Notification", derived_uuid("aws-sns/m3"), text, ctx.now - STALE_SECONDS, "2")
+    first = _message(key, "Notification", derived_uuid("aws-sns/m1"), text, now, "1", subject="orders")
+    alike = _message(key, "Notification", derived_uuid("aws-sns/m2"), text, now, "2")
+    stale = _message(key, "Notification", derived_uuid("aws-sns/m3"), text, now - STALE_SECONDS, "2")
     token = derived_hex("aws-sns/token", 64)
     subscribe = _message(key, "SubscriptionConfirmation", derived_uuid("aws-sns/s1"),
-                         f"You have chosen to subscribe to the topic {TOPIC}.", ctx.now, "2", token=token)
+                         f"You have chosen to subscribe to the topic {TOPIC}.", now, "2", token=token)
     unsubscribe = _message(key, "UnsubscribeConfirmation", derived_uuid("aws-sns/u1"),
-                           f"You have unsubscribed from the topic {TOPIC}.", ctx.now, "1", token=token)
+                           f"You have unsubscribed from the topic {TOPIC}.", now, "1", token=token)
     bodies = [_body(m) for m in (first, alike, stale, subscribe, unsubscribe)]
     for body in bodies:
         _checked_by_cryptography(cert, body)
