@@ -183,6 +183,21 @@ def incident_io(ctx: Context) -> list:
                      ["INC-123 created", "INC-124 created (same name, another incident)"], "svix")
 
 
+def liveblocks(ctx: Context) -> list:
+    """Liveblocks: sent through Svix with `webhook-*` headers; @liveblocks/node's WebhookHandler
+    verifies `${webhook-id}.${webhook-timestamp}.${body}` (the `whsec_` secret base64-decoded,
+    5 minutes either way): the Standard Webhooks scheme. Keyed by `webhook-id`."""
+    def body(comment_id):
+        # A commentCreated event as @liveblocks/node types it: {type, data}.
+        return {"type": "commentCreated", "data": {
+            "projectId": "605a50b01a36d5ea7a2e9104", "roomId": "my-room-id", "threadId": "th_3sJmBhSdGWs1YZ8L2ePJe",
+            "commentId": comment_id, "createdAt": "2024-05-01T14:00:00.000Z", "createdBy": "user-1"}}
+    bodies = [body("cm_ZkU9tkvyDu0Fy7kXyq6yN"), body("cm_ZkU9tkvyDu0Fy7kXyq6yO")]
+    ids = ["msg_" + derived_text("liveblocks/1", 27, ALNUM), "msg_" + derived_text("liveblocks/2", 27, ALNUM)]
+    return _standard(ctx, "liveblocks", "webhook", ids, bodies, "commentCreated",
+                     ["commentCreated", "commentCreated of the next comment in the same thread"], "standardwebhooks")
+
+
 def loops(ctx: Context) -> list:
     """Loops: `Webhook-Id` "The unique ID of the event. You can use this to check if you have
     already saved or processed this specific event"; signed as Standard Webhooks (Loops' own
@@ -595,6 +610,7 @@ SIGNERS = {
     "goody": goody,
     "incident-io": incident_io,
     "lithic": lithic,
+    "liveblocks": liveblocks,
     "loops": loops,
     "make": make,
     "persona": persona,
