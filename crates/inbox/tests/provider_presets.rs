@@ -28,6 +28,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use inbox::clock::{Clock, SystemClock};

@@ -83,9 +83,10 @@ def _whsec(preset: str, label: str) -> str:
     return "whsec_" + b64(derived(f"{preset}/{label}", 24))
 
 
-def _standard(ctx, preset, prefix, msg_ids, bodies, event_type, names, verifier):
+def _standard(ctx, preset, prefix, msg_ids, bodies, event_type, names, verifier, key_of=None):
     """A Standard Webhooks sender: headers `{prefix}-id/-timestamp/-signature`, signed by the
-    standardwebhooks package, verified by `verifier` ('svix' or 'standardwebhooks')."""
+    standardwebhooks package, verified by `verifier` ('svix' or 'standardwebhooks'); keyed by
+    the `{prefix}-id` header unless `key_of` says otherwise."""
     secret, wrong = _whsec(preset, "secret"), _whsec(preset, "wrong")
 
     def sign(delivery):
@@ -115,8 +116,57 @@ def _standard(ctx, preset, prefix, msg_ids, bodies, event_type, names, verifier)
     else:
         library = f"{package(verifier)} Webhook.verify"
     signed_by = f"{package('standardwebhooks')} Webhook.sign, verified by {library}"
-    return _cases(preset, signed_by, secret, wrong, sign, first, retry, lookalike, _header_key(f"{prefix}-id"),
-                  event_type)
+    return _cases(preset, signed_by, secret, wrong, sign, first, retry, lookalike,
+                  key_of or _header_key(f"{prefix}-id"), event_type)
+
+
+def browserbase(ctx: Context) -> list:
+    """Browserbase: Standard Webhooks; "The envelope id is stable across retries of the same
+    event, so it works as a deduplication key" (verifying-deliveries): keyed by the body's id."""
+    def body(event_id, invocation_id):
+        # The envelope of Browserbase's webhooks overview: id, type, resourceId, data.
+        return {"id": event_id, "type": "functions.invocations.completed", "resourceId": invocation_id,
+                "data": {"id": invocation_id, "status": "COMPLETED", "functionId": "a3f1c2d4-7b90-4e51-9c8a-2f6d1e0b4c73"}}
+    bodies = [body(derived_uuid("browserbase/event1"), derived_uuid("browserbase/invocation1")),
+              body(derived_uuid("browserbase/event2"), derived_uuid("browserbase/invocation2"))]
+    ids = ["msg_" + derived_text("browserbase/1", 27, ALNUM), "msg_" + derived_text("browserbase/2", 27, ALNUM)]
+    return _standard(ctx, "browserbase", "webhook", ids, bodies, "functions.invocations.completed",
+                     ["functions.invocations.completed", "functions.invocations.completed of the next invocation"],
+                     "standardwebhooks", key_of=_body_key("/id"))
+
+
+def dodo_payments(ctx: Context) -> list:
+    """Dodo Payments: "Our webhook implementation follows the Standard Webhooks specification";
+    "Each webhook event contains a unique webhook-id header. Use this to implement idempotency"."""
+    def body(payment_id, amount):
+        # The envelope Dodo's SDKs unwrap: business_id, type, timestamp, data (payload_type and the object).
+        return {"business_id": "bus_P7qG3rB9xK2mN5vL8wYtZ", "type": "payment.succeeded",
+                "timestamp": "2025-08-04T05:30:31.152232Z",
+                "data": {"payload_type": "Payment", "payment_id": payment_id, "total_amount": amount,
+                         "currency": "USD", "status": "succeeded",
+                         "customer": {"customer_id": "cus_8VbC6JDZzPEqfBPUdpj0K", "email": "ada@example.com"}}}
+    bodies = [body("pay_2IjeQm4hqU6RA4Z4kwDee", 4900), body("pay_2IjeQm4hqU6RA4Z4kwDef", 4900)]
+    ids = ["msg_" + derived_text("dodo-payments/1", 27, ALNUM), "msg_" + derived_text("dodo-payments/2", 27, ALNUM)]
+    return _standard(ctx, "dodo-payments", "webhook", ids, bodies, "payment.succeeded",
+                     ["payment.succeeded", "payment.succeeded of the same customer's next payment"],
+                     "standardwebhooks")
+
+
+def goody(ctx: Context) -> list:
+    """Goody: "Webhooks are sent by the Svix platform" (`svix-*` headers, verified with the svix
+    package, as Goody's webhook security page shows); keyed by `svix-id`."""
+    def body(batch_id, gift_id, first_name):
+        # The order_batch.created example of Goody's webhook events (its body names it gift_batch.created).
+        return {"event_type": "gift_batch.created", "id": derived_uuid(f"goody/{batch_id}"),
+                "data": {"id": batch_id, "send_status": "complete", "from_name": "John", "message": "Thank you!",
+                         "gifts_count": 1,
+                         "gifts_preview": [{"id": gift_id, "status": "created", "recipient_first_name": first_name,
+                                            "gift_batch_id": batch_id}]}}
+    bodies = [body("bd1fd5b5-6339-4331-a404-66200143ff0f", "1f6e253e-4d03-4a85-a349-0659384ac894", "Alena"),
+              body("bd1fd5b5-6339-4331-a404-66200143ff10", "1f6e253e-4d03-4a85-a349-0659384ac895", "Alena")]
+    ids = ["msg_" + derived_text("goody/1", 27, ALNUM), "msg_" + derived_text("goody/2", 27, ALNUM)]
+    return _standard(ctx, "goody", "svix", ids, bodies, "gift_batch.created",
+                     ["order_batch.created", "order_batch.created of a second batch to the same recipient"], "svix")
 
 
 def incident_io(ctx: Context) -> list:
@@ -131,6 +181,38 @@ def incident_io(ctx: Context) -> list:
     ids = ["msg_" + derived_text("incident-io/1", 27, ALNUM), "msg_" + derived_text("incident-io/2", 27, ALNUM)]
     return _standard(ctx, "incident-io", "webhook", ids, bodies, "public_incident.incident_created_v2",
                      ["INC-123 created", "INC-124 created (same name, another incident)"], "svix")
+
+
+def liveblocks(ctx: Context) -> list:
+    """Liveblocks: sent through Svix with `webhook-*` headers; @liveblocks/node's WebhookHandler
+    verifies `${webhook-id}.${webhook-timestamp}.${body}` (the `whsec_` secret base64-decoded,
+    5 minutes either way): the Standard Webhooks scheme. Keyed by `webhook-id`."""
+    def body(comment_id):
+        # A commentCreated event as @liveblocks/node types it: {type, data}.
+        return {"type": "commentCreated", "data": {
+            "projectId": "605a50b01a36d5ea7a2e9104", "roomId": "my-room-id", "threadId": "th_3sJmBhSdGWs1YZ8L2ePJe",
+            "commentId": comment_id, "createdAt": "2024-05-01T14:00:00.000Z", "createdBy": "user-1"}}
+    bodies = [body("cm_ZkU9tkvyDu0Fy7kXyq6yN"), body("cm_ZkU9tkvyDu0Fy7kXyq6yO")]
+    ids = ["msg_" + derived_text("liveblocks/1", 27, ALNUM), "msg_" + derived_text("liveblocks/2", 27, ALNUM)]
+    return _standard(ctx, "liveblocks", "webhook", ids, bodies, "commentCreated",
+                     ["commentCreated", "commentCreated of the next comment in the same thread"], "standardwebhooks")
+
+
+def loops(ctx: Context) -> list:
+    """Loops: `Webhook-Id` "The unique ID of the event. You can use this to check if you have
+    already saved or processed this specific event"; signed as Standard Webhooks (Loops' own
+    verifier: `${id}.${timestamp}.${body}`, the `whsec_` secret base64-decoded)."""
+    def body(email_id):
+        # The email.delivered example of Loops' webhooks page.
+        return {"eventName": "email.delivered", "eventTime": 1734425918, "webhookSchemaVersion": "1.0.0",
+                "sourceType": "campaign", "campaignId": "cm4t1suns001uw6atri87v54s",
+                "email": {"id": email_id, "emailMessageId": "cm4ittv1v001oow9hruou8na8", "subject": "Subject of the email"},
+                "contactIdentity": {"id": "cm4ittmhq0011ow9h6fb460yw", "email": "test+1@loops.so", "userId": None}}
+    bodies = [body("cm4t1sseg004tje7982991nan"), body("cm4t1sseg004tje7982991nao")]
+    ids = ["msg_" + derived_text("loops/1", 27, ALNUM), "msg_" + derived_text("loops/2", 27, ALNUM)]
+    return _standard(ctx, "loops", "webhook", ids, bodies, "email.delivered",
+                     ["email.delivered", "email.delivered of the same campaign to the same contact (another send)"],
+                     "standardwebhooks")
 
 
 def render(ctx: Context) -> list:
@@ -518,13 +600,18 @@ def signatureapi(ctx: Context) -> list:
 
 SIGNERS = {
     "airwallex": airwallex,
+    "browserbase": browserbase,
     "circleci": circleci,
     "customer-io": customer_io,
+    "dodo-payments": dodo_payments,
     "easypost": easypost,
     "glean": glean,
     "gocardless": gocardless,
+    "goody": goody,
     "incident-io": incident_io,
     "lithic": lithic,
+    "liveblocks": liveblocks,
+    "loops": loops,
     "make": make,
     "persona": persona,
     "polar": polar,

@@ -156,8 +156,10 @@ pub(super) fn stored_response(status: u16, body: String) -> Response<Body> {
     if let Some(content_type) = text_type {
         let mut resp = Response::new(Body::Text(body));
         *resp.status_mut() = status;
-        resp.headers_mut()
-            .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        resp.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type),
+        );
         return resp;
     }
     json_response(status, body)
