@@ -26,7 +26,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 

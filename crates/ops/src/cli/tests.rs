@@ -1,13 +1,13 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::*;
+use crate::redrive::Method;
+use crate::stack::DEFAULT_STACK;
+use crate::why::DEFAULT_PEEK_SECONDS;
 use clap::error::ErrorKind::{
     ArgumentConflict, InvalidSubcommand, InvalidValue, MissingRequiredArgument, UnknownArgument,
     ValueValidation,
 };
-use crate::redrive::Method;
-use crate::stack::DEFAULT_STACK;
-use crate::why::DEFAULT_PEEK_SECONDS;
 use std::path::PathBuf;
 
 /// The variables the flags fall back to. Only this module's tests touch them, one test at a
