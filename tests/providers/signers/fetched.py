@@ -1,4 +1,5 @@
-"""Providers whose key is fetched at run time: AWS SNS (a certificate at `SigningCertURL`).
+"""Providers whose key is fetched at run time: AWS SNS (a certificate at `SigningCertURL`) and
+PayPal (a certificate at `PAYPAL-CERT-URL`).
 
 The test makes an RSA key and a self-signed certificate (`cryptography`), signs each message as
 AWS documents it (docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html: the
@@ -19,6 +20,7 @@ import base64
 import datetime
 import json
 import subprocess
+import zlib
 from pathlib import Path
 
 from cryptography import x509
@@ -174,4 +176,94 @@ def sign_aws_sns(ctx: Context) -> list:
     ]
 
 
-SIGNERS = {"aws-sns": sign_aws_sns}
+PAYPAL_DOC = "https://developer.paypal.com/api/rest/webhooks/rest/"
+PAYPAL_WEBHOOK_ID = "1JE4291016473214C"  # the id PayPal gives a subscribed listener URL
+PAYPAL_OTHER_WEBHOOK_ID = "8PT597110X687430LKGECATA"
+PAYPAL_CERT_PATH = f"/v1/notifications/certs/CERT-360caa42-fca2a594-{derived_hex('paypal/cert', 8)}"
+PAYPAL_CERT_URL = f"https://api.paypal.com{PAYPAL_CERT_PATH}"
+_PAYPAL = {}
+
+
+def _paypal_certificate(now: int):
+    if "cert" in _PAYPAL:
+        return _PAYPAL["cert"]
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "messageverificationcerts.paypal.com (test)")])
+    start = datetime.datetime.fromtimestamp(now - 86400, tz=datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(start)
+            .not_valid_after(start + datetime.timedelta(days=30)).sign(key, hashes.SHA256()))
+    _PAYPAL["cert"] = (key, cert)
+    return key, cert
+
+
+def _paypal_signed_string(transmission_id: str, time: str, webhook_id: str, body: bytes) -> bytes:
+    # PayPal's documented string: id|time|webhook id|CRC32 of the raw body, unsigned decimal.
+    return f"{transmission_id}|{time}|{webhook_id}|{zlib.crc32(body) & 0xFFFFFFFF}".encode("utf-8")
+
+
+def _paypal_event(event_id: str, resource_id: str, at: int) -> bytes:
+    created = datetime.datetime.fromtimestamp(at - 5, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    event = {
+        "id": event_id, "event_version": "1.0", "create_time": created, "resource_type": "capture",
+        "resource_version": "2.0", "event_type": "PAYMENT.CAPTURE.COMPLETED",
+        "summary": "Payment completed for $ 21.0 USD",
+        "resource": {"id": resource_id, "status": "COMPLETED", "amount": {"currency_code": "USD", "value": "21.00"},
+                     "final_capture": True, "create_time": created, "update_time": created,
+                     "links": [{"href": f"https://api.paypal.com/v2/payments/captures/{resource_id}",
+                                "rel": "self", "method": "GET"}]},
+        "links": [{"href": f"https://api.paypal.com/v1/notifications/webhooks-events/{event_id}",
+                   "rel": "self", "method": "GET"}],
+    }
+    return json.dumps(event, separators=(",", ":")).encode("utf-8")
+
+
+def sign_paypal(ctx: Context) -> list:
+    key, cert = _paypal_certificate(ctx.now)
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
+    # A retry (attempt 1) is a new HTTP transmission of the same event: a new transmission id
+    # and time, signed afresh; the event body, and its id, as before.
+    first_id = "WH-" + derived_hex("paypal/e1", 17).upper() + "-" + derived_hex("paypal/e1b", 17).upper()
+    alike_id = "WH-" + derived_hex("paypal/e2", 17).upper() + "-" + derived_hex("paypal/e2b", 17).upper()
+    resource = derived_hex("paypal/capture", 17).upper()
+    # The event's own times stay the first delivery's.
+    if ctx.attempt == 0 or "now" not in _PAYPAL:
+        _PAYPAL["now"] = ctx.now
+    created_at = _PAYPAL["now"]
+    first = _paypal_event(first_id, resource, created_at)
+    alike = _paypal_event(alike_id, resource, created_at)
+
+    def transmit(body: bytes, label: str, at: int, webhook_id=PAYPAL_WEBHOOK_ID):
+        transmission_id = derived_uuid(f"paypal/{label}/attempt{ctx.attempt}")
+        time = datetime.datetime.fromtimestamp(at, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        signed = _paypal_signed_string(transmission_id, time, webhook_id, body)
+        signature = key.sign(signed, padding.PKCS1v15(), hashes.SHA256())
+        try:
+            cert.public_key().verify(signature, signed, padding.PKCS1v15(), hashes.SHA256())
+        except InvalidSignature as err:
+            raise SignerError("paypal: cryptography refused the documented string") from err
+        headers = {"Content-Type": "application/json", "PAYPAL-TRANSMISSION-ID": transmission_id,
+                   "PAYPAL-TRANSMISSION-TIME": time, "PAYPAL-TRANSMISSION-SIG": base64.b64encode(signature).decode(),
+                   "PAYPAL-CERT-URL": PAYPAL_CERT_URL, "PAYPAL-AUTH-ALGO": "SHA256withRSA",
+                   "User-Agent": "PayPal/AUHD-214.0-58843318"}
+        return request(ctx, "paypal", headers, body)
+
+    signed_by = (f"cryptography RSA SHA256withRSA over the documented string ({PAYPAL_DOC}: transmission id|time|"
+                 f"webhook id|zlib CRC32 of the body), verified by {package('cryptography')} (the certificate the "
+                 f"test made, served by a local server)")
+    source = {"test_certificates": {PAYPAL_CERT_PATH: cert_pem}}
+
+    def case(kind, name, req, expect):
+        return make_case("paypal", kind, name, signed_by, PAYPAL_WEBHOOK_ID, PAYPAL_OTHER_WEBHOOK_ID, req, expect,
+                         source)
+
+    return [
+        case("event", "PAYMENT.CAPTURE.COMPLETED", transmit(first, "first", ctx.now),
+             {"key": first_id, "event_type": "PAYMENT.CAPTURE.COMPLETED"}),
+        case("distinct", "a look-alike event (same capture, another event id)", transmit(alike, "alike", ctx.now),
+             {"key": alike_id, "event_type": "PAYMENT.CAPTURE.COMPLETED"}),
+        case("stale", "transmitted 7200 s ago", transmit(first, "stale", ctx.now - STALE_SECONDS), STALE_EXPECT),
+    ]
+
+
+SIGNERS = {"aws-sns": sign_aws_sns, "paypal": sign_paypal}

@@ -68,7 +68,7 @@ struct RawTimestamp {
 }
 
 const SCHEMES: &str =
-    "standard-webhooks, stripe, github, shopify, hmac-sha256, hmac, ed25519, ecdsa-p256, token, basic, aws-sns, none";
+    "standard-webhooks, stripe, github, shopify, hmac-sha256, hmac, ed25519, ecdsa-p256, token, basic, aws-sns, paypal, none";
 
 /// `signature.scheme` and the fields that scheme takes; a field the scheme does not take is
 /// an error, never ignored.
@@ -80,6 +80,7 @@ pub(super) fn parse_scheme(source: &str, sig: &RawSignature) -> Result<Scheme, C
         "shopify" => Scheme::Shopify,
         "none" => Scheme::None,
         "aws-sns" => Scheme::AwsSns,
+        "paypal" => Scheme::Paypal,
         "basic" => Scheme::Basic,
         "hmac-sha256" => Scheme::HmacSha256(parse_hmac_sha256(source, sig)?),
         "hmac" => Scheme::Hmac {

@@ -37,6 +37,7 @@ mod claiming;
 mod established;
 mod handshake;
 mod payload;
+mod paypal;
 mod preset_rules;
 mod request;
 mod sns;
@@ -411,6 +412,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         }
         if source.spec.scheme == crate::signature::Scheme::AwsSns {
             return self.sns_verified(source, body).await;
+        }
+        if source.spec.scheme == crate::signature::Scheme::Paypal {
+            return self.paypal_verified(source, req.headers(), body).await;
         }
         if let Some(resp) = preset_rules::woocommerce_ping(source, req) {
             return Ok(Checked::Answered(resp));

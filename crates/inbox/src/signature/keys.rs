@@ -59,6 +59,8 @@ pub(super) enum Kind {
     Shared,
     /// An SNS topic ARN a source accepts (not a key: the key is the fetched certificate's).
     Topic,
+    /// A PayPal webhook id a source accepts (not a key either).
+    WebhookId,
 }
 
 /// The keys of one verifier.
@@ -72,6 +74,8 @@ pub(super) enum Keys {
     Shared(Vec<[u8; 32]>),
     /// The SNS topic ARNs accepted.
     Topics(Vec<String>),
+    /// The PayPal webhook ids accepted.
+    WebhookIds(Vec<String>),
 }
 
 impl Keys {
@@ -81,7 +85,7 @@ impl Keys {
             Keys::Ed25519(k) => k.len(),
             Keys::P256(k) => k.len(),
             Keys::Shared(k) => k.len(),
-            Keys::Topics(k) => k.len(),
+            Keys::Topics(k) | Keys::WebhookIds(k) => k.len(),
         }
     }
 
@@ -94,6 +98,7 @@ impl Keys {
             Kind::P256 => Keys::P256(Vec::new()),
             Kind::Shared => Keys::Shared(Vec::new()),
             Kind::Topic => Keys::Topics(Vec::new()),
+            Kind::WebhookId => Keys::WebhookIds(Vec::new()),
         };
         for (index, secret) in secrets.iter().enumerate() {
             let position = index + 1;
@@ -132,6 +137,14 @@ impl Keys {
                     }
                     list.push(secret.clone());
                 }
+                (Keys::WebhookIds(list), _) => {
+                    if !super::paypal::is_webhook_id(secret) {
+                        return Err(format!(
+                            "secret #{position} is not a PayPal webhook id (letters and digits, at most 50)"
+                        ));
+                    }
+                    list.push(secret.clone());
+                }
                 _ => unreachable!("the list matches its kind"),
             }
         }
@@ -150,6 +163,14 @@ impl Keys {
         }
     }
 
+    /// The PayPal webhook ids accepted (none for another kind).
+    pub fn webhook_ids(&self) -> &[String] {
+        match self {
+            Keys::WebhookIds(ids) => ids,
+            _ => &[],
+        }
+    }
+
     /// Whether `arn` is one of the SNS topics accepted.
     pub fn has_topic(&self, arn: &str) -> bool {
         matches!(self, Keys::Topics(topics) if topics.iter().any(|t| t == arn))
@@ -160,7 +181,7 @@ impl Keys {
     pub fn matches(&self, pieces: &[Cow<'_, [u8]>], candidates: &[Vec<u8>]) -> bool {
         match self {
             // Never a match here: an SNS message is verified against its fetched certificate.
-            Keys::Topics(_) => false,
+            Keys::Topics(_) | Keys::WebhookIds(_) => false,
             Keys::Hmac(keys) => {
                 let mut matched = Choice::from(0);
                 for key in keys {
@@ -247,7 +268,7 @@ pub(super) fn check_length(
 ) -> Result<(), String> {
     let bytes = key_bytes(encoding, position, secret)?;
     match (kind, encoding) {
-        (Kind::Ed25519 | Kind::P256 | Kind::Topic, _) => {
+        (Kind::Ed25519 | Kind::P256 | Kind::Topic | Kind::WebhookId, _) => {
             Keys::new(kind, encoding, &[secret.to_owned()])
                 .map(|_| ())
                 .map_err(|e| e.replace("secret #1", &format!("secret #{position}")))

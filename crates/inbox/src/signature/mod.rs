@@ -11,6 +11,7 @@
 mod carrier;
 pub mod content;
 mod keys;
+pub mod paypal;
 pub mod sns;
 pub mod spec;
 mod verifier;
@@ -56,6 +57,9 @@ pub enum Scheme {
     /// AWS SNS: RSA under a certificate fetched from an SNS host ([`sns`]); the "secrets" are
     /// the topic ARNs the source accepts.
     AwsSns,
+    /// PayPal: RSA under a certificate fetched from a PayPal API host ([`paypal`]); the
+    /// "secrets" are the webhook ids the source accepts.
+    Paypal,
     /// No verification at all.
     None,
 }
@@ -72,6 +76,7 @@ pub enum Family {
     Token(TokenAt),
     Basic,
     AwsSns,
+    Paypal,
     None,
 }
 
@@ -193,13 +198,14 @@ impl Scheme {
             Scheme::Token(at) => Family::Token(at.clone()),
             Scheme::Basic => Family::Basic,
             Scheme::AwsSns => Family::AwsSns,
+            Scheme::Paypal => Family::Paypal,
             Scheme::None => Family::None,
         }
     }
 
     /// Whether the scheme signs a timestamp (and so has a `tolerance_seconds`).
     pub fn has_timestamp(&self) -> bool {
-        *self == Scheme::AwsSns
+        self.fetches_key()
             || self
                 .family()
                 .signed()
@@ -222,11 +228,17 @@ impl Scheme {
 
     /// Whether the signature covers the body (Mailgun's covers a token and a timestamp only).
     pub fn covers_body(&self) -> bool {
-        *self == Scheme::AwsSns
+        self.fetches_key()
             || self
                 .family()
                 .signed()
                 .is_some_and(|s| s.content.covers_body())
+    }
+
+    /// Whether the key is a certificate fetched at run time (`aws-sns`, `paypal`: the
+    /// receiver verifies these, [`crate::key_fetch`]).
+    pub fn fetches_key(&self) -> bool {
+        matches!(self, Scheme::AwsSns | Scheme::Paypal)
     }
 
     /// The declaration checked where its parser cannot: header names, prefixes, the
@@ -262,6 +274,7 @@ impl Scheme {
             Scheme::Token(_) => "token",
             Scheme::Basic => "basic",
             Scheme::AwsSns => "aws-sns",
+            Scheme::Paypal => "paypal",
             Scheme::None => "none",
         }
     }
@@ -365,6 +378,7 @@ fn key_kind(family: &Family) -> (Kind, KeyEncoding) {
         Family::Ed25519(signed) => (Kind::Ed25519, signed.key_encoding),
         Family::EcdsaP256(signed) => (Kind::P256, signed.key_encoding),
         Family::AwsSns => (Kind::Topic, KeyEncoding::Raw),
+        Family::Paypal => (Kind::WebhookId, KeyEncoding::Raw),
         Family::Token(_) | Family::Basic | Family::None => (Kind::Shared, KeyEncoding::Raw),
     }
 }

@@ -177,6 +177,26 @@ pub struct CertKey {
     not_after: i64,
 }
 
+impl CertKey {
+    /// Whether the certificate is valid at `now_unix_secs`.
+    pub fn valid_at(&self, now_unix_secs: i64) -> bool {
+        self.not_before <= now_unix_secs && now_unix_secs <= self.not_after
+    }
+
+    /// Whether `signature` is `algorithm`'s signature of `message` under this key (PayPal's
+    /// transmissions, [`super::paypal`]).
+    pub fn verify_rsa(
+        &self,
+        algorithm: &'static aws_lc_rs::signature::RsaParameters,
+        message: &[u8],
+        signature: &[u8],
+    ) -> bool {
+        UnparsedPublicKey::new(algorithm, &self.rsa_public_key)
+            .verify(message, signature)
+            .is_ok()
+    }
+}
+
 /// The OID of `rsaEncryption` (RFC 8017).
 const RSA_ENCRYPTION: &str = "1.2.840.113549.1.1.1";
 

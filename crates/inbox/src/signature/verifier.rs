@@ -170,6 +170,10 @@ impl Verifier {
             Family::AwsSns => Err(SignatureError::Malformed(
                 "aws-sns messages are verified against their fetched certificate".to_owned(),
             )),
+            // Likewise PayPal's (receiver::paypal).
+            Family::Paypal => Err(SignatureError::Malformed(
+                "paypal transmissions are verified against their fetched certificate".to_owned(),
+            )),
             Family::Token(at) => {
                 let sent = match at {
                     TokenAt::Header { name, prefix } => {
@@ -233,6 +237,11 @@ impl Verifier {
     /// Whether `arn` is an SNS topic this verifier's source accepts (`aws-sns`).
     pub fn accepts_topic(&self, arn: &str) -> bool {
         self.keys.has_topic(arn)
+    }
+
+    /// The PayPal webhook ids this verifier's source accepts (`paypal`).
+    pub fn webhook_ids(&self) -> &[String] {
+        self.keys.webhook_ids()
     }
 
     /// The signed timestamp's tolerance, in seconds.

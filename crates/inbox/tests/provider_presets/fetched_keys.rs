@@ -259,3 +259,146 @@ fn the_template_never_sets_the_test_only_fetch_origin() {
     // And the setting is refused unless it is a bare origin.
     assert!(KeyFetcher::new(Some("http://127.0.0.1:1/certs")).is_err());
 }
+
+/// The paypal preset's cases from sign.py (signed with a certificate the test made).
+fn paypal_cases() -> Vec<Case> {
+    let python = root().join(".venv-providers/bin/python");
+    let mut child = Command::new(python)
+        .arg(root().join("tests/providers/sign.py"))
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sign.py (make test installs .venv-providers)");
+    let input = json!({"now": SystemClock.now_secs(), "base_url": BASE_URL, "presets": ["paypal"]});
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    #[derive(Deserialize)]
+    struct Out {
+        cases: Vec<Case>,
+    }
+    serde_json::from_slice::<Out>(&out.stdout)
+        .expect("cases")
+        .cases
+}
+
+/// `req` with header `name` set to `value`.
+fn with_header(req: &Req, name: &str, value: &str) -> Req {
+    let mut headers = req.headers.clone();
+    headers.retain(|k, _| !k.eq_ignore_ascii_case(name));
+    headers.insert(name.to_owned(), value.to_owned());
+    Req {
+        method: req.method.clone(),
+        path: req.path.clone(),
+        query: req.query.clone(),
+        headers,
+        body_base64: req.body_base64.clone(),
+    }
+}
+
+#[tokio::test]
+async fn a_paypal_certificate_url_off_paypals_hosts_is_refused_without_a_fetch() {
+    let cases = paypal_cases();
+    let event = cases
+        .iter()
+        .find(|c| c.kind == "event")
+        .expect("a paypal event");
+    let (rx, kept) = sns_receiver(event, Some(cert_server(certificates(event)))).await;
+    let path = certificates(event).into_keys().next().expect("a path");
+    for url in [
+        format!("https://api.paypal.com.evil.example{path}"),
+        format!("https://evil.example{path}"),
+        format!("http://api.paypal.com{path}"),
+        format!("https://api.paypal.com:8443{path}"),
+        format!("https://www.paypal.com{path}"),
+        "https://api.paypal.com/v1/other/CERT-1".to_owned(),
+    ] {
+        let req = with_header(&event.request, "PAYPAL-CERT-URL", &url);
+        let answer = send(&rx, &req, body_of(&req)).await;
+        assert_eq!(
+            (answer.status, error_code(&answer).as_str()),
+            (401, "invalid_signature"),
+            "{url}"
+        );
+    }
+    let sha1 = with_header(&event.request, "PAYPAL-AUTH-ALGO", "SHA1withRSA");
+    let answer = send(&rx, &sha1, body_of(&sha1)).await;
+    assert_eq!(answer.status, 401, "SHA1withRSA");
+    assert_eq!(rx.key_fetcher().fetches(), 0, "a foreign host was fetched");
+    nothing_written(&rx, &kept, "a foreign certificate host");
+}
+
+#[tokio::test]
+async fn a_paypal_certificate_that_cannot_be_fetched_is_503_and_writes_nothing() {
+    let cases = paypal_cases();
+    let event = cases
+        .iter()
+        .find(|c| c.kind == "event")
+        .expect("a paypal event");
+    let not_a_cert: HashMap<String, String> = certificates(event)
+        .into_keys()
+        .map(|path| (path, "not a certificate".to_owned()))
+        .collect();
+    for origin in [
+        None,
+        Some(cert_server(HashMap::new())),
+        Some(cert_server(not_a_cert)),
+    ] {
+        let what = format!("{origin:?}");
+        let (rx, kept) = sns_receiver(event, origin).await;
+        let answer = send(&rx, &event.request, body_of(&event.request)).await;
+        assert_eq!(
+            (answer.status, error_code(&answer).as_str()),
+            (503, "key_unavailable"),
+            "{what}"
+        );
+        assert_eq!(rx.key_fetcher().fetches(), 1, "{what}");
+        assert_eq!(rx.key_fetcher().cached(), 0, "{what}: a failure cached");
+        nothing_written(&rx, &kept, &what);
+    }
+}
+
+#[tokio::test]
+async fn a_paypal_bad_signature_is_401_and_the_certificate_is_fetched_once() {
+    let cases = paypal_cases();
+    let first = cases.iter().find(|c| c.kind == "event").expect("an event");
+    let alike = cases
+        .iter()
+        .find(|c| c.kind == "distinct")
+        .expect("a look-alike");
+    let (rx, kept) = sns_receiver(first, Some(cert_server(certificates(first)))).await;
+    // The look-alike's body and transmission under the first's signature.
+    let signature = &first.request.headers["PAYPAL-TRANSMISSION-SIG"];
+    let forged = with_header(&alike.request, "PAYPAL-TRANSMISSION-SIG", signature);
+    let answer = send(&rx, &forged, body_of(&forged)).await;
+    assert_eq!(
+        (answer.status, error_code(&answer).as_str()),
+        (401, "invalid_signature")
+    );
+    nothing_written(&rx, &kept, "a bad signature");
+    for case in [first, alike] {
+        let answer = send(&rx, &case.request, body_of(&case.request)).await;
+        assert_eq!(answer.status, 200, "{}", case.name);
+    }
+    let keys: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
+    for case in [first, alike] {
+        let key = format!("paypal:{}", case.expect["key"].as_str().expect("key"));
+        assert!(keys.contains(&key), "{key} not in {keys:?}");
+    }
+    assert_eq!(
+        rx.key_fetcher().fetches(),
+        1,
+        "the certificate fetched again"
+    );
+}

@@ -67,7 +67,9 @@ pub enum Signing {
 impl Signing {
     pub fn of(scheme: &Scheme) -> Signing {
         match scheme.family() {
-            Family::Ed25519(_) | Family::EcdsaP256(_) | Family::AwsSns => Signing::ProviderOnly,
+            Family::Ed25519(_) | Family::EcdsaP256(_) | Family::AwsSns | Family::Paypal => {
+                Signing::ProviderOnly
+            }
             _ => Signing::Signs,
         }
     }
@@ -83,6 +85,7 @@ pub fn family_name(scheme: &Scheme) -> String {
         Family::Token(TokenAt::Json(_)) => "token (body)".to_owned(),
         Family::Basic => "basic".to_owned(),
         Family::AwsSns => "rsa (aws-sns certificate)".to_owned(),
+        Family::Paypal => "rsa (paypal certificate)".to_owned(),
         Family::None => "none".to_owned(),
     }
 }
@@ -117,7 +120,11 @@ pub fn sign(
         Family::Hmac { algorithm, signed } => {
             hmac_family(*algorithm, signed, secret, ctx, payload, &mut headers)?;
         }
-        Family::Ed25519(_) | Family::EcdsaP256(_) | Family::AwsSns | Family::None => {}
+        Family::Ed25519(_)
+        | Family::EcdsaP256(_)
+        | Family::AwsSns
+        | Family::Paypal
+        | Family::None => {}
         Family::Token(TokenAt::Header { name, prefix }) => {
             headers.push((name.clone(), format!("{prefix}{secret}")));
         }
