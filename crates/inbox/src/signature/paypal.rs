@@ -125,7 +125,12 @@ impl Transmission {
 /// `url` if it is `https` on one of [`CERT_HOSTS`], the default port, no user information,
 /// query or fragment, and a path under [`CERT_PATH`].
 pub fn cert_url(url: &str) -> Result<reqwest::Url, SignatureError> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| malformed("a URL that does not parse"))?;
+    let refused = || {
+        malformed(
+            "a certificate URL outside https://api(-m)(.sandbox).paypal.com/v1/notifications/certs/",
+        )
+    };
+    let parsed = reqwest::Url::parse(url).map_err(|_| refused())?;
     let ok = parsed.scheme() == "https"
         && parsed.host_str().is_some_and(|h| CERT_HOSTS.contains(&h))
         && parsed.port().is_none()
@@ -140,9 +145,7 @@ pub fn cert_url(url: &str) -> Result<reqwest::Url, SignatureError> {
     if ok {
         Ok(parsed)
     } else {
-        Err(malformed(
-            "a certificate URL outside https://api(-m)(.sandbox).paypal.com/v1/notifications/certs/",
-        ))
+        Err(refused())
     }
 }
 
