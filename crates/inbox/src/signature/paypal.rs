@@ -282,6 +282,32 @@ mod tests {
     }
 
     #[test]
+    fn the_secrets_are_webhook_ids_and_the_verifier_never_accepts_by_itself() {
+        use crate::signature::{check_secret_length, Inbound, Scheme, Verifier};
+        assert_eq!(
+            check_secret_length(&Scheme::Paypal, 1, "1JE4291016473214C"),
+            Ok(())
+        );
+        let err = check_secret_length(&Scheme::Paypal, 2, "WH-not-a-webhook-id").unwrap_err();
+        assert!(
+            err.starts_with("secret #2 is not a PayPal webhook id"),
+            "{err}"
+        );
+        let ids = vec![
+            "1JE4291016473214C".to_owned(),
+            "8PT597110X687430L".to_owned(),
+        ];
+        let verifier = Verifier::new(Scheme::Paypal, ids.clone(), 3600).unwrap();
+        assert_eq!(verifier.webhook_ids(), ids.as_slice());
+        // Its certificate is fetched by the receiver: the synchronous check always refuses.
+        let headers = headers(&GOOD);
+        assert!(matches!(
+            verifier.verify_request(&Inbound::post(&headers, b"{}"), 0),
+            Err(SignatureError::Malformed(m)) if m.contains("fetched certificate")
+        ));
+    }
+
+    #[test]
     fn webhook_ids_are_letters_and_digits() {
         assert!(is_webhook_id("1JE4291016473214C"));
         for bad in ["", "WH-1", "a b", &"A".repeat(51)] {
