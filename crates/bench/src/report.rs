@@ -287,8 +287,9 @@ fn call_counts(calls: &Calls) -> String {
 /// The consumer's run in one line.
 fn consumer_details(c: &crate::consumer::ConsumerRun) -> String {
     let n = c.invocations.len().max(1) as f64;
-    let mean =
-        |f: fn(&crate::consumer::InvocationFigures) -> f64| c.invocations.iter().map(f).sum::<f64>() / n;
+    let mean = |f: fn(&crate::consumer::InvocationFigures) -> f64| {
+        c.invocations.iter().map(f).sum::<f64>() / n
+    };
     format!(
         "- consumer: {} pollers and processes (the mapping's MaximumConcurrency), batches of up to {}; \
          {} messages in {} invocations ({:.2} records each), {} forwards received; per invocation: \

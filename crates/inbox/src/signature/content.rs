@@ -300,7 +300,9 @@ mod tests {
             assert_eq!(SignedContent::parse(bad), Err(why.to_owned()), "{bad}");
         }
         assert!(SignedContent::body().is_body_only());
-        assert!(!SignedContent::parse("{json:/a}{json:/b}").unwrap().covers_body());
+        assert!(!SignedContent::parse("{json:/a}{json:/b}")
+            .unwrap()
+            .covers_body());
     }
 
     #[test]
