@@ -396,7 +396,7 @@ async fn a_settle_after_a_later_receive_deleted_the_message_is_dropped_not_an_er
     assert!(aws.receive_all(&aws.resources.queue_url).await.is_empty());
 }
 
-/// An item as the consumer before issue 40 left it (one failed forward: FAILED, one attempt,
+/// An item as the former two-path consumer left it (one failed forward: FAILED, one attempt,
 /// one failure), written attribute by attribute: the one path takes it in place (the default
 /// destination's item is the event's own, `pk` the key), completes it with the same attribute
 /// names and status strings, and writes no other item. No migration for a deployed stack.
@@ -467,7 +467,7 @@ async fn an_item_written_before_the_one_path_is_completed_in_place_with_its_layo
     assert_eq!(tally(&lines, "github", Metric::Failed), 0);
 }
 
-/// An event's item as the consumer before issue 40 left it after one failed forward: FAILED,
+/// An event's item as the former two-path consumer left it after one failed forward: FAILED,
 /// one attempt, one failure, written attribute by attribute.
 async fn put_item_as_before(aws: &LocalAws, key: &str, sha: &str, now: i64) {
     use aws_sdk_dynamodb::types::AttributeValue as V;

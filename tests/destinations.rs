@@ -32,6 +32,7 @@ use aws_smithy_runtime_api::box_error::BoxError;
 use devstack::targets;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
 use inbox::archive::NoArchive;
+use inbox::bucket::NoBucket;
 use inbox::clock::SystemClock;
 use inbox::consumer::{Consumer, ConsumerSettings, Outcome, DEFAULT_MAX_FAILURES};
 use inbox::destination::{Adapter, EventBus, FunctionTarget, QueueTarget, Targets};
@@ -44,7 +45,6 @@ use inbox::queue::{Envelope, Outgoing, Queue as _};
 use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::{NoRedelivery, SqsRedelivery};
 use inbox::route::{destination_key, Routes};
-use inbox::store::NoStore;
 use inbox::SourceSpecs;
 use inbox_ops::cli::StatusFilter;
 use inbox_ops::replay::{self, Selection};
@@ -96,7 +96,7 @@ type RoutedConsumer = Consumer<
     DynamoLedger,
     HttpForwarder,
     SystemClock,
-    inbox::consumer::Wiring<NoRedelivery, NoStore, NoArchive, Targets>,
+    inbox::consumer::Wiring<NoRedelivery, NoBucket, NoArchive, Targets>,
 >;
 
 /// The consumer over the stack's sources with these destinations (`WEBHOOK_DESTINATIONS`)

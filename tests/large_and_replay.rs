@@ -16,6 +16,7 @@
 
 use devstack::faults::When;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
+use inbox::bucket::{payload_key, PayloadBucket as _, S3Bucket};
 use inbox::clock::ManualClock;
 use inbox::forward::HttpForwarder;
 use inbox::key::sha256_hex;
@@ -23,7 +24,6 @@ use inbox::ledger::{LedgerStore as _, Status};
 use inbox::metrics::{tally, Metric};
 use inbox::queue::{Envelope, Outgoing, Queue as _, SQS_MAX_MESSAGE_BYTES};
 use inbox::receiver::ReceiverSettings;
-use inbox::store::{payload_key, ObjectStore as _, S3Store};
 use inbox_ops::cli::StatusFilter;
 use inbox_ops::replay::{self, Selection};
 
@@ -224,7 +224,7 @@ async fn a_replay_of_a_completed_key_runs_once_more_and_a_second_delivery_does_n
     let sor = SystemOfRecord::start();
     let (cx, lines) = consumer(&aws, &sor);
     let b = bridge(&aws).await;
-    let store: S3Store = aws.payload_store();
+    let store: S3Bucket = aws.payload_store();
     let ledger = aws.ledger();
     // One small push and one carried by a pointer: both replay from the archive.
     let small = br#"{"ref":"refs/heads/main","commits":[]}"#.to_vec();
@@ -416,7 +416,7 @@ async fn a_failed_replay_leaves_the_key_completed_and_a_late_original_runs_nothi
     let sor = SystemOfRecord::start();
     let (cx, lines) = consumer(&aws, &sor);
     let b = bridge(&aws).await;
-    let store: S3Store = aws.payload_store();
+    let store: S3Bucket = aws.payload_store();
     let ledger = aws.ledger();
     let (key, body) = ("github:d-f1", br#"{"ref":"refs/heads/main","commits":[]}"#);
     let resp = rx

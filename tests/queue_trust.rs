@@ -6,6 +6,8 @@
 
 use devstack::bridge::Bridge;
 use devstack::testkit::{self, github_headers, post, LocalAws, MetricLines, SystemOfRecord};
+use inbox::bucket::payload_key;
+use inbox::bucket::S3Bucket;
 use inbox::clock::SystemClock;
 use inbox::consumer::Consumer;
 use inbox::forward::HttpForwarder;
@@ -16,8 +18,6 @@ use inbox::metrics::{tally, Metric};
 use inbox::queue::{BodyRef, Envelope, Outgoing, Queue as _};
 use inbox::receiver::ReceiverSettings;
 use inbox::redelivery::SqsRedelivery;
-use inbox::store::payload_key;
-use inbox::store::S3Store;
 
 const MIB: usize = 1024 * 1024;
 
@@ -44,7 +44,7 @@ async fn deployed_consumer(
         DynamoLedger,
         HttpForwarder,
         SystemClock,
-        inbox::consumer::Wiring<SqsRedelivery, S3Store>,
+        inbox::consumer::Wiring<SqsRedelivery, S3Bucket>,
     >,
     MetricLines,
     Bridge,

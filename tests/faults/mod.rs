@@ -8,8 +8,8 @@
 //! (one key, applied once, except where complete failed after the side effect: then twice,
 //! under the same `Idempotency-Key`, which the test checks). Every answer the sender got is
 //! checked against the contract as it arrives ([`check_answer`]): 200 only once the event is
-//! on the queue, 500 only after the claim was released; never a 503 (since issue 15 a
-//! duplicate behind a live claim sends the event itself).
+//! on the queue, 500 only after the claim was released; never a 503 (a duplicate behind a
+//! live claim sends the event itself).
 //!
 //! "Dies" is modelled honestly: the dying invocation has clients of its own
 //! (`LocalAws::sibling`) that freeze once a given call has completed (every later call hangs

@@ -5,12 +5,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use devstack::faults::When;
 use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{self, github_headers, post, post_with_deadline, LocalAws};
+use inbox::bucket::PayloadBucket;
 use inbox::clock::{Clock, ManualClock};
 use inbox::ledger::Status;
 use inbox::metrics::{tally, Metric};
 use inbox::queue::Envelope;
 use inbox::receiver::ReceiverSettings;
-use inbox::store::ObjectStore;
 use lambda_http::{Body, Response};
 
 mod batches;

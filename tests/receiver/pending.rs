@@ -14,6 +14,7 @@ use clap::Parser as _;
 use devstack::local_stack::Secret;
 use devstack::senders;
 use devstack::testkit::{self, github_headers, post, unique, LocalAws, MetricLines, TEST_SECRET};
+use inbox::bucket::S3Bucket;
 use inbox::clock::{Clock, ManualClock};
 use inbox::config::{AwsSecretResolver, SecretRef, SecretResolver};
 use inbox::ledger::dynamo::DynamoLedger;
@@ -23,7 +24,6 @@ use inbox::receiver::Receiver;
 use inbox::receiver::{
     ReceiverSettings, PENDING_RETRY_AFTER_SECONDS, PREVIOUS_SECRET_MS, SECRET_RETRY_MS,
 };
-use inbox::store::S3Store;
 use inbox_ops::cli::Cli;
 
 /// Two Stripe endpoint secrets, as Stripe shows them (`whsec_` and 32 characters).
@@ -87,7 +87,7 @@ struct Warm {
     prefix: String,
     clock: ManualClock,
     reads: Arc<AtomicU64>,
-    rx: Receiver<DynamoLedger, SqsQueue, ManualClock, S3Store>,
+    rx: Receiver<DynamoLedger, SqsQueue, ManualClock, S3Bucket>,
     lines: MetricLines,
 }
 

@@ -7,7 +7,7 @@
 //!   milliseconds where AWS answers in a few: the receiver's and the peer's is what the
 //!   function itself took plus the injected same-region round trip of each call
 //!   ([`crate::phases::Phase::billed_ms`]), the consumer's each invocation's time less the
-//!   time moto itself was answering it ([`crate::consumer::Invocation::billed_ms`]); below
+//!   time moto itself was answering it ([`crate::consumer::InvocationFigures::billed_ms`]); below
 //!   1769 MB (one vCPU) the CPU time measured on a whole core is stretched by
 //!   `1769 / memory`; rounded up to the millisecond;
 //! - every AWS call the proxy counted, on its line ([`crate::price::line_of`]) by its metered

@@ -33,7 +33,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(600);
 
 /// One consumer invocation's figures.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Invocation {
+pub struct InvocationFigures {
     pub records: usize,
     /// From handing the event to the Runtime API to the answer.
     pub wall_ms: f64,
@@ -45,7 +45,7 @@ pub struct Invocation {
     pub rounds: u64,
 }
 
-impl Invocation {
+impl InvocationFigures {
     /// The modelled time on AWS: the wall time less moto's own answering.
     pub fn modelled_ms(&self) -> f64 {
         (self.wall_ms - self.moto_ms).max(0.0)
@@ -69,7 +69,7 @@ pub struct ConsumerRun {
     pub calls: Calls,
     /// The event source mapping's SQS requests (ReceiveMessage, DeleteMessageBatch).
     pub mapping_calls: Calls,
-    pub invocations: Vec<Invocation>,
+    pub invocations: Vec<InvocationFigures>,
     /// Messages on the queue when the drain began (all deleted at its end).
     pub messages: u64,
     /// Forwards the local system of record received.
@@ -150,7 +150,7 @@ impl ConsumerSetup<'_> {
             .zip(&pids)
             .enumerate()
             .map(|(lane, (emu, pid))| poll(lane, emu, *pid, &proxy, &mapping, &progress));
-        let invocations: Vec<Invocation> = futures::future::try_join_all(pollers)
+        let invocations: Vec<InvocationFigures> = futures::future::try_join_all(pollers)
             .await?
             .into_iter()
             .flatten()
@@ -182,7 +182,7 @@ async fn poll(
     proxy: &Proxy,
     mapping: &Mapping,
     progress: &Progress,
-) -> Result<Vec<Invocation>> {
+) -> Result<Vec<InvocationFigures>> {
     let mut out = Vec::new();
     while progress.deleted.load(Ordering::SeqCst) < progress.expected {
         if Instant::now() > progress.until {
@@ -223,7 +223,7 @@ async fn poll(
                 f.item_identifier
             );
         }
-        out.push(Invocation {
+        out.push(InvocationFigures {
             records: messages.len(),
             wall_ms: (t1 - t0).as_secs_f64() * 1000.0,
             moto_ms: union_ms(spans.iter().map(|s| (s.forwarded, s.end))),

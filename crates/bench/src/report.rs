@@ -287,8 +287,9 @@ fn call_counts(calls: &Calls) -> String {
 /// The consumer's run in one line.
 fn consumer_details(c: &crate::consumer::ConsumerRun) -> String {
     let n = c.invocations.len().max(1) as f64;
-    let mean =
-        |f: fn(&crate::consumer::Invocation) -> f64| c.invocations.iter().map(f).sum::<f64>() / n;
+    let mean = |f: fn(&crate::consumer::InvocationFigures) -> f64| {
+        c.invocations.iter().map(f).sum::<f64>() / n
+    };
     format!(
         "- consumer: {} pollers and processes (the mapping's MaximumConcurrency), batches of up to {}; \
          {} messages in {} invocations ({:.2} records each), {} forwards received; per invocation: \
@@ -302,7 +303,7 @@ fn consumer_details(c: &crate::consumer::ConsumerRun) -> String {
         c.forwards,
         mean(|i| i.wall_ms),
         mean(|i| i.moto_ms),
-        mean(crate::consumer::Invocation::modelled_ms),
+        mean(crate::consumer::InvocationFigures::modelled_ms),
         mean(|i| i.cpu_ms),
         mean(|i| i.rounds as f64),
         call_counts(&c.calls),

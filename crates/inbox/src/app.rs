@@ -14,6 +14,7 @@ use aws_smithy_http_client::{tls, ConnectorBuilder};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
 use crate::archive::FirehoseArchive;
+use crate::bucket::S3Bucket;
 use crate::clock::SystemClock;
 use crate::config::env::{
     check_payload_retention, dlq_retention_seconds, payload_retention_days,
@@ -30,17 +31,16 @@ use crate::queue::SqsQueue;
 use crate::receiver::{Receiver, ReceiverSettings};
 use crate::redelivery::SqsRedelivery;
 use crate::route::{Routes, Target, DESTINATIONS_VAR};
-use crate::store::S3Store;
 
 /// The deployed receiver.
-pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock, Option<S3Store>>;
+pub type LambdaReceiver = Receiver<DynamoLedger, SqsQueue, SystemClock, Option<S3Bucket>>;
 /// The deployed consumer, with the shipped HTTP forwarder, delaying and dead-lettering on
 /// `QUEUE_URL` and `DLQ_URL` (where set), archiving through `ARCHIVE_STREAM` (where set).
 pub type LambdaConsumer = Consumer<
     DynamoLedger,
     Option<HttpForwarder>,
     SystemClock,
-    Wiring<Option<SqsRedelivery>, Option<S3Store>, Option<FirehoseArchive>, Targets>,
+    Wiring<Option<SqsRedelivery>, Option<S3Bucket>, Option<FirehoseArchive>, Targets>,
 >;
 
 /// A binary's `main` after its subscriber is set: builds the function (`built`: the
@@ -164,8 +164,8 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     if env.payload_bucket.is_none() {
         tracing::warn!("PAYLOAD_BUCKET is not set: a body whose envelope would not fit the queue is refused with 413");
     }
-    let s3 = crate::store::s3_client(&sdk);
-    Ok(receiver.with_store(env.payload_bucket.map(|bucket| S3Store::new(s3, bucket))))
+    let s3 = crate::bucket::s3_client(&sdk);
+    Ok(receiver.with_store(env.payload_bucket.map(|bucket| S3Bucket::new(s3, bucket))))
 }
 
 pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
@@ -206,7 +206,7 @@ pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     let store = env
         .payload_bucket
         .clone()
-        .map(|bucket| S3Store::new(crate::store::s3_client(&sdk), bucket));
+        .map(|bucket| S3Bucket::new(crate::bucket::s3_client(&sdk), bucket));
     let targets = targets(
         &routes,
         &sdk,
@@ -269,7 +269,7 @@ pub async fn targets(
     routes: &Routes,
     sdk: &aws_config::SdkConfig,
     env: &ConsumerEnv,
-    store: Option<S3Store>,
+    store: Option<S3Bucket>,
     resolver: &impl SecretResolver,
     forward: Option<&ForwardSigner>,
 ) -> Result<Targets, ConfigError> {

@@ -10,15 +10,15 @@
 //! and reading their lines ([`envelopes_in`]).
 //!
 //! A port, [`Archive`], with the Firehose adapter and an in-memory twin ([`MemoryArchive`]),
-//! which writes one object per call under the same layout into any [`ObjectStore`], as
+//! which writes one object per call under the same layout into any [`PayloadBucket`], as
 //! Firehose does (with no buffering).
 
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::queue::{Envelope, EnvelopeError};
-use crate::store::ObjectStore;
 
 /// An archive call that did not succeed as a whole (no answer, a refusal).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -130,7 +130,7 @@ pub struct MemoryArchive<S, C> {
     calls: std::sync::atomic::AtomicU64,
 }
 
-impl<S: ObjectStore, C: Clock> MemoryArchive<S, C> {
+impl<S: PayloadBucket, C: Clock> MemoryArchive<S, C> {
     pub fn new(store: S, clock: C) -> Self {
         Self {
             store,
@@ -140,7 +140,7 @@ impl<S: ObjectStore, C: Clock> MemoryArchive<S, C> {
     }
 }
 
-impl<S: ObjectStore, C: Clock + 'static> Archive for MemoryArchive<S, C> {
+impl<S: PayloadBucket, C: Clock + 'static> Archive for MemoryArchive<S, C> {
     async fn put(&self, lines: &[String]) -> Result<Vec<bool>, ArchiveError> {
         let now = self.clock.now_ms();
         let n = self
@@ -208,8 +208,8 @@ pub fn envelopes_in(bytes: &[u8]) -> impl Iterator<Item = Result<Envelope, Envel
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bucket::MemoryBucket;
     use crate::clock::ManualClock;
-    use crate::store::MemoryStore;
     use std::collections::BTreeMap;
 
     #[test]
@@ -230,7 +230,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_memory_archive_writes_lines_that_read_back_as_envelopes() {
-        let store = Arc::new(MemoryStore::new());
+        let store = Arc::new(MemoryBucket::new());
         let clock = ManualClock::at_ms(1_796_306_399_999);
         let archive = MemoryArchive::new(store.clone(), clock);
         let a = Envelope::new("s:1", "s", 1, "h", BTreeMap::new(), b"{\"a\":\"x\ny\"}");

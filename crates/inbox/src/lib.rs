@@ -16,7 +16,7 @@
 //!   warm instance answers their duplicates with no AWS call.
 //! - [`forward`]: the shipped side effect, a signed POST to the system of record.
 //! - [`redelivery`]: what the consumer asks of its queue: a later redelivery, a dead letter.
-//! - [`store`]: the payload bucket (bodies too big for the queue), and where the archive lands.
+//! - [`bucket`]: the payload bucket (bodies too big for the queue), and where the archive lands.
 //! - [`archive`]: the replay archive: the consumer's envelopes, through Firehose, in the bucket.
 //! - [`metrics`]: the counters both handlers emit.
 //! - [`outcome`]: the log's `outcome` vocabulary, one enum.
@@ -38,6 +38,7 @@
 pub(crate) mod answer;
 pub mod app;
 pub mod archive;
+pub mod bucket;
 pub mod clock;
 pub mod config;
 pub mod consumer;
@@ -61,7 +62,6 @@ pub mod redelivery;
 pub(crate) mod replay_cache;
 pub mod route;
 pub mod signature;
-pub mod store;
 pub mod whsec;
 
 pub use clock::{Clock, SystemClock};

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use aws_lambda_events::sqs::SqsMessage;
 use inbox::archive::{envelopes_in, Archive, ArchiveError, MemoryArchive};
+use inbox::bucket::{MemoryBucket, PayloadBucket as _};
 use inbox::key::sha256_hex;
 use inbox::ledger::Status;
-use inbox::store::{MemoryStore, ObjectStore as _};
 use inbox::{
     Clock, Consumer, ConsumerSettings, Envelope, Job, LedgerStore, MemoryLedger, Metrics,
     ProcessError, Processor, SourceSpecs, SystemClock,
@@ -30,7 +30,7 @@ impl Processor for Effect {
 /// The memory archive, refusing every line while `down` is set, or only the lines holding
 /// `refuse` (a partial failure).
 struct Flaky {
-    inner: MemoryArchive<Arc<MemoryStore>, SystemClock>,
+    inner: MemoryArchive<Arc<MemoryBucket>, SystemClock>,
     down: AtomicBool,
     refuse: Option<&'static str>,
 }
@@ -82,16 +82,20 @@ struct Rig {
         Arc<MemoryLedger>,
         Effect,
         SystemClock,
-        inbox::consumer::Wiring<inbox::redelivery::NoRedelivery, inbox::store::NoStore, Arc<Flaky>>,
+        inbox::consumer::Wiring<
+            inbox::redelivery::NoRedelivery,
+            inbox::bucket::NoBucket,
+            Arc<Flaky>,
+        >,
     >,
     ledger: Arc<MemoryLedger>,
-    store: Arc<MemoryStore>,
+    store: Arc<MemoryBucket>,
     archive: Arc<Flaky>,
     effect: Effect,
 }
 
 fn rig(refuse: Option<&'static str>) -> Rig {
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(MemoryBucket::new());
     let archive = Arc::new(Flaky {
         inner: MemoryArchive::new(store.clone(), SystemClock),
         down: AtomicBool::new(false),
@@ -139,7 +143,7 @@ async fn failed(rig: &Rig, batch: &[SqsMessage]) -> Vec<String> {
         .collect()
 }
 
-async fn archived_keys(store: &MemoryStore) -> Vec<String> {
+async fn archived_keys(store: &MemoryBucket) -> Vec<String> {
     let mut keys = Vec::new();
     for object in store.list("archive/").await.unwrap() {
         let bytes = store.get(&object).await.unwrap().unwrap();

@@ -1,4 +1,4 @@
-//! Every preset proven with what its provider produces (issue 23): the requests come from
+//! Every preset proven with what its provider produces: the requests come from
 //! `tests/providers/sign.py` and `sign.mjs`, which sign them with each provider's own library
 //! where it publishes one (else by the documented algorithm, with the documentation's example
 //! values where it gives some) and check them with that library's verifier first. One table,
@@ -13,7 +13,7 @@
 //! - a signed part of an event reused under another body (Mailgun's signature block) is that
 //!   event's duplicate, never a new one;
 //! - each handshake is answered as the provider checks it, claiming and sending nothing;
-//! - every event resent as its provider resends it (issue 35: the signer run again 30 s
+//! - every event resent as its provider resends it (the signer run again 30 s
 //!   later as attempt 1, re-signed with a new timestamp where the provider signs one, its
 //!   per-attempt fields changed: `attemptNumber`, `delivery_attempts`, `retryCount`,
 //!   `attempt_number`, `meta.attempt`, Mux's `attempts`, Linear's `webhookTimestamp`,

@@ -365,7 +365,7 @@ async fn delete_table(sdk: &aws_config::SdkConfig, table: &str) -> anyhow::Resul
 /// the bucket. How many were removed; a bucket already gone is no error.
 async fn delete_bucket(sdk: &aws_config::SdkConfig, bucket: &str) -> anyhow::Result<usize> {
     use aws_sdk_s3::types::{Delete, ObjectIdentifier};
-    let s3 = inbox::store::s3_client(sdk);
+    let s3 = inbox::bucket::s3_client(sdk);
     let mut removed = 0;
     loop {
         let page = match s3.list_object_versions().bucket(bucket).send().await {

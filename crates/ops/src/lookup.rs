@@ -12,9 +12,9 @@ use std::io::{IsTerminal as _, Write as _};
 use anyhow::{anyhow, bail};
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine as _;
+use inbox::bucket::{PayloadBucket, S3Bucket};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::LedgerStore;
-use inbox::store::{ObjectStore, S3Store};
 use serde_json::{json, Value};
 
 use crate::aws;
@@ -142,7 +142,7 @@ pub async fn destination_items(
 /// payload bucket where the body did not fit the queue), checked against its payload hash
 /// (`attempt_fields`: its source's, [`envelope_body`]).
 pub async fn archived_body(
-    store: &impl ObjectStore,
+    store: &impl PayloadBucket,
     ledger: &impl LedgerStore,
     key: &str,
     attempt_fields: &[String],
@@ -157,7 +157,7 @@ pub async fn archived_body(
 /// checked against its payload hash: its SHA-256 with the source's `attempt_fields` left out
 /// (`inbox::key::payload_sha256`, docs/design.md §2).
 pub async fn envelope_body(
-    store: &impl ObjectStore,
+    store: &impl PayloadBucket,
     envelope: &inbox::queue::Envelope,
     attempt_fields: &[String],
 ) -> anyhow::Result<Vec<u8>> {
@@ -239,7 +239,7 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
                 &r.bucket
             })
             .await?;
-        let store = S3Store::new(inbox::store::s3_client(&sdk), &bucket);
+        let store = S3Bucket::new(inbox::bucket::s3_client(&sdk), &bucket);
         let ledger = DynamoLedger::new(aws::dynamo(&sdk), table);
         let envelope = crate::replay::archived_envelope(&store, &ledger, key)
             .await?

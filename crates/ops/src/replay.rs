@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use inbox::archive::{archive_hour_prefix, archive_hours, envelopes_in};
+use inbox::bucket::PayloadBucket;
 use inbox::ledger::{LedgerStore, Status};
 use inbox::queue::{Envelope, Outgoing, Queue, MAX_REPLAY_ID_LEN};
-use inbox::store::ObjectStore;
 
 /// Which ledger statuses a replay selects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -244,7 +244,7 @@ pub fn replay_dedup(key: &str, replay_id: &str, destination: Option<&str>) -> St
 /// the one whose `payload_sha256` the item holds (an object planted under another name, even
 /// one listed first, is passed over).
 pub async fn archived_envelope(
-    store: &impl ObjectStore,
+    store: &impl PayloadBucket,
     ledger: &impl LedgerStore,
     key: &str,
 ) -> anyhow::Result<Candidate> {
@@ -282,7 +282,10 @@ pub async fn archived_envelope(
 
 /// The envelopes of an archive object, in order; a line that is not one stops the command,
 /// naming the object.
-pub async fn read_object(store: &impl ObjectStore, object: &str) -> anyhow::Result<Vec<Envelope>> {
+pub async fn read_object(
+    store: &impl PayloadBucket,
+    object: &str,
+) -> anyhow::Result<Vec<Envelope>> {
     let bytes = store
         .get(object)
         .await?
@@ -295,7 +298,7 @@ pub async fn read_object(store: &impl ObjectStore, object: &str) -> anyhow::Resu
 /// The events a replay would send, in the archive's order, filtered by their ledger status,
 /// and what it passed over.
 pub async fn select(
-    store: &impl ObjectStore,
+    store: &impl PayloadBucket,
     ledger: &impl LedgerStore,
     selection: &Selection,
     status: StatusFilter,
@@ -322,7 +325,7 @@ async fn status_of(
 /// [`select`] for one destination: each candidate's envelope names it, and the status is
 /// that of its (event, destination) item (`None`: the event's own).
 pub async fn select_for(
-    store: &impl ObjectStore,
+    store: &impl PayloadBucket,
     ledger: &impl LedgerStore,
     selection: &Selection,
     status: StatusFilter,
@@ -557,7 +560,7 @@ pub async fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             &r.table
         })
         .await?;
-    let store = inbox::store::S3Store::new(inbox::store::s3_client(&sdk), &bucket);
+    let store = inbox::bucket::S3Bucket::new(inbox::bucket::s3_client(&sdk), &bucket);
     let ledger = inbox::ledger::dynamo::DynamoLedger::new(crate::aws::dynamo(&sdk), &table);
     if let Some(name) = args.destination.as_deref() {
         check_destination(&stack.routes().await?, &selection, name)?;

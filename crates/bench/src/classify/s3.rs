@@ -2,7 +2,7 @@
 //! sub-resources and the `x-amz-copy-source` header.
 //!
 //! The bucket is the first path segment (path style, what the functions' client sends to a
-//! custom endpoint: `inbox::store::s3_config` forces it where `AWS_ENDPOINT_URL` is set, and
+//! custom endpoint: `inbox::bucket::s3_config` forces it where `AWS_ENDPOINT_URL` is set, and
 //! the SDK's endpoint rules use it for an IP address anyway), or the host's first labels for a
 //! virtual host (`<bucket>.s3.<region>.amazonaws.com`, `<bucket>.s3-<region>.amazonaws.com`,
 //! `<bucket>.localhost:<port>`); the key is the rest of the path. A query parameter that is

@@ -34,10 +34,10 @@ fn count(calls: &Calls, service: Service, name: &str) -> u64 {
         .sum()
 }
 
-/// S3 as the functions' client sends it (inbox::store::s3_config, path style at an
+/// S3 as the functions' client sends it (inbox::bucket::s3_config, path style at an
 /// endpoint): the object and bucket calls.
 async fn s3_calls(sdk: &aws_config::SdkConfig, endpoint: &str) -> aws_sdk_s3::Client {
-    let direct = inbox::store::s3_client(sdk);
+    let direct = inbox::bucket::s3_client(sdk);
     direct
         .create_bucket()
         .bucket("classify")
@@ -45,7 +45,7 @@ async fn s3_calls(sdk: &aws_config::SdkConfig, endpoint: &str) -> aws_sdk_s3::Cl
         .await
         .expect("bucket");
     let s3 =
-        aws_sdk_s3::Client::from_conf(inbox::store::s3_config(sdk).endpoint_url(endpoint).build());
+        aws_sdk_s3::Client::from_conf(inbox::bucket::s3_config(sdk).endpoint_url(endpoint).build());
     let put = |key: &'static str| {
         s3.put_object()
             .bucket("classify")

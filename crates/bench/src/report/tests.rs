@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::report;
 use crate::classify::{Op, Service};
-use crate::consumer::{ConsumerRun, Invocation};
+use crate::consumer::{ConsumerRun, InvocationFigures};
 use crate::options::Options;
 use crate::phases::{Phase, Run};
 use crate::price::line_of;
@@ -82,7 +82,7 @@ fn consumer() -> ConsumerRun {
             (Sqs, "DeleteMessageBatch", None, 100),
         ]),
         invocations: vec![
-            Invocation {
+            InvocationFigures {
                 records: 10,
                 wall_ms: 600.0,
                 moto_ms: 580.0,

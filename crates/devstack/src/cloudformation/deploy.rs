@@ -322,7 +322,7 @@ pub async fn apply_bucket_settings(
         BucketLifecycleConfiguration, ExpirationStatus, LifecycleExpiration, LifecycleRule,
         LifecycleRuleFilter, PublicAccessBlockConfiguration,
     };
-    let s3 = inbox::store::s3_client(sdk);
+    let s3 = inbox::bucket::s3_client(sdk);
     let props = translated.properties(bucket_id);
     let block = &props["PublicAccessBlockConfiguration"];
     if block.is_object() {

@@ -328,7 +328,7 @@ pub fn dynamo_client(sdk: &aws_config::SdkConfig, faults: &Faults) -> aws_sdk_dy
 
 /// An S3 client with the interceptor (path-style, as the functions' on a local endpoint).
 pub fn s3_client(sdk: &aws_config::SdkConfig, faults: &Faults) -> aws_sdk_s3::Client {
-    let conf = inbox::store::s3_config(sdk)
+    let conf = inbox::bucket::s3_config(sdk)
         .interceptor(faults.clone())
         .build();
     aws_sdk_s3::Client::from_conf(conf)

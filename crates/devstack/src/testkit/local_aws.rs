@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use inbox::archive::FirehoseArchive;
+use inbox::bucket::S3Bucket;
 use inbox::clock::SystemClock;
 use inbox::config::{AwsSecretResolver, SourceSpecs};
 use inbox::consumer::{Consumer, ConsumerSettings, Processor};
@@ -13,7 +14,6 @@ use inbox::ledger::dynamo::DynamoLedger;
 use inbox::metrics::Metrics;
 use inbox::queue::SqsQueue;
 use inbox::receiver::{Receiver, ReceiverSettings};
-use inbox::store::S3Store;
 use tokio::sync::OnceCell;
 
 use super::{
@@ -173,7 +173,7 @@ impl LocalAws {
         &self,
         clock: C,
         settings: ReceiverSettings,
-    ) -> (Receiver<DynamoLedger, SqsQueue, C, S3Store>, MetricLines) {
+    ) -> (Receiver<DynamoLedger, SqsQueue, C, S3Bucket>, MetricLines) {
         let sources = Self::sources_of(&self.stack.receiver)
             .resolve(&AwsSecretResolver::new(&self.sdk))
             .await
@@ -192,19 +192,19 @@ impl LocalAws {
     }
 
     /// The stack's payload bucket, through the fault interceptor.
-    pub fn payload_store(&self) -> S3Store {
+    pub fn payload_store(&self) -> S3Bucket {
         assert!(
             !self.resources.payload_bucket.is_empty(),
             "the stack has a payload bucket (output PayloadBucketName)"
         );
-        S3Store::new(self.s3.clone(), &self.resources.payload_bucket)
+        S3Bucket::new(self.s3.clone(), &self.resources.payload_bucket)
     }
 
     /// The receiver as deployed: with the stack's payload bucket.
     pub async fn receiver_with_store(
         &self,
         settings: ReceiverSettings,
-    ) -> (TestReceiver<S3Store>, MetricLines) {
+    ) -> (TestReceiver<S3Bucket>, MetricLines) {
         let (receiver, lines) = self.receiver(settings).await;
         (receiver.with_store(self.payload_store()), lines)
     }

@@ -88,7 +88,8 @@ pub fn unique(label: &str) -> String {
 }
 
 /// The receiver as the tests build it: DynamoDB ledger, SQS queue, the system clock.
-pub type TestReceiver<S = inbox::store::NoStore> = Receiver<DynamoLedger, SqsQueue, SystemClock, S>;
+pub type TestReceiver<S = inbox::bucket::NoBucket> =
+    Receiver<DynamoLedger, SqsQueue, SystemClock, S>;
 /// The consumer as the tests build it, with the shipped forwarder unless told otherwise.
 pub type TestConsumer<P = HttpForwarder> = Consumer<DynamoLedger, P, SystemClock>;
 /// The consumer as deployed with an archive: the stack's payload bucket and archive stream.
@@ -98,7 +99,7 @@ pub type ArchivingConsumer<P> = Consumer<
     SystemClock,
     inbox::consumer::Wiring<
         inbox::redelivery::NoRedelivery,
-        inbox::store::S3Store,
+        inbox::bucket::S3Bucket,
         inbox::archive::FirehoseArchive,
     >,
 >;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use aws_lambda_events::sqs::SqsMessage;
+use inbox::bucket::{payload_key, MemoryBucket, PayloadBucket};
 use inbox::clock::{Clock, SystemClock};
 use inbox::config::SourceSpecs;
 use inbox::consumer::{Consumer, ConsumerSettings, Job, ProcessError, Processor};
@@ -14,7 +15,6 @@ use inbox::ledger::memory::MemoryLedger;
 use inbox::ledger::{LedgerStore, Status};
 use inbox::metrics::Metrics;
 use inbox::queue::{BodyRef, Envelope};
-use inbox::store::{payload_key, MemoryStore, ObjectStore};
 
 const SOURCES: &str = r#"{"s": {"signature": {"scheme": "none"}, "allow_unsigned": true,
     "key": {"from": "json", "pointers": ["/id"]}}}"#;
@@ -52,7 +52,7 @@ fn message(key: &str, body: &[u8]) -> SqsMessage {
     m
 }
 
-async fn run<S: ObjectStore>(
+async fn run<S: PayloadBucket>(
     store: S,
     messages: &[SqsMessage],
 ) -> (Arc<MemoryLedger>, Recorder, usize) {
@@ -80,7 +80,7 @@ async fn run<S: ObjectStore>(
 
 #[tokio::test]
 async fn a_body_behind_a_pointer_reaches_the_processor_and_a_missing_one_fails_the_key() {
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(MemoryBucket::new());
     let present: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
     let m_present = message("s:present", &present);
     store
@@ -136,7 +136,8 @@ async fn a_body_behind_a_pointer_reaches_the_processor_and_a_missing_one_fails_t
     );
 
     // No bucket configured at all: failed, never skipped.
-    let (ledger, recorder, failed) = run(None::<MemoryStore>, &[message("s:nobucket", b"x")]).await;
+    let (ledger, recorder, failed) =
+        run(None::<MemoryBucket>, &[message("s:nobucket", b"x")]).await;
     assert_eq!(failed, 1);
     assert!(recorder.0.lock().unwrap().is_empty());
     let item = ledger.get("s:nobucket").await.unwrap().expect("item");

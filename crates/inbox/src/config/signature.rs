@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use crate::signature::{
-    Algorithm, Carrier, Encoding, HmacSpec, KeyEncoding, Location, Scheme, Signed, Template,
+    Algorithm, Carrier, Encoding, HmacSpec, KeyEncoding, Location, Scheme, Signed, SignedContent,
     TimeUnit, TimestampFrom, TimestampSpec, TokenAt,
 };
 
@@ -259,7 +259,7 @@ fn parse_signed(source: &str, sig: &RawSignature) -> Result<Signed, ConfigError>
         name: sig.name.clone(),
         encoding: parse_encoding(source, sig.encoding.as_deref())?,
     };
-    let mut content = Template::parse(sig.content.as_deref().unwrap_or("{body}"))
+    let mut content = SignedContent::parse(sig.content.as_deref().unwrap_or("{body}"))
         .map_err(|message| field_error(source, "signature.content", message))?;
     if sig.separator_check == Some(false) {
         content = content.without_separator_check();

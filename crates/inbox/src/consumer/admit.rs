@@ -6,10 +6,10 @@
 //! side effect and dead-lettered at once.
 
 use super::Job;
+use crate::bucket::payload_key;
 use crate::config::SourceSpec;
 use crate::key::payload_sha256;
 use crate::queue::Envelope;
-use crate::store::payload_key;
 
 /// A message the consumer admitted: its envelope, whose parts agree; its source's settings;
 /// and the job its destinations get (a body behind a pointer is read once the key is taken).

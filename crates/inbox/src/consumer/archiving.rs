@@ -10,10 +10,10 @@ use super::record::{Fields, Recorded};
 use super::Wired;
 use super::{admit, Consumer};
 use crate::archive::Archive;
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::ledger::LedgerStore;
 use crate::queue::Envelope;
-use crate::store::ObjectStore;
 
 use super::processor::Processor;
 

@@ -26,6 +26,7 @@ use lambda_runtime::LambdaEvent;
 
 use crate::answer::accepted_response;
 use crate::archive::{Archive, NoArchive};
+use crate::bucket::{NoBucket, PayloadBucket};
 use crate::clock::{Clock, SystemClock};
 use crate::config::SourceSpecs;
 use crate::ledger::{self, LedgerStore, Take, TakeItem};
@@ -34,7 +35,6 @@ use crate::metrics::{Metrics, UNKNOWN_SOURCE_DIMENSION};
 use crate::queue::{BodyRef, Envelope};
 use crate::redelivery::{NoRedelivery, Redelivery};
 use crate::route::Routes;
-use crate::store::{NoStore, ObjectStore};
 use crate::{fifo, lease};
 
 mod admit;
@@ -91,7 +91,7 @@ impl Default for ConsumerSettings {
 /// fails), the archive that takes each batch's envelopes before they run
 /// ([`Consumer::with_archive`]), and the named destinations ([`Consumer::with_destinations`]).
 /// Each defaults to none.
-pub struct Wiring<Q = NoRedelivery, S = NoStore, A = NoArchive, D = NoDestinations> {
+pub struct Wiring<Q = NoRedelivery, S = NoBucket, A = NoArchive, D = NoDestinations> {
     redelivery: Q,
     store: S,
     archive: A,
@@ -101,7 +101,7 @@ pub struct Wiring<Q = NoRedelivery, S = NoStore, A = NoArchive, D = NoDestinatio
 /// A [`Wiring`], whatever it is wired to: what the consumer's code is generic over.
 pub trait Wired: Send + Sync + 'static {
     type Redelivery: Redelivery;
-    type Store: ObjectStore;
+    type Store: PayloadBucket;
     type Archive: Archive;
     type Destinations: Destinations;
     /// The parts, by name.
@@ -112,7 +112,7 @@ pub trait Wired: Send + Sync + 'static {
         Self: Sized;
 }
 
-impl<Q: Redelivery, S: ObjectStore, A: Archive, D: Destinations> Wired for Wiring<Q, S, A, D> {
+impl<Q: Redelivery, S: PayloadBucket, A: Archive, D: Destinations> Wired for Wiring<Q, S, A, D> {
     type Redelivery = Q;
     type Store = S;
     type Archive = A;
@@ -180,7 +180,7 @@ impl<L: LedgerStore, P: Processor, C: Clock> Consumer<L, P, C> {
             routes: Routes::none(),
             wiring: Wiring {
                 redelivery: NoRedelivery,
-                store: NoStore,
+                store: NoBucket,
                 archive: NoArchive,
                 destinations: NoDestinations,
             },
@@ -256,7 +256,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
 
     /// The same consumer reading bodies behind envelope pointers from `store`
     /// (`PAYLOAD_BUCKET`).
-    pub fn with_store<T: ObjectStore>(self, store: T) -> Consumer<L, P, C, WithStore<W, T>> {
+    pub fn with_store<T: PayloadBucket>(self, store: T) -> Consumer<L, P, C, WithStore<W, T>> {
         self.rewire(|w, routes| {
             let (redelivery, archive, destinations) = (w.redelivery, w.archive, w.destinations);
             (

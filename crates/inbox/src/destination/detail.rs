@@ -8,10 +8,10 @@
 
 use serde_json::{json, Value};
 
+use crate::bucket::{payload_key, PayloadBucket, S3Bucket};
 use crate::consumer::{Job, ProcessError};
 use crate::json_text::JsonText;
 use crate::key::sha256_hex;
-use crate::store::{payload_key, ObjectStore, S3Store};
 
 /// What a target takes of a JSON body inside its own JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +82,7 @@ fn string(text: &str) -> String {
 /// The body as a pointer, as text: written to the payload bucket where the receiver would
 /// have put it (the same object for the same event: a repeat writes the same bytes), and
 /// `body_ref` naming its bucket, object key, SHA-256 and size.
-pub async fn pointer(job: &Job, store: Option<&S3Store>) -> Result<String, ProcessError> {
+pub async fn pointer(job: &Job, store: Option<&S3Bucket>) -> Result<String, ProcessError> {
     let Some(store) = store else {
         return Err(ProcessError(
             "body too large for the destination and no PAYLOAD_BUCKET to point to".into(),
@@ -107,7 +107,7 @@ pub async fn fitted(
     job: &Job,
     limit: usize,
     carries: Carries,
-    store: Option<&S3Store>,
+    store: Option<&S3Bucket>,
 ) -> Result<String, ProcessError> {
     let text = detail(job, carries);
     if text.len() <= limit {

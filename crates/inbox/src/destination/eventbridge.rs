@@ -9,8 +9,8 @@ use aws_sdk_eventbridge::error::ProvideErrorMetadata;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 
 use super::{aws_error, detail};
+use crate::bucket::S3Bucket;
 use crate::consumer::{Job, Outcome, ProcessError};
-use crate::store::S3Store;
 
 /// EventBridge's largest entry (256 KB), less room for `Source`, `DetailType` and the bus.
 pub const MAX_DETAIL_BYTES: usize = 256 * 1024 - 2048;
@@ -27,11 +27,11 @@ pub fn event_source(source: &str) -> String {
 pub struct EventBus {
     client: aws_sdk_eventbridge::Client,
     arn: String,
-    store: Option<S3Store>,
+    store: Option<S3Bucket>,
 }
 
 impl EventBus {
-    pub fn new(client: aws_sdk_eventbridge::Client, arn: String, store: Option<S3Store>) -> Self {
+    pub fn new(client: aws_sdk_eventbridge::Client, arn: String, store: Option<S3Bucket>) -> Self {
         Self { client, arn, store }
     }
 

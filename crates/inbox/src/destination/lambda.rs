@@ -9,8 +9,8 @@ use aws_sdk_lambda::primitives::Blob;
 use aws_sdk_lambda::types::InvocationType;
 
 use super::{aws_error, detail};
+use crate::bucket::S3Bucket;
 use crate::consumer::{Job, Outcome, ProcessError};
-use crate::store::S3Store;
 
 /// The asynchronous invocation's payload limit (256 KB), less a margin.
 pub const MAX_ASYNC_PAYLOAD_BYTES: usize = 256 * 1024 - 1024;
@@ -19,11 +19,11 @@ pub const MAX_ASYNC_PAYLOAD_BYTES: usize = 256 * 1024 - 1024;
 pub struct FunctionTarget {
     client: aws_sdk_lambda::Client,
     arn: String,
-    store: Option<S3Store>,
+    store: Option<S3Bucket>,
 }
 
 impl FunctionTarget {
-    pub fn new(client: aws_sdk_lambda::Client, arn: String, store: Option<S3Store>) -> Self {
+    pub fn new(client: aws_sdk_lambda::Client, arn: String, store: Option<S3Bucket>) -> Self {
         Self { client, arn, store }
     }
 

@@ -8,10 +8,10 @@ use aws_sdk_sqs::types::MessageAttributeValue;
 use base64::Engine as _;
 
 use super::{aws_error, detail};
+use crate::bucket::S3Bucket;
 use crate::consumer::{Job, Outcome, ProcessError};
 use crate::fifo::sqs_id;
 use crate::queue::sqs_can_carry;
-use crate::store::S3Store;
 
 /// The largest body sent as is: SQS's 256 KiB, less room for the attributes.
 pub const MAX_SQS_BODY_BYTES: usize = 256 * 1024 - 4096;
@@ -30,7 +30,7 @@ pub struct QueueTarget {
     name: String,
     url: String,
     fifo: bool,
-    store: Option<S3Store>,
+    store: Option<S3Bucket>,
 }
 
 fn attribute(value: &str) -> Option<MessageAttributeValue> {
@@ -47,7 +47,7 @@ impl QueueTarget {
         name: String,
         url: String,
         fifo: bool,
-        store: Option<S3Store>,
+        store: Option<S3Bucket>,
     ) -> Self {
         Self {
             client,

@@ -1,5 +1,5 @@
 //! The queue's in-memory twin, beside the ledger's (`MemoryLedger`), the payload bucket's
-//! (`MemoryStore`) and the archive's (`MemoryArchive`): it keeps every message it is sent, in
+//! (`MemoryBucket`) and the archive's (`MemoryArchive`): it keeps every message it is sent, in
 //! order, for a test to read back.
 
 use std::sync::{Arc, Mutex, MutexGuard};

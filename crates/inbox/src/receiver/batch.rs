@@ -11,6 +11,7 @@ use http::HeaderValue;
 use lambda_http::{Body, Request, Response};
 use tracing::{info, warn};
 
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::config::{BatchFormat, BatchSpec, OnPayloadMismatch, Source};
 use crate::json_fields::{self, FieldsError, SplitError};
@@ -20,7 +21,6 @@ use crate::metrics::Metric;
 use crate::outcome::LogOutcome;
 use crate::queue::{BatchPlace, Queue};
 use crate::replay_cache::Seen;
-use crate::store::ObjectStore;
 
 use super::answer::stored_response;
 use super::payload::{Carry, Event};
@@ -61,7 +61,7 @@ fn split(spec: &BatchSpec, body: &[u8]) -> Result<Vec<(usize, usize)>, Rejection
     })
 }
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// A batch: every event keyed before anything is claimed (one bad event refuses the
     /// request, nothing written), then claims, sends and the one answer.
     pub(super) async fn process_batch(

@@ -7,6 +7,7 @@ use http::HeaderValue;
 use lambda_http::{Body, Response};
 use tracing::{info, warn};
 
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::config::{OnPayloadMismatch, Source};
 use crate::lease;
@@ -17,7 +18,6 @@ use crate::metrics::Metric;
 use crate::outcome::LogOutcome;
 use crate::queue::Queue;
 use crate::replay_cache::Seen;
-use crate::store::ObjectStore;
 
 use super::answer::stored_response;
 use super::payload::{Carry, Event};
@@ -25,7 +25,7 @@ use super::preset_rules;
 use super::request::Caller;
 use super::{Receiver, Rejection, REPLAYED_HEADER, SENT_BEHIND_A_CLAIM};
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// The key is ours: send, and answer 200 once the event is on the queue. The item stays
     /// RECEIVED until the consumer takes it (take accepts RECEIVED): no third call on the
     /// sender's path. A failed send releases the claim before the 500.

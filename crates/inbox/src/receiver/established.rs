@@ -5,12 +5,12 @@
 
 use tracing::info;
 
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::config::Source;
 use crate::ledger::LedgerStore;
 use crate::queue::Queue;
 use crate::signature::{SignatureError, Verifier};
-use crate::store::ObjectStore;
 
 use super::answer::Rejection;
 use super::{handshake, Checked, Receiver};
@@ -18,7 +18,7 @@ use super::{handshake, Checked, Receiver};
 /// How long a warm instance trusts the established secret it read: five minutes.
 pub(super) const ESTABLISHED_SECRET_MAX_AGE_MS: i64 = 300_000;
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// Asana's handshake: the secret kept once, inside the window an operator opened (the
     /// first handshake's stays), echoed. A later handshake is answered only with the kept
     /// secret; another, or one with no window open, is a 401.

@@ -18,6 +18,7 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use lambda_runtime::LambdaEvent;
 use tracing::{info, warn};
 
+use crate::bucket::{NoBucket, PayloadBucket};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Delivery, GroupSpec, Handshake, SignatureRefusal, Source, Sources};
 use crate::json_fields::Fields;
@@ -29,7 +30,6 @@ use crate::outcome::LogOutcome;
 use crate::queue::Queue;
 use crate::replay_cache::ReplayCache;
 use crate::signature::{Inbound, Verifier};
-use crate::store::{NoStore, ObjectStore};
 
 mod answer;
 mod batch;
@@ -102,7 +102,7 @@ impl ReceiverSettings {
 
 /// The receiver, with its collaborators. The payload bucket is optional
 /// ([`Receiver::with_store`]): without it, a body whose envelope would not fit the queue is 413.
-pub struct Receiver<L, Q, C = SystemClock, S = NoStore> {
+pub struct Receiver<L, Q, C = SystemClock, S = NoBucket> {
     sources: Sources,
     ledger: L,
     queue: Q,
@@ -145,7 +145,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
             clock,
             settings,
             metrics,
-            store: NoStore,
+            store: NoBucket,
             cache: ReplayCache::new(
                 settings.replay_cache_keys,
                 settings.replay_cache_bytes,
@@ -158,9 +158,9 @@ impl<L: LedgerStore, Q: Queue, C: Clock> Receiver<L, Q, C> {
     }
 }
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// The same receiver with a payload bucket (`PAYLOAD_BUCKET`).
-    pub fn with_store<T: ObjectStore>(self, store: T) -> Receiver<L, Q, C, T> {
+    pub fn with_store<T: PayloadBucket>(self, store: T) -> Receiver<L, Q, C, T> {
         Receiver {
             sources: self.sources,
             ledger: self.ledger,

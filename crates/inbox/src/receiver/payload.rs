@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use tracing::info;
 
 use super::{Receiver, Rejection};
+use crate::bucket::{self, BucketError, PayloadBucket};
 use crate::clock::Clock;
 use crate::config::Source;
 use crate::fifo;
@@ -15,7 +16,6 @@ use crate::ledger::LedgerStore;
 use crate::queue::{
     BatchPlace, BodyRef, Envelope, EventParts, Outgoing, Queue, MAX_INLINE_ENVELOPE_BYTES,
 };
-use crate::store::{self, ObjectStore, StoreError};
 
 /// Where the body travels: in the envelope (its text, when already built to measure it) or
 /// in the payload bucket.
@@ -63,7 +63,7 @@ pub(super) fn envelope_surely_fits(
     body_len.saturating_mul(2).saturating_add(around) <= MAX_INLINE_ENVELOPE_BYTES
 }
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// The queue text of an accepted event: the body in the envelope, or in the bucket with
     /// a pointer in the envelope (docs/design.md §12). The object key derives from the event,
     /// so a retry writes the same object.
@@ -72,7 +72,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
         carry: Carry,
         event: &EventParts<'_>,
         body: &[u8],
-    ) -> Result<String, StoreError> {
+    ) -> Result<String, BucketError> {
         let text = match carry {
             Carry::Inline(Some(text)) => text,
             Carry::Inline(None) => Envelope::event_json(event, body),
@@ -80,7 +80,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
                 let store = &self.store;
                 let (source, key) = (event.source, event.key);
                 let body_ref = BodyRef {
-                    s3_key: store::payload_key(source, key, event.payload_sha256),
+                    s3_key: bucket::payload_key(source, key, event.payload_sha256),
                     sha256: event.payload_sha256.to_owned(),
                     size: body.len() as u64,
                 };
@@ -125,7 +125,7 @@ impl Event<'_> {
     }
 }
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// Where the event's body will travel, measured at `event.measured_at`: in the envelope
     /// or in the bucket (a body whose envelope would not fit the queue, with no bucket, is
     /// refused here, before the claim).

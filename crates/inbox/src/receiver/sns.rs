@@ -12,18 +12,18 @@ use http::StatusCode;
 use lambda_http::{Body, Response};
 use tracing::{info, warn};
 
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::config::Source;
 use crate::ledger::LedgerStore;
 use crate::queue::Queue;
 use crate::signature::sns::{sns_url, Kind, Message};
 use crate::signature::SignatureError;
-use crate::store::ObjectStore;
 
 use super::answer::{json_response, Rejection};
 use super::{Checked, Receiver};
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// An `aws-sns` source's request: the notification to claim, or a confirmation answered.
     pub(super) async fn sns_verified<'s, 'r>(
         &self,

@@ -30,20 +30,20 @@ pub enum Part {
     FormSorted,
 }
 
-/// A parsed content template.
+/// What a scheme signs: a source's parsed `content` template.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Template {
+pub struct SignedContent {
     parts: Vec<Part>,
     text: String,
     /// Whether a value followed by a literal is refused when it holds that literal (the
-    /// default; [`Template::without_separator_check`]).
+    /// default; [`SignedContent::without_separator_check`]).
     separator_check: bool,
 }
 
-impl Template {
+impl SignedContent {
     /// `{body}`: the body alone.
-    pub fn body() -> Template {
-        Template::parse("{body}").unwrap_or_else(|_| Template {
+    pub fn body() -> SignedContent {
+        SignedContent::parse("{body}").unwrap_or_else(|_| SignedContent {
             parts: vec![Part::Body],
             text: "{body}".to_owned(),
             separator_check: true,
@@ -51,7 +51,7 @@ impl Template {
     }
 
     /// Parses `text`; the error says what is wrong with it.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub fn parse(text: &str) -> Result<SignedContent, String> {
         let mut parts = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
@@ -83,7 +83,7 @@ impl Template {
         if times(&Part::Body) > 1 || times(&Part::Timestamp) > 1 {
             return Err(format!("`{text}` names {{body}} or {{timestamp}} twice"));
         }
-        Ok(Template {
+        Ok(SignedContent {
             parts,
             text: text.to_owned(),
             separator_check: true,
@@ -94,7 +94,7 @@ impl Template {
     /// false`): for a provider whose signed values may hold its separator (an Adyen
     /// `merchantReference` with a `:`) and whose key is read from signed fields that cannot
     /// hold it, so a re-split request is the same key (a payload mismatch), never a new event.
-    pub fn without_separator_check(mut self) -> Template {
+    pub fn without_separator_check(mut self) -> SignedContent {
         self.separator_check = false;
         self
     }
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn templates_parse_into_their_parts() {
-        let t = Template::parse("v0:{timestamp}:{body}").unwrap();
+        let t = SignedContent::parse("v0:{timestamp}:{body}").unwrap();
         assert_eq!(
             t.parts(),
             [
@@ -287,7 +287,7 @@ mod tests {
                 Part::Body
             ]
         );
-        let t = Template::parse("{header:Webhook-Id}.{timestamp}.{body}").unwrap();
+        let t = SignedContent::parse("{header:Webhook-Id}.{timestamp}.{body}").unwrap();
         assert_eq!(t.parts()[0], Part::Header("webhook-id".into()));
         for (bad, why) in [
             ("{body", "`{` without its `}` in `{body`"),
@@ -297,15 +297,17 @@ mod tests {
             ("{body}{body}", "`{body}{body}` names {body} or {timestamp} twice"),
             ("", "the signed content is empty"),
         ] {
-            assert_eq!(Template::parse(bad), Err(why.to_owned()), "{bad}");
+            assert_eq!(SignedContent::parse(bad), Err(why.to_owned()), "{bad}");
         }
-        assert!(Template::body().is_body_only());
-        assert!(!Template::parse("{json:/a}{json:/b}").unwrap().covers_body());
+        assert!(SignedContent::body().is_body_only());
+        assert!(!SignedContent::parse("{json:/a}{json:/b}")
+            .unwrap()
+            .covers_body());
     }
 
     #[test]
     fn an_optional_field_signs_as_nothing_and_the_separator_check_can_be_lifted() {
-        let t = Template::parse("{json:/a}:{json?:/b}:{json?:/c}").unwrap();
+        let t = SignedContent::parse("{json:/a}:{json?:/b}:{json?:/c}").unwrap();
         assert_eq!(t.parts()[2], Part::JsonOrEmpty("/b".into()));
         assert_eq!(t.pointers().collect::<Vec<_>>(), ["/a", "/b", "/c"]);
         let body = br#"{"a":"x:y","b":null,"c":12}"#;

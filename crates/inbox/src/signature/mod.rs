@@ -18,7 +18,7 @@ mod verifier;
 
 use http::HeaderMap;
 
-pub use content::Template;
+pub use content::SignedContent;
 pub use keys::MIN_SECRET_BYTES;
 pub use spec::{
     Algorithm, Carrier, Encoding, HmacSpec, KeyEncoding, Location, Signed, TimeUnit, TimestampFrom,
@@ -110,7 +110,7 @@ fn named(
                 name: None,
                 encoding,
             },
-            content: Template::parse(content).unwrap_or_else(|_| Template::body()),
+            content: SignedContent::parse(content).unwrap_or_else(|_| SignedContent::body()),
             timestamp,
             key_encoding,
         },

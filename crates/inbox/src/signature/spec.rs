@@ -3,7 +3,7 @@
 //! [`super::Verifier::new`]; the named schemes (`stripe`, `github`, ...) are fixed values of
 //! these types ([`super::Scheme::family`]).
 
-use super::content::Template;
+use super::content::SignedContent;
 
 /// The hash an HMAC is keyed over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub struct TimestampSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Signed {
     pub carrier: Carrier,
-    pub content: Template,
+    pub content: SignedContent,
     pub timestamp: Option<TimestampSpec>,
     pub key_encoding: KeyEncoding,
 }

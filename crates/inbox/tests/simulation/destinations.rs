@@ -1,4 +1,4 @@
-//! Destinations in the simulation (issue 24): in half the seeds every source is routed to two
+//! Destinations in the simulation: in half the seeds every source is routed to two
 //! destinations, `a` and `b`; `b` also fails and throttles at random, beyond the faults every
 //! side effect meets. Each (event, destination) pair runs the simulated side effect under its
 //! own ledger key (`<key> to:<destination>`), so the checks that hold per key (no run after a

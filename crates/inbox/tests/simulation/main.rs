@@ -35,7 +35,7 @@
 //!   forwarder gives up on it);
 //! - a FIFO group's batch answer fails a suffix of the group (nothing runs after a failure);
 //! - the receiver never answers anything but 200 or 500 to these well-formed requests (a
-//!   duplicate behind a live claim sends the event itself: no 503 since issue 15).
+//!   duplicate behind a live claim sends the event itself: never a 503).
 //!
 //! Batches (docs/design.md §14): in two thirds of the seeds, a third source takes requests of
 //! several events at `/events`, two or three batch requests over the same few events,

@@ -73,7 +73,7 @@ pub(crate) type Cx = Consumer<
     ManualClock,
     inbox::consumer::Wiring<
         SimRedelivery,
-        inbox::store::NoStore,
+        inbox::bucket::NoBucket,
         crate::adapters::SimArchive,
         crate::destinations::SimDestinations,
     >,

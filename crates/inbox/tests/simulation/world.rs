@@ -61,7 +61,7 @@ pub(crate) struct World {
     /// lease's end less the margin, as `HttpForwarder`'s timeout).
     pub(crate) in_effect: HashMap<String, Vec<(u64, i64)>>,
     pub(crate) next_effect: u64,
-    /// Keys whose envelope the archive holds (issue 21: archived before any run).
+    /// Keys whose envelope the archive holds (archived before any run).
     pub(crate) archived: HashSet<String>,
     /// Keys run again after the ledger forgot them (past expires_at).
     pub(crate) forgotten_reruns: HashSet<String>,

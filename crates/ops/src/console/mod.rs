@@ -27,9 +27,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
+use inbox::bucket::S3Bucket;
 use inbox::clock::Clock as _;
 use inbox::ledger::dynamo::DynamoLedger;
-use inbox::store::S3Store;
 
 use self::error::ConsoleError;
 use self::guard::Guard;
@@ -68,11 +68,11 @@ impl Console {
     }
 
     /// The archive (the payload bucket) and the ledger, as `replay` and `lookup --body` read them.
-    fn archive(&self) -> Result<(S3Store, DynamoLedger), ConsoleError> {
+    fn archive(&self) -> Result<(S3Bucket, DynamoLedger), ConsoleError> {
         let bucket = self.need(&self.stack.bucket, crate::stack::BUCKET_OUTPUT)?;
         let table = self.need(&self.stack.table, crate::stack::TABLE_OUTPUT)?;
         Ok((
-            S3Store::new(inbox::store::s3_client(&self.sdk), bucket),
+            S3Bucket::new(inbox::bucket::s3_client(&self.sdk), bucket),
             DynamoLedger::new(crate::aws::dynamo(&self.sdk), table),
         ))
     }

@@ -55,7 +55,7 @@ async fn deployed(dir: &Path, stack: &str) -> (String, String, String) {
         .send()
         .await
         .expect("an item");
-    let s3 = inbox::store::s3_client(&sdk);
+    let s3 = inbox::bucket::s3_client(&sdk);
     s3.put_bucket_versioning()
         .bucket(&bucket)
         .versioning_configuration(
@@ -131,7 +131,7 @@ async fn exist(stack: &str, table: &str, bucket: &str) -> (bool, bool, bool) {
             false
         }
     };
-    let bucket_exists = match inbox::store::s3_client(&sdk)
+    let bucket_exists = match inbox::bucket::s3_client(&sdk)
         .head_bucket()
         .bucket(bucket)
         .send()

@@ -1,8 +1,8 @@
 //! The payload bucket (`PAYLOAD_BUCKET`, docs/design.md §12): bodies too big for the queue
 //! (the claim check), and the replay archive that Firehose writes ([`crate::archive`]).
 //!
-//! A small port, [`ObjectStore`] (put and get of bytes by object key), with its S3 adapter
-//! ([`S3Store`]) and an in-memory twin ([`MemoryStore`]); the claim check's object keys are
+//! A small port, [`PayloadBucket`] (put and get of bytes by object key), with its S3 adapter
+//! ([`S3Bucket`]) and an in-memory twin ([`MemoryBucket`]); the claim check's object keys are
 //! made here, by [`payload_key`], and nowhere else.
 
 use std::collections::BTreeMap;
@@ -11,40 +11,43 @@ use std::sync::{Arc, Mutex};
 
 use crate::key::sha256_hex;
 
-/// A store call that did not succeed (no answer, a refusal, an unreadable object).
+/// A bucket call that did not succeed (no answer, a refusal, an unreadable object).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[error("payload store unavailable: {0}")]
-pub struct StoreError(pub String);
+pub struct BucketError(pub String);
 
-/// The store's port: bytes in and out by object key, within one bucket.
-pub trait ObjectStore: Send + Sync + 'static {
+/// The payload bucket's port: bytes in and out by object key, within one bucket.
+pub trait PayloadBucket: Send + Sync + 'static {
     /// Writes (or overwrites with the same bytes: every key here is content-derived) an object.
-    fn put(&self, key: &str, bytes: Vec<u8>)
-        -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn put(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+    ) -> impl Future<Output = Result<(), BucketError>> + Send;
     /// Reads an object: `Ok(None)` when there is none.
-    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, StoreError>> + Send;
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, BucketError>> + Send;
     /// The object keys under a prefix, in key order.
-    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, BucketError>> + Send;
     /// `s3://<bucket>/<key>`, for messages.
     fn url(&self, key: &str) -> String;
-    /// Whether there is a bucket at all ([`NoStore`] and `None` are not).
+    /// Whether there is a bucket at all ([`NoBucket`] and `None` are not).
     fn is_configured(&self) -> bool {
         true
     }
 }
 
-impl<T: ObjectStore> ObjectStore for Arc<T> {
+impl<T: PayloadBucket> PayloadBucket for Arc<T> {
     fn put(
         &self,
         key: &str,
         bytes: Vec<u8>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+    ) -> impl Future<Output = Result<(), BucketError>> + Send {
         (**self).put(key, bytes)
     }
-    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, StoreError>> + Send {
+    fn get(&self, key: &str) -> impl Future<Output = Result<Option<Vec<u8>>, BucketError>> + Send {
         (**self).get(key)
     }
-    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send {
+    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, BucketError>> + Send {
         (**self).list(prefix)
     }
     fn url(&self, key: &str) -> String {
@@ -55,34 +58,34 @@ impl<T: ObjectStore> ObjectStore for Arc<T> {
     }
 }
 
-/// A bucket or none (`PAYLOAD_BUCKET` unset): `None` behaves as [`NoStore`].
-impl<T: ObjectStore> ObjectStore for Option<T> {
-    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+/// A bucket or none (`PAYLOAD_BUCKET` unset): `None` behaves as [`NoBucket`].
+impl<T: PayloadBucket> PayloadBucket for Option<T> {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BucketError> {
         match self {
             Some(s) => s.put(key, bytes).await,
-            None => NoStore.put(key, bytes).await,
+            None => NoBucket.put(key, bytes).await,
         }
     }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BucketError> {
         match self {
             Some(s) => s.get(key).await,
-            None => NoStore.get(key).await,
+            None => NoBucket.get(key).await,
         }
     }
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BucketError> {
         match self {
             Some(s) => s.list(prefix).await,
-            None => NoStore.list(prefix).await,
+            None => NoBucket.list(prefix).await,
         }
     }
     fn url(&self, key: &str) -> String {
         match self {
             Some(s) => s.url(key),
-            None => NoStore.url(key),
+            None => NoBucket.url(key),
         }
     }
     fn is_configured(&self) -> bool {
-        self.as_ref().is_some_and(ObjectStore::is_configured)
+        self.as_ref().is_some_and(PayloadBucket::is_configured)
     }
 }
 
@@ -90,17 +93,17 @@ impl<T: ObjectStore> ObjectStore for Option<T> {
 /// answers 413 to a body whose envelope would not fit the queue); a consumer meeting a
 /// pointer reports the message failed with this error.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NoStore;
+pub struct NoBucket;
 
-impl ObjectStore for NoStore {
-    async fn put(&self, _key: &str, _bytes: Vec<u8>) -> Result<(), StoreError> {
-        Err(StoreError("no PAYLOAD_BUCKET configured".into()))
+impl PayloadBucket for NoBucket {
+    async fn put(&self, _key: &str, _bytes: Vec<u8>) -> Result<(), BucketError> {
+        Err(BucketError("no PAYLOAD_BUCKET configured".into()))
     }
-    async fn get(&self, _key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Err(StoreError("no PAYLOAD_BUCKET configured".into()))
+    async fn get(&self, _key: &str) -> Result<Option<Vec<u8>>, BucketError> {
+        Err(BucketError("no PAYLOAD_BUCKET configured".into()))
     }
-    async fn list(&self, _prefix: &str) -> Result<Vec<String>, StoreError> {
-        Err(StoreError("no PAYLOAD_BUCKET configured".into()))
+    async fn list(&self, _prefix: &str) -> Result<Vec<String>, BucketError> {
+        Err(BucketError("no PAYLOAD_BUCKET configured".into()))
     }
     fn url(&self, key: &str) -> String {
         format!("s3://(no bucket)/{key}")
@@ -137,12 +140,12 @@ pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
 
 /// S3, one bucket.
 #[derive(Clone, Debug)]
-pub struct S3Store {
+pub struct S3Bucket {
     client: aws_sdk_s3::Client,
     bucket: String,
 }
 
-impl S3Store {
+impl S3Bucket {
     pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
         Self {
             client,
@@ -155,16 +158,16 @@ impl S3Store {
     }
 }
 
-fn sdk_error<E, R>(e: aws_sdk_s3::error::SdkError<E, R>) -> StoreError
+fn sdk_error<E, R>(e: aws_sdk_s3::error::SdkError<E, R>) -> BucketError
 where
     E: std::error::Error + 'static,
     R: std::fmt::Debug,
 {
-    StoreError(aws_sdk_s3::error::DisplayErrorContext(e).to_string())
+    BucketError(aws_sdk_s3::error::DisplayErrorContext(e).to_string())
 }
 
-impl ObjectStore for S3Store {
-    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+impl PayloadBucket for S3Bucket {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BucketError> {
         self.client
             .put_object()
             .bucket(&self.bucket)
@@ -176,7 +179,7 @@ impl ObjectStore for S3Store {
             .map_err(sdk_error)
     }
 
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BucketError> {
         let out = match self
             .client
             .get_object()
@@ -193,11 +196,11 @@ impl ObjectStore for S3Store {
             .body
             .collect()
             .await
-            .map_err(|e| StoreError(format!("reading the object: {e}")))?;
+            .map_err(|e| BucketError(format!("reading the object: {e}")))?;
         Ok(Some(bytes.into_bytes().to_vec()))
     }
 
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BucketError> {
         let mut keys = Vec::new();
         let mut pages = self
             .client
@@ -225,11 +228,11 @@ impl ObjectStore for S3Store {
 
 /// The in-memory twin, for unit tests and the simulation.
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct MemoryBucket {
     objects: Mutex<BTreeMap<String, Vec<u8>>>,
 }
 
-impl MemoryStore {
+impl MemoryBucket {
     pub fn new() -> Self {
         Self::default()
     }
@@ -249,15 +252,15 @@ impl MemoryStore {
     }
 }
 
-impl ObjectStore for MemoryStore {
-    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+impl PayloadBucket for MemoryBucket {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BucketError> {
         self.with(|o| o.insert(key.to_owned(), bytes));
         Ok(())
     }
-    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BucketError> {
         Ok(self.with(|o| o.get(key).cloned()))
     }
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BucketError> {
         Ok(self.with(|o| {
             o.keys()
                 .filter(|k| k.starts_with(prefix))
@@ -286,7 +289,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_memory_store_lists_by_prefix() {
-        let m = MemoryStore::new();
+        let m = MemoryBucket::new();
         m.put("a/1", b"x".to_vec()).await.unwrap();
         m.put("a/2", b"y".to_vec()).await.unwrap();
         m.put("b/1", b"z".to_vec()).await.unwrap();
@@ -294,7 +297,7 @@ mod tests {
         assert_eq!(m.get("a/2").await.unwrap(), Some(b"y".to_vec()));
         assert_eq!(m.get("c").await.unwrap(), None);
         assert_eq!(
-            NoStore.get("a/1").await.unwrap_err().0,
+            NoBucket.get("a/1").await.unwrap_err().0,
             "no PAYLOAD_BUCKET configured"
         );
     }
