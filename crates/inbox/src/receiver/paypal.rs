@@ -12,12 +12,12 @@ use crate::config::Source;
 use crate::ledger::LedgerStore;
 use crate::queue::Queue;
 use crate::signature::paypal::{cert_url, Transmission};
-use crate::store::ObjectStore;
+use crate::bucket::PayloadBucket;
 
 use super::answer::Rejection;
 use super::{Checked, Receiver};
 
-impl<L: LedgerStore, Q: Queue, C: Clock, S: ObjectStore> Receiver<L, Q, C, S> {
+impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
     /// A `paypal` source's request: the event, once its transmission verifies.
     pub(super) async fn paypal_verified<'s, 'r>(
         &self,
