@@ -7,12 +7,12 @@
 
 use tracing::warn;
 
+use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::config::Source;
 use crate::ledger::LedgerStore;
 use crate::queue::Queue;
 use crate::signature::paypal::{cert_url, Transmission};
-use crate::bucket::PayloadBucket;
 
 use super::answer::Rejection;
 use super::{Checked, Receiver};
