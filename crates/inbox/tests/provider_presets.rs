@@ -78,8 +78,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Runs one signer with `now` and returns its cases.
-fn cases_from(program: PathBuf, script: &str, now: i64) -> Vec<Case> {
+/// Runs one signer with `now` and returns its cases: of every preset it knows, or of `presets`.
+fn cases_from(program: PathBuf, script: &str, now: i64, presets: Option<&[&str]>) -> Vec<Case> {
     let mut child = Command::new(&program)
         .arg(root().join(script))
         .current_dir(root())
@@ -93,7 +93,7 @@ fn cases_from(program: PathBuf, script: &str, now: i64) -> Vec<Case> {
                 program.display()
             )
         });
-    let input = json!({"now": now, "base_url": BASE_URL, "presets": null}).to_string();
+    let input = json!({"now": now, "base_url": BASE_URL, "presets": presets}).to_string();
     child
         .stdin
         .take()
@@ -117,11 +117,12 @@ fn cases_from(program: PathBuf, script: &str, now: i64) -> Vec<Case> {
 
 fn all_cases(now: i64) -> Vec<Case> {
     let python = root().join(".venv-providers/bin/python");
-    let mut cases = cases_from(python, "tests/providers/sign.py", now);
+    let mut cases = cases_from(python, "tests/providers/sign.py", now, None);
     cases.extend(cases_from(
         PathBuf::from("node"),
         "tests/providers/sign.mjs",
         now,
+        None,
     ));
     cases
 }

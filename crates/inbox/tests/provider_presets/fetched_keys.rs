@@ -10,35 +10,12 @@ use inbox::key_fetch::{KeyFetcher, TEST_ORIGIN_ENV};
 
 fn sns_cases() -> Vec<Case> {
     let python = root().join(".venv-providers/bin/python");
-    let mut child = Command::new(python)
-        .arg(root().join("tests/providers/sign.py"))
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sign.py (make test installs .venv-providers)");
-    let input =
-        json!({"now": SystemClock.now_secs(), "base_url": BASE_URL, "presets": ["aws-sns"]});
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .expect("write");
-    let out = child.wait_with_output().expect("output");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    #[derive(Deserialize)]
-    struct Out {
-        cases: Vec<Case>,
-    }
-    serde_json::from_slice::<Out>(&out.stdout)
-        .expect("cases")
-        .cases
+    cases_from(
+        python,
+        "tests/providers/sign.py",
+        SystemClock.now_secs(),
+        Some(&["aws-sns"]),
+    )
 }
 
 fn named<'a>(cases: &'a [Case], start: &str) -> &'a Case {
@@ -263,34 +240,12 @@ fn the_template_never_sets_the_test_only_fetch_origin() {
 /// The paypal preset's cases from sign.py (signed with a certificate the test made).
 fn paypal_cases() -> Vec<Case> {
     let python = root().join(".venv-providers/bin/python");
-    let mut child = Command::new(python)
-        .arg(root().join("tests/providers/sign.py"))
-        .current_dir(root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sign.py (make test installs .venv-providers)");
-    let input = json!({"now": SystemClock.now_secs(), "base_url": BASE_URL, "presets": ["paypal"]});
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .expect("write");
-    let out = child.wait_with_output().expect("output");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    #[derive(Deserialize)]
-    struct Out {
-        cases: Vec<Case>,
-    }
-    serde_json::from_slice::<Out>(&out.stdout)
-        .expect("cases")
-        .cases
+    cases_from(
+        python,
+        "tests/providers/sign.py",
+        SystemClock.now_secs(),
+        Some(&["paypal"]),
+    )
 }
 
 /// `req` with header `name` set to `value`.
