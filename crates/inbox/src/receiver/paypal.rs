@@ -5,8 +5,6 @@
 //! signature over the string PayPal documents for one of the source's webhook ids, the
 //! transmission time within the tolerance. What passes is an event like any other.
 
-use tracing::warn;
-
 use crate::bucket::PayloadBucket;
 use crate::clock::Clock;
 use crate::config::Source;
@@ -34,14 +32,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
         let transmission = Transmission::parse(headers, body)?;
         // Only PayPal's hosts, before any fetch: a forged URL costs nothing.
         let url = cert_url(&transmission.cert_url)?;
-        let key = self
-            .keys
-            .certificate(&url, self.clock.now_ms())
-            .await
-            .map_err(|e| {
-                warn!(source = name, error = %e, "the PayPal signing certificate could not be fetched");
-                Rejection::KeyUnavailable(e.to_string())
-            })?;
+        let key = self.signing_certificate(name, &url, "PayPal").await?;
         let now = self.clock.now_secs();
         transmission.verify(&key, verifier.webhook_ids(), now)?;
         verifier.within_tolerance(transmission.time, now)?;

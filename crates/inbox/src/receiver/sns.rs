@@ -17,13 +17,31 @@ use crate::clock::Clock;
 use crate::config::Source;
 use crate::ledger::LedgerStore;
 use crate::queue::Queue;
-use crate::signature::sns::{sns_url, Kind, Message};
+use crate::signature::sns::{sns_url, CertKey, Kind, Message};
 use crate::signature::SignatureError;
 
 use super::answer::{json_response, Rejection};
 use super::{Checked, Receiver};
 
 impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> {
+    /// The key of `provider`'s signing certificate at `url` (its host already checked), from
+    /// this instance's cache or fetched; a fetch that fails is 503 `key_unavailable`, logged
+    /// under the source's name. Shared by the schemes whose key is fetched (SNS, PayPal).
+    pub(super) async fn signing_certificate(
+        &self,
+        source_name: &str,
+        url: &reqwest::Url,
+        provider: &str,
+    ) -> Result<CertKey, Rejection> {
+        self.keys
+            .certificate(url, self.clock.now_ms())
+            .await
+            .map_err(|e| {
+                warn!(source = source_name, error = %e, "the {provider} signing certificate could not be fetched");
+                Rejection::KeyUnavailable(e.to_string())
+            })
+    }
+
     /// An `aws-sns` source's request: the notification to claim, or a confirmation answered.
     pub(super) async fn sns_verified<'s, 'r>(
         &self,
@@ -43,14 +61,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
             return Err(SignatureError::Mismatch.into());
         }
         let cert_url = sns_url(&message.signing_cert_url, true)?;
-        let key = self
-            .keys
-            .certificate(&cert_url, self.clock.now_ms())
-            .await
-            .map_err(|e| {
-                warn!(source = name, error = %e, "the SNS signing certificate could not be fetched");
-                Rejection::KeyUnavailable(e.to_string())
-            })?;
+        let key = self.signing_certificate(name, &cert_url, "SNS").await?;
         let now = self.clock.now_secs();
         message.verify(&key, now)?;
         verifier.within_tolerance(message.timestamp, now)?;
