@@ -79,6 +79,29 @@ fn with_field(body: &[u8], field: &str, value: &str) -> Vec<u8> {
     serde_json::to_vec(&message).expect("json")
 }
 
+/// Each of `cases` accepted (200) and in the ledger under its preset's key, the certificate
+/// fetched once for all of them.
+async fn accepted_with_one_fetch(rx: &Rx, cases: &[&Case]) {
+    for case in cases {
+        let answer = send(rx, &case.request, body_of(&case.request)).await;
+        assert_eq!(answer.status, 200, "{}", case.name);
+    }
+    let keys: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
+    for case in cases {
+        let key = format!(
+            "{}:{}",
+            case.preset,
+            case.expect["key"].as_str().expect("key")
+        );
+        assert!(keys.contains(&key), "{key} not in {keys:?}");
+    }
+    assert_eq!(
+        rx.key_fetcher().fetches(),
+        1,
+        "the certificate fetched again"
+    );
+}
+
 fn nothing_written(rx: &Rx, kept: &MemoryQueue, what: &str) {
     assert!(rx.ledger().snapshot().is_empty(), "{what}: a ledger write");
     assert!(kept.is_empty(), "{what}: a message sent");
@@ -206,20 +229,7 @@ async fn a_bad_signature_is_401_and_the_certificate_is_fetched_once_per_instance
     );
     nothing_written(&rx, &kept, "a bad signature");
     // The genuine ones: accepted, each under its MessageId, one certificate fetch in all.
-    for case in [first, alike] {
-        let answer = send(&rx, &case.request, body_of(&case.request)).await;
-        assert_eq!(answer.status, 200, "{}", case.name);
-    }
-    let keys: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
-    for case in [first, alike] {
-        let key = format!("aws-sns:{}", case.expect["key"].as_str().expect("key"));
-        assert!(keys.contains(&key), "{key} not in {keys:?}");
-    }
-    assert_eq!(
-        rx.key_fetcher().fetches(),
-        1,
-        "the certificate fetched again"
-    );
+    accepted_with_one_fetch(&rx, &[first, alike]).await;
     assert_eq!(rx.key_fetcher().cached(), 1);
 }
 
@@ -342,18 +352,5 @@ async fn a_paypal_bad_signature_is_401_and_the_certificate_is_fetched_once() {
         (401, "invalid_signature")
     );
     nothing_written(&rx, &kept, "a bad signature");
-    for case in [first, alike] {
-        let answer = send(&rx, &case.request, body_of(&case.request)).await;
-        assert_eq!(answer.status, 200, "{}", case.name);
-    }
-    let keys: Vec<String> = rx.ledger().snapshot().into_iter().map(|r| r.key).collect();
-    for case in [first, alike] {
-        let key = format!("paypal:{}", case.expect["key"].as_str().expect("key"));
-        assert!(keys.contains(&key), "{key} not in {keys:?}");
-    }
-    assert_eq!(
-        rx.key_fetcher().fetches(),
-        1,
-        "the certificate fetched again"
-    );
+    accepted_with_one_fetch(&rx, &[first, alike]).await;
 }
