@@ -43,22 +43,31 @@ NOTIFICATION_KEYS = ["Message", "MessageId", "Subject", "Timestamp", "TopicArn",
 CONFIRMATION_KEYS = ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
 
 
-# One key and certificate per run, and the first attempt's time: SNS resends the message it
-# published, byte for byte ("the message ID of the original message is used", http-header.html),
-# so the retry case (the signer run again as attempt 1) must be signed alike.
+# One key and certificate per provider and run (a retry case is the signer run again as attempt
+# 1, and the receiver keeps the certificate it fetched first), and the first attempt's time: SNS
+# resends the message it published, byte for byte ("the message ID of the original message is
+# used", http-header.html), so its retry case must be signed alike.
 _FIRST = {}
+_CERTIFICATES = {}
 
 
-def _certificate(now: int):
-    if "cert" in _FIRST:
-        return _FIRST["cert"]
+def _first_now(preset: str, ctx: Context) -> int:
+    """The first attempt's time of `preset`'s events, kept for its retry case."""
+    if ctx.attempt == 0 or preset not in _FIRST:
+        _FIRST[preset] = ctx.now
+    return _FIRST[preset]
+
+
+def _certificate(now: int, common_name: str):
+    if common_name in _CERTIFICATES:
+        return _CERTIFICATES[common_name]
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"sns.{REGION}.amazonaws.com (test)")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     start = datetime.datetime.fromtimestamp(now - 86400, tz=datetime.timezone.utc)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(start)
             .not_valid_after(start + datetime.timedelta(days=30)).sign(key, hashes.SHA256()))
-    _FIRST["cert"] = (key, cert)
+    _CERTIFICATES[common_name] = (key, cert)
     return key, cert
 
 
@@ -120,10 +129,8 @@ def _checked_by_cryptography(cert, body: bytes) -> None:
 
 
 def sign_aws_sns(ctx: Context) -> list:
-    if ctx.attempt == 0 or "now" not in _FIRST:
-        _FIRST["now"] = ctx.now
-    ctx = Context(now=_FIRST["now"], base_url=ctx.base_url, attempt=ctx.attempt)
-    key, cert = _certificate(ctx.now)
+    ctx = Context(now=_first_now("aws-sns", ctx), base_url=ctx.base_url, attempt=ctx.attempt)
+    key, cert = _certificate(ctx.now, f"sns.{REGION}.amazonaws.com (test)")
     cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
     # A Message long enough that the body's middle byte (the test flips it) lies inside it.
     text = json.dumps({"Records": [{"eventName": "ObjectCreated:Put", "s3": {"object": {
@@ -181,20 +188,6 @@ PAYPAL_WEBHOOK_ID = "1JE4291016473214C"  # the id PayPal gives a subscribed list
 PAYPAL_OTHER_WEBHOOK_ID = "8PT597110X687430LKGECATA"
 PAYPAL_CERT_PATH = f"/v1/notifications/certs/CERT-360caa42-fca2a594-{derived_hex('paypal/cert', 8)}"
 PAYPAL_CERT_URL = f"https://api.paypal.com{PAYPAL_CERT_PATH}"
-_PAYPAL = {}
-
-
-def _paypal_certificate(now: int):
-    if "cert" in _PAYPAL:
-        return _PAYPAL["cert"]
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "messageverificationcerts.paypal.com (test)")])
-    start = datetime.datetime.fromtimestamp(now - 86400, tz=datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(start)
-            .not_valid_after(start + datetime.timedelta(days=30)).sign(key, hashes.SHA256()))
-    _PAYPAL["cert"] = (key, cert)
-    return key, cert
 
 
 def _paypal_signed_string(transmission_id: str, time: str, webhook_id: str, body: bytes) -> bytes:
@@ -219,7 +212,7 @@ def _paypal_event(event_id: str, resource_id: str, at: int) -> bytes:
 
 
 def sign_paypal(ctx: Context) -> list:
-    key, cert = _paypal_certificate(ctx.now)
+    key, cert = _certificate(ctx.now, "messageverificationcerts.paypal.com (test)")
     cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
     # A retry (attempt 1) is a new HTTP transmission of the same event: a new transmission id
     # and time, signed afresh; the event body, and its id, as before.
@@ -227,9 +220,7 @@ def sign_paypal(ctx: Context) -> list:
     alike_id = "WH-" + derived_hex("paypal/e2", 17).upper() + "-" + derived_hex("paypal/e2b", 17).upper()
     resource = derived_hex("paypal/capture", 17).upper()
     # The event's own times stay the first delivery's.
-    if ctx.attempt == 0 or "now" not in _PAYPAL:
-        _PAYPAL["now"] = ctx.now
-    created_at = _PAYPAL["now"]
+    created_at = _first_now("paypal", ctx)
     first = _paypal_event(first_id, resource, created_at)
     alike = _paypal_event(alike_id, resource, created_at)
 
