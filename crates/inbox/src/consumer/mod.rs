@@ -50,7 +50,7 @@ mod requeue;
 use admit::Admitted;
 pub use admit::Refusal;
 use archiving::Archived;
-pub use destinations::{Destinations, NoDestinations};
+pub use destinations::{Board, Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 use record::{Fields, Recorded};
