@@ -327,7 +327,7 @@ pub enum Written {
 /// Where the breakers are kept: the pause board (`#destinations`, the ledger's table) in a
 /// deployment ([`crate::destination::PauseBoard`]), [`MemoryBoard`] in tests and the
 /// simulation.
-pub trait BreakerBoard: Send + Sync + 'static {
+pub trait BreakerBoard: Send + Sync {
     /// Every destination's breaker that was ever written, by name (one consistent read).
     fn breakers(&self) -> impl Future<Output = Result<BTreeMap<String, Breaker>, String>> + Send;
 
