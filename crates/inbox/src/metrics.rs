@@ -36,6 +36,9 @@ pub enum Metric {
     Unrouted,
     /// A request to a pending source whose secret is not stored yet, answered 503.
     SourcePending,
+    /// A destination's call deferred by its `max_per_second` (docs/routing.md): also
+    /// counted `Throttled`, as every deferral.
+    RateLimited,
 }
 
 impl Metric {
@@ -57,6 +60,7 @@ impl Metric {
             Metric::Refused => "Refused",
             Metric::Unrouted => "Unrouted",
             Metric::SourcePending => "SourcePending",
+            Metric::RateLimited => "RateLimited",
         }
     }
 }

@@ -46,6 +46,10 @@ pub struct Destination {
     pub unsigned: bool,
     /// An `https://` target's timeout; `None`: `FORWARD_TIMEOUT_MS`.
     pub timeout_ms: Option<u64>,
+    /// `max_per_second`: at most this many calls to the destination start in any one
+    /// second, across every consumer instance (docs/routing.md, "Rate limit"); `None`: no
+    /// limit but the consumer's concurrency.
+    pub max_per_second: Option<u32>,
 }
 
 /// A destination as written.
@@ -64,6 +68,8 @@ struct Written {
     timeout_ms: Option<u64>,
     #[serde(default)]
     unsigned: bool,
+    #[serde(default)]
+    max_per_second: Option<Value>,
 }
 
 fn bad(name: &str, field: &str, message: impl std::fmt::Display) -> ConfigError {
@@ -131,6 +137,33 @@ fn https_fields(name: &str, w: &Written, https: bool) -> Result<Vec<SecretRef>, 
         .collect()
 }
 
+/// The highest `max_per_second`: the limit's counter is one DynamoDB item per destination
+/// and second, and one item takes at most 1000 writes a second (a call over the limit is a
+/// write too).
+pub const MAX_PER_SECOND_LIMIT: u32 = 500;
+
+/// `max_per_second` as written: a whole number from 1 to [`MAX_PER_SECOND_LIMIT`].
+fn max_per_second(name: &str, value: Option<&Value>) -> Result<Option<u32>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (1..=MAX_PER_SECOND_LIMIT).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            bad(
+                name,
+                "max_per_second",
+                format!(
+                    "`{value}` is not a whole number of calls per second from 1 to \
+                     {MAX_PER_SECOND_LIMIT}"
+                ),
+            )
+        })
+}
+
 impl Destination {
     fn read(name: &str, value: Value, sources: &SourceSpecs) -> Result<Destination, ConfigError> {
         if !valid_name(name) {
@@ -175,6 +208,7 @@ impl Destination {
         };
         let exclude = patterns(name, "exclude_event_types", &w.exclude_event_types)?;
         let signing_secrets = https_fields(name, &w, matches!(target, Target::Https(_)))?;
+        let max_per_second = max_per_second(name, w.max_per_second.as_ref())?;
         Ok(Destination {
             name: name.to_owned(),
             target,
@@ -183,6 +217,7 @@ impl Destination {
             signing_secrets,
             unsigned: w.unsigned,
             timeout_ms: w.timeout_ms,
+            max_per_second,
         })
     }
 }

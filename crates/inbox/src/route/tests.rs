@@ -129,3 +129,37 @@ fn a_destination_item_is_never_an_event_item() {
     let k = destination_key("stripe:a:b", "ci");
     assert_eq!(k.split_once(' '), Some(("stripe:a:b", "to:ci")));
 }
+
+#[test]
+fn max_per_second_is_a_whole_number_of_calls_from_1_to_the_limit() {
+    let read = |v: &str| {
+        Routes::parse(
+            &format!(
+                r#"{{"b": {{"target": "arn:aws:sqs:us-east-1:123456789012:q", "sources": ["stripe"], "max_per_second": {v}}}}}"#
+            ),
+            &sources(),
+        )
+    };
+    assert_eq!(read("5").unwrap().get("b").unwrap().max_per_second, Some(5));
+    assert_eq!(
+        read("500").unwrap().get("b").unwrap().max_per_second,
+        Some(MAX_PER_SECOND_LIMIT)
+    );
+    assert_eq!(
+        Routes::parse(ROUTES, &sources())
+            .unwrap()
+            .get("billing")
+            .unwrap()
+            .max_per_second,
+        None
+    );
+    for bad in ["0", "-1", "2.5", "501", "4294967296", "\"5\"", "true"] {
+        let e = read(bad).unwrap_err().to_string();
+        assert!(
+            e.ends_with(&format!(
+                "destination `b`, field `max_per_second`: `{bad}` is not a whole number of calls per second from 1 to 500"
+            )),
+            "{bad}: {e}"
+        );
+    }
+}
