@@ -20,7 +20,8 @@ use rand::Rng;
 
 use crate::destinations::event_of;
 use crate::faults::{Fault, Mutant};
-use crate::world::{lock, step, Shared};
+use crate::params::MAX_FAILURES;
+use crate::world::{lock, step, Shared, HELD_REASON};
 
 /// The `MemoryLedger`, one yield per call, with injected failures before and after a call.
 #[derive(Clone)]
@@ -245,6 +246,12 @@ impl LedgerStore for SimLedger {
         now_ms: i64,
     ) -> Result<bool, StoreError> {
         step().await;
+        if reason.contains(HELD_REASON) {
+            // A pair of this event was held by its destination's breaker.
+            let mut w = lock(&self.world);
+            w.stats.held += 1;
+            w.held_events.insert(key.to_owned());
+        }
         let f = self.fault("defer", key);
         if f == Fault::Before {
             return Err(injected());
@@ -392,6 +399,8 @@ impl Archive for SimArchive {
 #[derive(Clone)]
 pub(crate) struct SimRedelivery {
     pub(crate) world: Shared,
+    /// The ledger as it is (read without faults, to explain a dead letter).
+    pub(crate) ledger: Arc<MemoryLedger>,
 }
 
 impl SimRedelivery {
@@ -442,6 +451,7 @@ impl Redelivery for SimRedelivery {
 
     async fn dead_letter(&self, msg: &SqsMessage) -> Result<(), QueueError> {
         step().await;
+        self.explain_dead_letter(msg).await;
         self.call("dead_letter", msg, |w, id, _| {
             let copied = w.queue.copy_to_dlq(id);
             if copied {
@@ -453,6 +463,59 @@ impl Redelivery for SimRedelivery {
 
     fn dead_letters(&self) -> bool {
         true
+    }
+
+    async fn resend(&self, msg: &SqsMessage) -> Result<(), QueueError> {
+        step().await;
+        self.call("resend", msg, |w, id, _| {
+            let now = w.now();
+            let sent = w.queue.resend(id, now);
+            if sent {
+                w.stats.held_resent += 1;
+            }
+            sent
+        })
+    }
+}
+
+impl SimRedelivery {
+    /// The consumer dead-letters a message of an event its breaker held only for real
+    /// failures: one of the event's items (the event's, or a pair's) has MAX_FAILURES of them.
+    /// One dead-lettered for being held is a violation (`HELD-DEAD-LETTERED`).
+    async fn explain_dead_letter(&self, msg: &SqsMessage) {
+        let Some(key) = msg
+            .body
+            .as_deref()
+            .and_then(|b| inbox::Envelope::parse(b).ok())
+            .map(|e| e.key)
+        else {
+            return;
+        };
+        let (held, destinations) = {
+            let w = lock(&self.world);
+            (w.held_events.contains(&key), w.destinations.clone())
+        };
+        if !held {
+            return;
+        }
+        let mut failures = Vec::new();
+        for item in std::iter::once(key.clone()).chain(
+            destinations
+                .iter()
+                .map(|d| inbox::route::destination_key(&key, d)),
+        ) {
+            if let Ok(Some(r)) = self.ledger.get(&item).await {
+                failures.push((item, r.failures));
+            }
+        }
+        let mut w = lock(&self.world);
+        if failures.iter().any(|(_, n)| *n >= MAX_FAILURES) {
+            w.stats.held_then_dead_lettered += 1;
+        } else {
+            w.violation(format!(
+                "HELD-DEAD-LETTERED: {key} dead-lettered by the consumer after its breaker held it, with no item at {MAX_FAILURES} real failures: {failures:?}"
+            ));
+        }
     }
 }
 

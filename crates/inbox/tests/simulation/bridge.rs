@@ -16,12 +16,23 @@ impl Sim<'_> {
     pub(crate) fn start_batch(&mut self) -> bool {
         let now = self.now();
         let (batch, moved) = self.w().queue.receive(now, 10);
-        if moved > 0 {
+        if !moved.is_empty() {
             let mut w = self.w();
-            w.stats.dead_lettered += moved as u64;
+            w.stats.dead_lettered += moved.len() as u64;
             w.log(format!(
-                "queue: {moved} message(s) moved to the dead-letter queue"
+                "queue: {} message(s) moved to the dead-letter queue",
+                moved.len()
             ));
+            // SQS counts receives, not failures: a message a breaker held must never get
+            // there (the consumer sends it again before: requeue.rs, HELD_RESEND_RECEIVES).
+            for m in moved {
+                if w.held_events.contains(&m.key) {
+                    w.violation(format!(
+                        "HELD-DEAD-LETTERED: {} ({}) reached maxReceiveCount ({} receives) after its breaker held it",
+                        m.id, m.key, m.receives
+                    ));
+                }
+            }
         }
         if batch.is_empty() {
             return false;

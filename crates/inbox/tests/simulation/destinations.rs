@@ -1,28 +1,71 @@
 //! Destinations in the simulation: in half the seeds every source is routed to two
-//! destinations, `a` and `b`; `b` also fails and throttles at random, beyond the faults every
-//! side effect meets. Each (event, destination) pair runs the simulated side effect under its
-//! own ledger key (`<key> to:<destination>`), so the checks that hold per key (no run after a
-//! remembered completion, no overlap, the same body) hold per pair, and the final check asks
-//! every pair of every accepted event to have completed exactly once.
+//! destinations, `a` and `b`. Each (event, destination) pair runs the simulated side effect
+//! under its own ledger key (`<key> to:<destination>`), so the checks that hold per key (no run
+//! after a remembered completion, no overlap, the same body) hold per pair, and the final check
+//! asks every pair of every accepted event to have completed exactly once.
+//!
+//! `a` has a rate limit (`max_per_second`, 1 or 2), held by the real [`RateLimits`] over one
+//! shared [`MemoryRate`] on the simulation's clock, as `Targets::deliver` asks it: every call
+//! the limit lets through is tallied per second of the simulated clock, and a second with more
+//! calls than the limit is a violation (`RATE`).
+//!
+//! `b` has a circuit breaker with a small rule (2 to 4 failures, a cool-down of 10 to 60 s),
+//! kept on one [`MemoryBoard`] that every consumer invocation of the seed reads and writes
+//! (each write one step of the scheduler, with the ledger's faults: invocations race on its
+//! state, and a claim or an outcome whose answer is lost leaves a probe to expire). `b` is, by
+//! seed ([`Mode`]): flaky (fails and throttles at random), down for a while and then flaky
+//! (it recovers), or down until the operator, at the end of the run, closes its breaker by hand
+//! and the destination heals (it never recovers by itself).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use inbox::consumer::{Destinations, Job, Outcome, ProcessError, Processor};
+use inbox::breaker::{BreakerBoard, Change, MemoryBoard, State, Transition, Written};
+use inbox::consumer::{Board, Destinations, Job, Outcome, ProcessError, Processor};
+use inbox::destination::rate::{Admission, RateError, RateFuture, RateLimiter};
+use inbox::destination::{MemoryRate, RateLimits};
 use inbox::route::{destination_key, Routes};
 use inbox::SourceSpecs;
 use rand::Rng;
 
 use crate::adapters::SimProcessor;
+use crate::faults::{Fault, Mutant};
 use crate::world::{lock, step, Shared};
 
 /// The routed seeds' destinations.
 pub(crate) const DESTINATIONS: [&str; 2] = ["a", "b"];
 
+/// How `b` behaves in a seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Fails and throttles at random while faults are on.
+    Flaky,
+    /// Down (every call fails, now and then throttled) until `heals_at`, then flaky; healed
+    /// at the latest when the drain starts.
+    Recovers { heals_at: i64 },
+    /// Down through the whole run, faults or not, until the operator resumes it at the end.
+    Never,
+}
+
+/// The seed's destinations: `a` limited to `a_max` calls a second, `b` with its breaker.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    pub(crate) a_max: u32,
+    pub(crate) failures: u32,
+    pub(crate) cool_down_s: u64,
+    pub(crate) mode: Mode,
+}
+
 /// Every source to both destinations.
-pub(crate) fn routes(sources: &SourceSpecs) -> Routes {
+pub(crate) fn routes(sources: &SourceSpecs, plan: &Plan) -> Routes {
     Routes::parse(
-        r#"{"a": {"target": "https://a.example/in", "sources": ["gh", "shop", "hub"]},
-            "b": {"target": "https://b.example/in", "sources": ["gh", "shop", "hub"]}}"#,
+        &format!(
+            r#"{{"a": {{"target": "https://a.example/in", "sources": ["gh", "shop", "hub"],
+                       "max_per_second": {}}},
+                "b": {{"target": "https://b.example/in", "sources": ["gh", "shop", "hub"],
+                       "breaker": {{"failures": {}, "cool_down_seconds": {}}}}}}}"#,
+            plan.a_max, plan.failures, plan.cool_down_s
+        ),
         sources,
     )
     .expect("simulation destinations parse")
@@ -33,16 +76,141 @@ pub(crate) fn event_of(key: &str) -> &str {
     key.split(' ').next().unwrap_or(key)
 }
 
+/// The rate limiter every invocation shares: the [`MemoryRate`], its answer one step later
+/// (a DynamoDB call), with the ledger's faults (refused before counting, or counted and the
+/// answer lost: the call is deferred either way, `UNREADABLE_WAIT`).
+#[derive(Clone)]
+pub(crate) struct SimRate {
+    pub(crate) inner: MemoryRate,
+    pub(crate) world: Shared,
+}
+
+impl RateLimiter for SimRate {
+    fn admit<'a>(
+        &'a self,
+        destination: &'a str,
+        max: u32,
+        now_ms: i64,
+    ) -> RateFuture<'a, Admission> {
+        Box::pin(async move {
+            let f = {
+                let mut w = lock(&self.world);
+                w.called("rate");
+                let (before, after) = (w.rates.ledger_before, w.rates.ledger_after);
+                w.roll(before, after)
+            };
+            if f == Fault::Before {
+                step().await;
+                return Err(RateError(
+                    "injected: the limiter's table unreachable".into(),
+                ));
+            }
+            let mut out = self.inner.admit(destination, max, now_ms).await;
+            if lock(&self.world).mutant == Mutant::RateIgnoresLimit {
+                out = Ok(Admission::Granted);
+            }
+            step().await;
+            if f == Fault::After {
+                return Err(RateError("injected: the limiter's answer lost".into()));
+            }
+            out
+        })
+    }
+
+    fn count<'a>(&'a self, destination: &'a str, now_ms: i64) -> RateFuture<'a, u32> {
+        self.inner.count(destination, now_ms)
+    }
+}
+
 pub(crate) struct SimDestinations {
     pub(crate) world: Shared,
+    /// The breakers' board every invocation of the seed shares.
+    pub(crate) board: MemoryBoard,
+    /// `a`'s limit, on the simulation's clock (`None` in unrouted seeds).
+    pub(crate) rates: Option<RateLimits>,
+}
+
+impl SimDestinations {
+    /// `b`'s answer where it is down: a failure, now and then a throttle (a 429 from a
+    /// struggling destination: the breaker counts neither a probe's throttle nor any other).
+    fn down(&self, job: &Job) -> Option<Outcome> {
+        let mut w = lock(&self.world);
+        let now = w.now();
+        let down = match w.mode {
+            Mode::Flaky => false,
+            Mode::Recovers { heals_at } => now < heals_at && !w.healed,
+            Mode::Never => !w.healed,
+        };
+        if !down {
+            return None;
+        }
+        w.stats.down_calls += 1;
+        let throttle = w.frng.random_bool(0.1);
+        w.log(format!(
+            "  destination b for {}: down, {} (not applied)",
+            job.key,
+            if throttle { "throttled" } else { "failed" }
+        ));
+        Some(if throttle {
+            Outcome::Throttled {
+                retry_after: Duration::from_secs(5),
+                reason: ProcessError("injected: b down, throttling".into()),
+            }
+        } else {
+            Outcome::Failed(ProcessError("injected: b down".into()))
+        })
+    }
+
+    /// A call `a`'s limit let through, tallied in its second: more than the limit there is a
+    /// violation.
+    fn tally_call(&self, destination: &str, second: i64) {
+        let Some(max) = self
+            .rates
+            .as_ref()
+            .and_then(|r| r.max_per_second(destination))
+        else {
+            return;
+        };
+        let mut w = lock(&self.world);
+        w.stats.rate_calls += 1;
+        let n = w
+            .rate_windows
+            .entry((destination.to_owned(), second))
+            .or_default();
+        *n += 1;
+        let n = *n;
+        if n > max {
+            w.violation(format!(
+                "RATE: {n} calls to {destination} started in second {second}, over its max_per_second of {max}"
+            ));
+        }
+    }
 }
 
 impl Destinations for SimDestinations {
     async fn deliver(&self, destination: &str, job: &Job) -> Outcome {
         let mut call = job.clone();
         call.key = destination_key(&job.key, destination);
+        // As `Targets::deliver`: over its rate, deferred as a throttle, never called. The
+        // limiter reads the clock in this same step (its answer comes a step later).
+        if let Some(rates) = &self.rates {
+            let second = lock(&self.world).now().div_euclid(1000);
+            if let Some(deferred) = rates.check(destination, job).await {
+                let mut w = lock(&self.world);
+                w.stats.rate_deferred += 1;
+                w.log(format!(
+                    "  destination {destination} for {}: deferred by its rate limit",
+                    job.key
+                ));
+                return deferred;
+            }
+            self.tally_call(destination, second);
+        }
         if destination == "b" {
             step().await;
+            if let Some(down) = self.down(job) {
+                return down;
+            }
             let mut w = lock(&self.world);
             if w.faults_on && w.frng.random_bool(0.15) {
                 let throttle = w.frng.random_bool(0.5);
@@ -71,4 +239,128 @@ impl Destinations for SimDestinations {
     async fn paused(&self) -> Result<std::collections::BTreeSet<String>, String> {
         Ok(Default::default())
     }
+
+    fn keeps_breakers(&self) -> bool {
+        true
+    }
+
+    /// One read of the board, one step, with the ledger's faults before it (the batch's
+    /// routed events then wait).
+    async fn board(&self) -> Result<Board, String> {
+        step().await;
+        let f = {
+            let mut w = lock(&self.world);
+            w.called("board");
+            let before = w.rates.ledger_before;
+            w.roll(before, 0.0)
+        };
+        if f == Fault::Before {
+            lock(&self.world).log("  board read: store error".to_owned());
+            return Err("injected: the board unreadable".to_owned());
+        }
+        Ok(Board {
+            paused: Default::default(),
+            breakers: self.board.breakers().await?,
+        })
+    }
+
+    /// One conditional write, one step, with the ledger's faults before and after it; every
+    /// transition written tallied.
+    async fn write_breaker(&self, destination: &str, t: &Transition) -> Result<Written, String> {
+        step().await;
+        let f = {
+            let mut w = lock(&self.world);
+            w.called("breaker");
+            let (before, after) = (w.rates.ledger_before, w.rates.ledger_after);
+            w.roll(before, after)
+        };
+        if f == Fault::Before {
+            lock(&self.world).log(format!(
+                "  breaker {destination} {:?}: store error (nothing written)",
+                t.change
+            ));
+            return Err("injected: store error".to_owned());
+        }
+        let written = self.board.write(destination, t).await?;
+        let mut w = lock(&self.world);
+        match &written {
+            Written::Applied => {
+                w.tally_breaker(t);
+                w.log(format!(
+                    "  breaker {destination}: {:?} -> {} (v{}){}",
+                    t.change,
+                    t.to.state.name(),
+                    t.to.version,
+                    if f == Fault::After {
+                        ", answer lost (store error)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            Written::Stale(now) => {
+                w.stats.breaker_stale += 1;
+                w.log(format!(
+                    "  breaker {destination} {:?}: stale (v{} on the board), lost the race",
+                    t.change, now.version
+                ));
+            }
+        }
+        if f == Fault::After {
+            return Err("injected: answer lost".to_owned());
+        }
+        Ok(written)
+    }
+}
+
+impl crate::world::World {
+    /// A breaker transition written, counted by what it means.
+    pub(crate) fn tally_breaker(&mut self, t: &Transition) {
+        let s = &mut self.stats;
+        match t.change {
+            Change::Opened => s.breaker_opened += 1,
+            Change::Reopened => s.breaker_reopened += 1,
+            Change::ProbeClaimed => {
+                s.probes += 1;
+                // Claimed over another's probe: its consumer died or ran out of lease.
+                if matches!(t.from.state, State::HalfOpen { .. }) {
+                    s.probes_expired += 1;
+                }
+            }
+            Change::ProbeReleased => s.probes_released += 1,
+            Change::Closed => s.breaker_closed += 1,
+            Change::ClosedByHand => s.breaker_resumed += 1,
+            Change::Counted | Change::Reset => {}
+        }
+    }
+}
+
+/// The operator closes `b`'s breaker by hand (`inbox-ops resume --destination b`) and the
+/// destination heals.
+pub(crate) fn resume(world: &Shared, board: &MemoryBoard) {
+    let seen = board.get("b");
+    let written = futures::executor::block_on(inbox::breaker::apply(board, "b", seen, |b| {
+        b.close_by_hand()
+    }));
+    let mut w = lock(world);
+    w.healed = true;
+    match written {
+        Ok((Some(t), _)) => {
+            w.tally_breaker(&t);
+            w.log("operator resumes b (its breaker closed by hand); b heals".to_owned());
+        }
+        Ok((None, _)) => w.log("operator resumes b (its breaker was closed); b heals".to_owned()),
+        Err(e) => w.violation(format!("the operator could not close b's breaker: {e}")),
+    }
+}
+
+/// The rate limits of `routes` on the simulation's clock, over `limiter`.
+pub(crate) fn rate_limits(
+    routes: &Routes,
+    limiter: SimRate,
+    clock: &inbox::clock::ManualClock,
+) -> Option<RateLimits> {
+    let (metrics, _) = inbox::metrics::Metrics::memory("consumer");
+    RateLimits::of(routes, Arc::new(limiter), metrics)
+        .map(|r| r.with_clock(Arc::new(clock.clone())))
 }

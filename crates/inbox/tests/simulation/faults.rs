@@ -63,11 +63,23 @@ pub(crate) enum Mutant {
     /// The take of a pending (event, destination) pair now and then reports COMPLETED: the
     /// destination is skipped.
     LegSkipsPending,
+    /// The rate limiter grants every call: a destination called over its `max_per_second`.
+    RateIgnoresLimit,
+    /// The queue's maxReceiveCount in routed seeds as low as in the others (MAX_FAILURES + 1)
+    /// rather than the template's, which the consumer's bound on a held message is set
+    /// against: a message a breaker holds reaches it and SQS dead-letters it.
+    QueueBoundBelowHolds,
 }
 
 impl Mutant {
     /// The mutants of the destinations' path run only routed seeds.
     pub(crate) fn routed_only(self) -> bool {
-        matches!(self, Mutant::LegIgnoresCompleted | Mutant::LegSkipsPending)
+        matches!(
+            self,
+            Mutant::LegIgnoresCompleted
+                | Mutant::LegSkipsPending
+                | Mutant::RateIgnoresLimit
+                | Mutant::QueueBoundBelowHolds
+        )
     }
 }

@@ -120,6 +120,18 @@ fn every_accepted_event_completes_exactly_once() {
     if n >= 100 {
         assert!(s.batch_deliveries > 0 && s.batch_deaths > 0, "{s:?}");
     }
+    // The breaker and the rate limit were exercised (docs/testing.md, "Breakers and rate
+    // limits"): `b` opened, held pairs, had its probe claimed (over an expired one too),
+    // failed and given back, closed by a probe and by hand; invocations lost races on its
+    // state; `a`'s limit deferred calls. None of it dead-lettered a held event for being held.
+    if n >= 200 {
+        assert!(s.recovering_seeds > 0 && s.never_seeds > 0, "{s:?}");
+        assert!(s.breaker_opened > 0 && s.breaker_closed > 0, "{s:?}");
+        assert!(s.breaker_reopened > 0 && s.breaker_resumed > 0, "{s:?}");
+        assert!(s.probes_expired > 0 && s.probes_released > 0, "{s:?}");
+        assert!(s.breaker_stale > 0 && s.held > 0, "{s:?}");
+        assert!(s.rate_deferred > 0 && s.rate_calls > 0, "{s:?}");
+    }
 }
 
 /// The checks have teeth: a queue that drops messages, a take that ignores COMPLETED and a
@@ -173,6 +185,31 @@ fn the_checks_catch_a_destination_run_twice_or_skipped() {
         skipped.violations.iter().any(|v| v.contains("LOST")),
         "{:?}",
         skipped.violations
+    );
+}
+
+/// With a breaker and a rate limit: a limiter that grants every call is caught (`RATE`), and
+/// so is a queue whose maxReceiveCount is below what a held message is received (`SQS`
+/// dead-letters a held message: `HELD-DEAD-LETTERED`).
+#[test]
+fn the_checks_catch_a_rate_exceeded_and_a_held_event_dead_lettered() {
+    let seeds: Vec<u64> = (0..300).collect();
+    let (_, fast) = run_seeds(&seeds, Mutant::RateIgnoresLimit);
+    let fast = fast.expect("a limiter that grants every call is caught");
+    assert!(
+        fast.violations.iter().any(|v| v.starts_with("RATE")),
+        "{:?}",
+        fast.violations
+    );
+    let (_, dropped) = run_seeds(&seeds, Mutant::QueueBoundBelowHolds);
+    let dropped = dropped.expect("a held message dead-lettered by the queue is caught");
+    assert!(
+        dropped
+            .violations
+            .iter()
+            .any(|v| v.starts_with("HELD-DEAD-LETTERED")),
+        "{:?}",
+        dropped.violations
     );
 }
 

@@ -20,6 +20,11 @@ pub(crate) const SHORT_VISIBILITY_MS: i64 = CONSUMER_TIMEOUT_MS / 2;
 /// This scheduler receives far less often than a mapping polls (minutes apart), so its net
 /// is lower, just above MAX_FAILURES.
 pub(crate) const MAX_RECEIVE: u32 = MAX_FAILURES + 1;
+/// The routed seeds' maxReceiveCount: the template's. A message a breaker holds is received
+/// again after each cool-down, failing nothing; the consumer sends it again as a fresh message
+/// at 400 receives (`HELD_RESEND_RECEIVES`), against this bound, so the scaled-down net above
+/// would dead-letter a held message that the deployed queue keeps (`Mutant::QueueBoundBelowHolds`).
+pub(crate) const TEMPLATE_MAX_RECEIVE: u32 = 500;
 /// Real failures of a key before the consumer moves its message to the dead-letter queue
 /// (`MAX_FAILURES`, the template's default).
 pub(crate) const MAX_FAILURES: u32 = 5;
@@ -34,6 +39,10 @@ pub(crate) const DEDUP_WINDOW_MS: i64 = 5 * 60_000;
 pub(crate) const LEDGER_RETENTION_HOURS: u64 = 24;
 /// ...longer than the queue keeps a message...
 pub(crate) const QUEUE_RETENTION_MS: i64 = 50 * 60_000;
+/// The routed seeds' queue retention: a message a breaker holds stays on the queue through
+/// the run (the deployed queue keeps it four days; the consumer sends it again before the
+/// end, `RETENTION_MARGIN_MS`), still well within the ledger's retention.
+pub(crate) const ROUTED_QUEUE_RETENTION_MS: i64 = 4 * 3_600_000;
 /// ...and longer than a sender keeps retrying.
 pub(crate) const SENDER_WINDOW_MS: i64 = 15 * 60_000;
 /// The batch source's `max_events`: above any batch a sender here makes.

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use inbox::queue::{Envelope, Outgoing};
 
-use crate::params::{DEDUP_WINDOW_MS, MAX_RECEIVE, QUEUE_RETENTION_MS};
+use crate::params::DEDUP_WINDOW_MS;
 
 #[derive(Clone, Debug)]
 pub(crate) struct Msg {
@@ -27,6 +27,9 @@ pub(crate) struct Msg {
 pub(crate) struct QueueModel {
     /// The queue's visibility timeout (the template's, or a shorter one).
     pub(crate) visibility_ms: i64,
+    /// The redrive policy's maxReceiveCount and the queue's retention.
+    pub(crate) max_receive: u32,
+    pub(crate) retention_ms: i64,
     pub(crate) main: Vec<Msg>,
     pub(crate) dlq: Vec<Msg>,
     /// (group, deduplication id) -> end of its window (DeduplicationScope: messageGroup).
@@ -36,9 +39,11 @@ pub(crate) struct QueueModel {
 }
 
 impl QueueModel {
-    pub(crate) fn new(visibility_ms: i64) -> QueueModel {
+    pub(crate) fn new(visibility_ms: i64, max_receive: u32, retention_ms: i64) -> QueueModel {
         QueueModel {
             visibility_ms,
+            max_receive,
+            retention_ms,
             main: Vec::new(),
             dlq: Vec::new(),
             dedup: HashMap::new(),
@@ -75,7 +80,7 @@ impl QueueModel {
 
     /// Up to `max` messages, in order, never from a group that has one in flight. A message
     /// that has been received maxReceiveCount times moves to the dead-letter queue instead.
-    pub(crate) fn receive(&mut self, now: i64, max: usize) -> (Vec<Msg>, usize) {
+    pub(crate) fn receive(&mut self, now: i64, max: usize) -> (Vec<Msg>, Vec<Msg>) {
         let blocked: HashSet<String> = self
             .main
             .iter()
@@ -83,7 +88,7 @@ impl QueueModel {
             .map(|m| m.group.clone())
             .collect();
         let mut out = Vec::new();
-        let mut moved = 0;
+        let mut moved = Vec::new();
         let mut i = 0;
         while i < self.main.len() && out.len() < max {
             let m = &self.main[i];
@@ -91,10 +96,10 @@ impl QueueModel {
                 i += 1;
                 continue;
             }
-            if m.receives >= MAX_RECEIVE {
+            if m.receives >= self.max_receive {
                 let m = self.main.remove(i);
-                self.dlq.push(m);
-                moved += 1;
+                self.dlq.push(m.clone());
+                moved.push(m);
                 continue;
             }
             self.next_receipt += 1;
@@ -173,6 +178,25 @@ impl QueueModel {
         true
     }
 
+    /// The consumer's SendMessage of a held message again (the same body and group, a
+    /// deduplication id of its own): a new message at the queue's end.
+    pub(crate) fn resend(&mut self, id: &str, now: i64) -> bool {
+        let Some(m) = self.main.iter().find(|m| m.id == id).cloned() else {
+            return false;
+        };
+        self.next_seq += 1;
+        self.main.push(Msg {
+            seq: self.next_seq,
+            id: format!("m{}", self.next_seq),
+            sent_at: now,
+            receives: 0,
+            invisible_until: 0,
+            receipt: 0,
+            ..m
+        });
+        true
+    }
+
     /// An operator's redrive (a message move task): the dead-letter queue back to the main
     /// queue, at its end, as new messages.
     pub(crate) fn redrive(&mut self, now: i64) -> usize {
@@ -194,7 +218,7 @@ impl QueueModel {
     pub(crate) fn age_out(&mut self, now: i64) -> Vec<Msg> {
         let (old, keep): (Vec<Msg>, Vec<Msg>) = std::mem::take(&mut self.main)
             .into_iter()
-            .partition(|m| m.sent_at + QUEUE_RETENTION_MS <= now);
+            .partition(|m| m.sent_at + self.retention_ms <= now);
         self.main = keep;
         old
     }

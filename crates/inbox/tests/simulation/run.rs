@@ -5,9 +5,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use inbox::breaker::MemoryBoard;
 use inbox::clock::ManualClock;
 use inbox::config::{AwsSecretResolver, SourceSpecs};
 use inbox::consumer::{Consumer, ConsumerSettings};
+use inbox::destination::MemoryRate;
 use inbox::ledger::memory::MemoryLedger;
 use inbox::metrics::{tally, Metric, Metrics};
 use inbox::receiver::{Receiver, ReceiverSettings};
@@ -15,9 +17,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::adapters::{SimArchive, SimLedger, SimProcessor, SimQueue, SimRedelivery};
-use crate::destinations::{self, SimDestinations, DESTINATIONS};
+use crate::destinations::{self, SimDestinations, SimRate, DESTINATIONS};
 use crate::faults::{Mutant, RATES};
-use crate::params::{sources_json, MAX_FAILURES, SHORT_VISIBILITY_MS, START_MS, VISIBILITY_MS};
+use crate::params::{
+    sources_json, MAX_FAILURES, MAX_RECEIVE, QUEUE_RETENTION_MS, ROUTED_QUEUE_RETENTION_MS,
+    SHORT_VISIBILITY_MS, START_MS, TEMPLATE_MAX_RECEIVE, VISIBILITY_MS,
+};
 use crate::queue_model::QueueModel;
 use crate::senders::make_senders;
 use crate::sim::Sim;
@@ -55,6 +60,17 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     } else {
         VISIBILITY_MS
     };
+    let plan = plan(seed);
+    let max_receive = if routed && mutant != Mutant::QueueBoundBelowHolds {
+        TEMPLATE_MAX_RECEIVE
+    } else {
+        MAX_RECEIVE
+    };
+    let retention_ms = if routed {
+        ROUTED_QUEUE_RETENTION_MS
+    } else {
+        QUEUE_RETENTION_MS
+    };
     let world = Arc::new(Mutex::new(World {
         clock: clock.clone(),
         tracing,
@@ -62,7 +78,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         rates: RATES,
         mutant,
         frng: StdRng::seed_from_u64(seed ^ 0x5eed_fa17),
-        queue: QueueModel::new(visibility_ms),
+        queue: QueueModel::new(visibility_ms, max_receive, retention_ms),
         events: senders
             .iter()
             .flat_map(|s| s.events.iter())
@@ -88,8 +104,20 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
             seeds: 1,
             events: n_events as u64,
             short_visibility: u64::from(short_visibility),
+            recovering_seeds: u64::from(
+                routed && matches!(plan.mode, destinations::Mode::Recovers { .. }),
+            ),
+            never_seeds: u64::from(routed && plan.mode == destinations::Mode::Never),
             ..Stats::default()
         },
+        mode: if routed {
+            plan.mode
+        } else {
+            destinations::Mode::Flaky
+        },
+        healed: false,
+        rate_windows: Default::default(),
+        held_events: HashSet::new(),
     }));
     let ledger = Arc::new(MemoryLedger::new());
     let store = SimLedger {
@@ -117,10 +145,19 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     );
     let specs = SourceSpecs::parse(&sources_json()).expect("simulation sources parse");
     let routes = if routed {
-        destinations::routes(&specs)
+        destinations::routes(&specs, &plan)
     } else {
         Routes::none()
     };
+    let board = MemoryBoard::default();
+    let rates = destinations::rate_limits(
+        &routes,
+        SimRate {
+            inner: MemoryRate::new(),
+            world: world.clone(),
+        },
+        &clock,
+    );
     let cx = Consumer::new(
         specs,
         store,
@@ -131,9 +168,10 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         ConsumerSettings {
             max_concurrent_groups: rng.random_range(1..=3),
             max_failures: MAX_FAILURES,
-            // No retention guard: the delays here (at most a minute) never near the queue's
-            // retention.
-            queue_retention_seconds: None,
+            // No retention guard where the delays here (at most a minute) never near the
+            // queue's retention; routed seeds have the guard, their retention hours long.
+            queue_retention_seconds: routed
+                .then(|| u64::try_from(retention_ms / 1000).unwrap_or(u64::MAX)),
             // Every source archives: the archive step, its faults, and the invariant that no
             // side effect runs on an envelope the archive does not hold.
             archive_bodies: true,
@@ -142,6 +180,7 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
     )
     .with_redelivery(SimRedelivery {
         world: world.clone(),
+        ledger: ledger.clone(),
     })
     .with_archive(SimArchive {
         world: world.clone(),
@@ -150,6 +189,8 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         routes,
         SimDestinations {
             world: world.clone(),
+            board: board.clone(),
+            rates,
         },
     );
     let mut sim = Sim {
@@ -164,12 +205,16 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         senders,
         tasks: Vec::new(),
         invocations: 0,
+        board,
     };
     sim.log(format!(
         "seed {}: {n_events} events ({n_batches} batch requests), visibility timeout {} s",
         sim.seed,
         visibility_ms / 1000
     ));
+    if routed {
+        sim.log(format!("destinations: {plan:?}"));
+    }
     sim.main_phase();
     if !sim.failed() {
         sim.drain();
@@ -191,6 +236,27 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         stats: w.stats.clone(),
         violations: std::mem::take(&mut w.violations),
         trace: std::mem::take(&mut w.trace),
+    }
+}
+
+/// The seed's destinations (drawn from a generator of their own, so that the rest of the
+/// seed's run does not depend on them): `a`'s limit of 1 or 2 calls a second; `b`'s breaker
+/// opening at 2 to 4 failures with a cool-down of 10 to 60 s; `b` flaky in 3 seeds of 8,
+/// down then recovering in 3 of 8, down until the operator resumes it in 2 of 8.
+fn plan(seed: u64) -> destinations::Plan {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xb4ea_c3e5);
+    let mode = match rng.random_range(0..8) {
+        0..=2 => destinations::Mode::Flaky,
+        3..=5 => destinations::Mode::Recovers {
+            heals_at: START_MS + rng.random_range(3 * 60_000..25 * 60_000),
+        },
+        _ => destinations::Mode::Never,
+    };
+    destinations::Plan {
+        a_max: rng.random_range(1..=2),
+        failures: rng.random_range(2..=4),
+        cool_down_s: rng.random_range(10..=60),
+        mode,
     }
 }
 

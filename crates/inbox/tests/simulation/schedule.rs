@@ -5,7 +5,14 @@ use std::collections::HashSet;
 
 use rand::Rng;
 
+use inbox::route::destination_key;
+
+use crate::destinations::{resume, Mode};
 use crate::params::{DEDUP_WINDOW_MS, MAIN_STEPS, SENDER_WINDOW_MS, VISIBILITY_MS};
+
+/// Receives (or waits of a quarter of the visibility timeout) while `b` stays down, before
+/// the operator resumes it.
+const HOLD_ROUNDS: usize = 30;
 use crate::sim::Sim;
 
 /// What the scheduler can do in one step.
@@ -202,6 +209,59 @@ impl Sim<'_> {
         }
     }
 
+    /// Runs every invocation to its end.
+    fn finish_all(&mut self) {
+        while !self.tasks.is_empty() && !self.failed() {
+            self.finish(self.tasks.len() - 1);
+        }
+    }
+
+    /// `b` never recovers: with faults off, the consumer goes on receiving (each cool-down,
+    /// one probe fails) and then, before the operator resumes it, `b`'s pairs are held: none
+    /// completed or applied, every accepted event still on a queue (a dead letter only for
+    /// real failures: checked as it happens), the held events' `a` pairs done meanwhile
+    /// (counted: a FIFO group's later events wait behind its held one).
+    fn hold_while_down(&mut self) {
+        self.log("--- b never recovers: its events held ---".to_owned());
+        for _ in 0..HOLD_ROUNDS {
+            self.finish_all();
+            if !self.start_batch() {
+                self.advance(VISIBILITY_MS / 4, "b still down: its events held");
+            }
+            self.finish_all();
+            self.check();
+            if self.failed() {
+                return;
+            }
+        }
+        let events = self.event_keys();
+        let mut w = self.w();
+        let mut held = 0;
+        for (key, accepted) in events {
+            let b = destination_key(&key, "b");
+            let applied = w
+                .runs
+                .get(&b)
+                .is_some_and(|r| r.iter().any(|(_, applied)| *applied));
+            if applied || w.completions.contains_key(&b) {
+                w.violation(format!("NEVER: {b} applied while b was down"));
+            }
+            if !w.held_events.contains(&key) {
+                continue;
+            }
+            held += 1;
+            // Its `a` pair goes on (unless a FIFO group's earlier held message keeps it
+            // back): done at most once, checked as it completes, and once after the drain.
+            let a = destination_key(&key, "a");
+            if accepted && w.completions.contains_key(&a) {
+                w.stats.held_done_elsewhere += 1;
+            }
+        }
+        w.log(format!(
+            "{held} event(s) held by b's breaker, none applied to b"
+        ));
+    }
+
     /// Runs task `i` to its end.
     pub(crate) fn finish(&mut self, i: usize) {
         let name = self.tasks[i].name.clone();
@@ -259,6 +319,21 @@ impl Sim<'_> {
     pub(crate) fn drain(&mut self) {
         self.w().faults_on = false;
         self.log("--- drain: no more faults ---".to_owned());
+        let mode = self.w().mode;
+        match mode {
+            Mode::Flaky => {}
+            Mode::Recovers { .. } => {
+                self.w().healed = true;
+                self.log("b has recovered".to_owned());
+            }
+            Mode::Never => {
+                self.hold_while_down();
+                if self.failed() {
+                    return;
+                }
+                resume(&self.world, &self.board);
+            }
+        }
         for _ in 0..400 {
             while !self.tasks.is_empty() {
                 self.finish(self.tasks.len() - 1);

@@ -91,6 +91,8 @@ pub(crate) struct Sim<'a> {
     pub(crate) senders: Vec<Sender>,
     pub(crate) tasks: Vec<Task<'a>>,
     pub(crate) invocations: u64,
+    /// The breakers' board every consumer invocation shares.
+    pub(crate) board: inbox::breaker::MemoryBoard,
 }
 
 /// `SIM_UNBOUNDED_ZOMBIES=1` lets a paused consumer run on past its batch's visibility timeout,

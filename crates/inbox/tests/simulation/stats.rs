@@ -46,6 +46,36 @@ pub(crate) struct Stats {
     pub(crate) completed: u64,
     pub(crate) lost: u64,
     pub(crate) doubled: u64,
+    /// Routed seeds by how `b` behaved: down for a while then recovering, down until the
+    /// operator resumed it.
+    pub(crate) recovering_seeds: u64,
+    pub(crate) never_seeds: u64,
+    /// Calls to `b` while it was down.
+    pub(crate) down_calls: u64,
+    /// Breaker transitions written: opened, opened again by a failed probe, probes claimed
+    /// (of them, over an expired probe), probes given back, closed by a probe, closed by hand.
+    pub(crate) breaker_opened: u64,
+    pub(crate) breaker_reopened: u64,
+    pub(crate) probes: u64,
+    pub(crate) probes_expired: u64,
+    pub(crate) probes_released: u64,
+    pub(crate) breaker_closed: u64,
+    pub(crate) breaker_resumed: u64,
+    /// Breaker writes that lost the race to another invocation's (their condition failed).
+    pub(crate) breaker_stale: u64,
+    /// Deferrals of an event with a pair its breaker held; held messages sent again as fresh
+    /// ones near the queue's bound.
+    pub(crate) held: u64,
+    pub(crate) held_resent: u64,
+    /// Events `b` held to its end whose `a` pair was done meanwhile (seeds where `b` never
+    /// recovers).
+    pub(crate) held_done_elsewhere: u64,
+    /// Dead letters whose event a breaker had held, all with a pair at MAX_FAILURES real
+    /// failures (any other is a violation).
+    pub(crate) held_then_dead_lettered: u64,
+    /// Calls a rate limit let through, and calls it deferred.
+    pub(crate) rate_calls: u64,
+    pub(crate) rate_deferred: u64,
     /// Where invocations died: "receiver after claim", "consumer after effect", ...
     pub(crate) crash_points: BTreeMap<String, u64>,
     /// The receiver's answers by status.
@@ -88,7 +118,24 @@ impl Stats {
             completed,
             lost,
             doubled,
-            out_of_lease
+            out_of_lease,
+            recovering_seeds,
+            never_seeds,
+            down_calls,
+            breaker_opened,
+            breaker_reopened,
+            probes,
+            probes_expired,
+            probes_released,
+            breaker_closed,
+            breaker_resumed,
+            breaker_stale,
+            held,
+            held_resent,
+            held_done_elsewhere,
+            held_then_dead_lettered,
+            rate_calls,
+            rate_deferred
         );
         for (k, v) in &o.crash_points {
             *self.crash_points.entry(k.clone()).or_default() += v;
@@ -119,7 +166,7 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
          ({} messages delayed)\n\
          \x20 queue: {} sends deduplicated, {} dead-lettered, {} redriven ({} redrives racing \
          the originals), {} delivered again while in flight, {} seeds with a visibility timeout \
-         shorter than the consumer's; {} items swept by TTL",
+         shorter than the consumer's; {} items swept by TTL\n{}",
         s.seeds,
         s.steps,
         s.events,
@@ -155,6 +202,37 @@ pub(crate) fn summary(s: &Stats, took: Duration) -> String {
         s.early_redrives,
         s.delivered_again,
         s.short_visibility,
-        s.swept
+        s.swept,
+        breakers_summary(s)
+    )
+}
+
+/// The breakers' and the rate limit's lines of the summary.
+fn breakers_summary(s: &Stats) -> String {
+    format!(
+        "  breakers: {} seeds with b down then recovering, {} with b down until resumed by \
+         hand; {} calls to b while down; opened {}, reopened by a failed probe {}, {} probes \
+         claimed ({} over an expired probe, {} given back), closed by a probe {}, by hand {}; \
+         {} writes lost the race; {} deferrals holding a pair, {} held messages sent again, {} \
+         events held by a b that never recovered done to a meanwhile, {} held events \
+         dead-lettered (each for real failures)\n\
+         \x20 rate limit: {} calls let through, {} deferred",
+        s.recovering_seeds,
+        s.never_seeds,
+        s.down_calls,
+        s.breaker_opened,
+        s.breaker_reopened,
+        s.probes,
+        s.probes_expired,
+        s.probes_released,
+        s.breaker_closed,
+        s.breaker_resumed,
+        s.breaker_stale,
+        s.held,
+        s.held_resent,
+        s.held_done_elsewhere,
+        s.held_then_dead_lettered,
+        s.rate_calls,
+        s.rate_deferred
     )
 }

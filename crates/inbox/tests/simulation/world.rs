@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
 use inbox::clock::{Clock, ManualClock};
+
+use crate::destinations::Mode;
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -73,7 +75,20 @@ pub(crate) struct World {
     pub(crate) violations: Vec<String>,
     pub(crate) trace: Vec<String>,
     pub(crate) stats: Stats,
+    /// How `b` behaves in this seed, and whether it healed (the operator resumed it, or a
+    /// recovering one reached the drain).
+    pub(crate) mode: Mode,
+    pub(crate) healed: bool,
+    /// Calls a rate limit let through, per (destination, second of the simulated clock).
+    pub(crate) rate_windows: std::collections::BTreeMap<(String, i64), u32>,
+    /// Events a destination's breaker held at least once (the consumer gave the event back
+    /// with a held pair: [`HELD_REASON`] in the deferral's reason).
+    pub(crate) held_events: HashSet<String>,
 }
+
+/// How the consumer's deferral of an event names a pair its destination's breaker held
+/// (`<destination>: held: its breaker is <state>`).
+pub(crate) const HELD_REASON: &str = ": held: its breaker is ";
 
 impl World {
     pub(crate) fn now(&self) -> i64 {
