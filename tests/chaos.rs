@@ -15,6 +15,14 @@
 //! destination), the standard queue each at least once and a second copy only where a
 //! consumer died between its send and its record.
 //!
+//! The same storm while a destination's circuit breaker holds its pairs (docs/routing.md,
+//! "Breakers"): `crm`'s queue does not exist yet, so every call to it fails, and its breaker
+//! starts half-open with the probe of a consumer that died (as a consumer SIGKILLed while it
+//! held the probe leaves it). The probe expires, another consumer claims it and fails, the
+//! breaker opens; consumers are killed while it is open; then `crm` recovers (its queue is
+//! made), a probe closes the breaker, and every (event, destination) pair is COMPLETED, the
+//! FIFO destination holding each event once, and nothing was dead-lettered.
+//!
 //! Bounded in time: 30 events, two deliveries each, and a deadline on every wait.
 
 use std::collections::BTreeSet;
@@ -29,6 +37,8 @@ use devstack::targets;
 use devstack::testkit::apigw::ApiGatewayEvent;
 use devstack::testkit::{github_headers, LocalAws, SystemOfRecord};
 use futures::StreamExt as _;
+use inbox::breaker::{Breaker, BreakerBoard as _, Change, State, Transition, Written};
+use inbox::destination::PauseBoard;
 use inbox::ledger::{LedgerStore, Status};
 use inbox::route::destination_key;
 
@@ -183,14 +193,28 @@ fn storm_keys() -> BTreeSet<String> {
     (0..EVENTS).map(|e| format!("github:chaos-{e}")).collect()
 }
 
+/// The kills so far, receivers' and consumers' (read by a test while its storm runs).
+#[derive(Default)]
+struct Kills {
+    rx: AtomicU64,
+    cx: AtomicU64,
+    /// While set, the killer goes on killing (past its `KILLS` and the senders' end).
+    more: AtomicBool,
+}
+
 /// Runs the storm through both binaries on `aws`'s stack (the consumer's environment with
 /// `consumer_extra` over it) while killing processes, until `done` says every event took
-/// effect.
+/// effect; `kills` counts the kills as they happen.
 #[allow(
     clippy::too_many_lines,
     reason = "the storm read top to bottom: processes, senders, killer, pumps"
 )]
-async fn storm<F, Fut>(aws: &LocalAws, consumer_extra: &[(&str, &str)], done: F) -> Storm
+async fn storm<F, Fut>(
+    aws: &LocalAws,
+    consumer_extra: &[(&str, &str)],
+    done: F,
+    kills: &Kills,
+) -> Storm
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -246,7 +270,7 @@ where
     bridge.retry_failed_now = true;
     let started = Instant::now();
     let senders_done = AtomicBool::new(false);
-    let (rx_kills, cx_kills) = (AtomicU64::new(0), AtomicU64::new(0));
+    let (rx_kills, cx_kills) = (&kills.rx, &kills.cx);
 
     let senders = async {
         let order: Vec<u32> = (0..EVENTS * DELIVERIES_PER_EVENT)
@@ -265,12 +289,14 @@ where
         while rx_kills.load(Ordering::SeqCst) < KILLS
             || cx_kills.load(Ordering::SeqCst) < KILLS
             || !senders_done.load(Ordering::SeqCst)
+            || kills.more.load(Ordering::SeqCst)
         {
             assert!(started.elapsed() < DEADLINE, "the kills did not finish");
             tokio::time::sleep(Duration::from_millis(150 + rng.next(600))).await;
             if senders_done.load(Ordering::SeqCst)
                 && rx_kills.load(Ordering::SeqCst) >= KILLS
                 && cx_kills.load(Ordering::SeqCst) >= KILLS
+                && !kills.more.load(Ordering::SeqCst)
             {
                 break;
             }
@@ -352,7 +378,7 @@ async fn sigkilled_functions_lose_and_double_nothing() {
     let done = || async {
         keys.iter().all(|k| sor.applied_for(k) > 0) && all_completed(&ledger, &keys, &[]).await
     };
-    let storm = storm(&aws, &[("FORWARD_URL", sor.url())], done).await;
+    let storm = storm(&aws, &[("FORWARD_URL", sor.url())], done, &Kills::default()).await;
     storm.check_answers_and_kills();
 
     // What is left on the queue (redeliveries of completed keys) runs out without a call.
@@ -411,7 +437,7 @@ async fn sigkilled_functions_apply_each_destination_once() {
     let ledger = aws.ledger();
     let destinations = ["ledger", "crm"];
     let done = || all_completed(&ledger, &keys, &destinations);
-    let storm = storm(&aws, &[], done).await;
+    let storm = storm(&aws, &[], done, &Kills::default()).await;
     storm.check_answers_and_kills();
     storm.drain_rest().await;
     assert!(all_completed(&ledger, &keys, &destinations).await);
@@ -435,6 +461,163 @@ async fn sigkilled_functions_apply_each_destination_once() {
     );
     println!(
         "chaos with two destinations: {}, {extra} repeated sends to the standard queue",
+        storm.summary()
+    );
+}
+
+/// The epoch milliseconds now.
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis(),
+    )
+    .expect("milliseconds fit")
+}
+
+/// `crm`'s breaker on the board (closed, version 0, where never written).
+async fn crm_breaker(board: &PauseBoard) -> Breaker {
+    board
+        .read()
+        .await
+        .expect("the pause board")
+        .breakers
+        .get("crm")
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one scenario top to bottom: the dead probe, the storm, the recovery, the checks"
+)]
+async fn sigkilled_consumers_while_a_breaker_holds_apply_each_pair_once() {
+    let ledger_q = format!("{}.fifo", devstack::testkit::unique("chaos-brk-ledger"));
+    let crm_q = devstack::testkit::unique("chaos-brk-crm");
+    let aws = LocalAws::with_destinations(
+        "chaos-breaker",
+        &serde_json::json!({
+            "ledger": {"target": format!("arn:aws:sqs:us-east-1:123456789012:{ledger_q}"), "sources": ["github"]},
+            "crm": {"target": format!("arn:aws:sqs:us-east-1:123456789012:{crm_q}"), "sources": ["github"],
+                    "breaker": {"failures": 2, "cool_down_seconds": 1}},
+        })
+        .to_string(),
+    )
+    .await;
+    let (ledger_url, _) = targets::queue(&aws.sqs, &ledger_q, true)
+        .await
+        .expect("the ledger's queue");
+    // `crm`'s queue is not made yet: every SendMessage to it fails.
+    let board = PauseBoard::new(aws.dynamo.clone(), &aws.resources.table);
+    // The probe of a consumer that died: half-open, its owner gone, its lease ending soon.
+    let now = now_ms();
+    let dead_probe = Breaker {
+        state: State::HalfOpen {
+            opened_at_ms: now,
+            probe_owner: "a-dead-consumer:m-0".into(),
+            probe_until_ms: now + 3_000,
+        },
+        version: 1,
+    };
+    let staged = Transition {
+        from: Breaker::default(),
+        to: dead_probe.clone(),
+        change: Change::ProbeClaimed,
+    };
+    assert_eq!(board.write("crm", &staged).await, Ok(Written::Applied));
+
+    let keys = storm_keys();
+    let ledger = aws.ledger();
+    let destinations = ["ledger", "crm"];
+    let kills = Kills::default();
+    kills.more.store(true, Ordering::SeqCst);
+    let healed = AtomicBool::new(false);
+    let done = || async {
+        healed.load(Ordering::SeqCst) && all_completed(&ledger, &keys, &destinations).await
+    };
+    let started = Instant::now();
+    // `crm` recovers once another consumer claimed the dead probe and failed it (the breaker
+    // open again, past the staged version) and two consumers were killed while it was open.
+    let recover = async {
+        let mut open_at_kills = None;
+        let mut states = BTreeSet::new();
+        loop {
+            assert!(
+                started.elapsed() < DEADLINE,
+                "the breaker never opened: {states:?}"
+            );
+            let b = crm_breaker(&board).await;
+            states.insert(format!("{} v{}", b.state.name(), b.version));
+            if b.version > dead_probe.version && matches!(b.state, State::Open { .. }) {
+                open_at_kills.get_or_insert(kills.cx.load(Ordering::SeqCst));
+            }
+            if open_at_kills.is_some_and(|k| kills.cx.load(Ordering::SeqCst) >= k + 2) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        targets::queue(&aws.sqs, &crm_q, false)
+            .await
+            .expect("the CRM's queue, at last");
+        healed.store(true, Ordering::SeqCst);
+        kills.more.store(false, Ordering::SeqCst);
+        states
+    };
+    // A held pair counts no failure; MAX_FAILURES high, so that the failed probes alone never
+    // dead-letter an event either: the dead-letter queue must stay empty.
+    let (storm, states) = tokio::join!(
+        storm(&aws, &[("MAX_FAILURES", "1000")], done, &kills),
+        recover
+    );
+    storm.check_answers_and_kills();
+    storm.drain_rest().await;
+    assert!(all_completed(&ledger, &keys, &destinations).await);
+
+    // The dead probe expired and another consumer claimed it (nothing else moves a breaker
+    // from another owner's probe), the probes failed until `crm` recovered, and one closed it.
+    let last = crm_breaker(&board).await;
+    assert_eq!(last.state, State::Closed { failures: 0 }, "{states:?}");
+    assert!(
+        last.version >= dead_probe.version + 3,
+        "claimed, failed, claimed again, closed: {last:?} after {states:?}"
+    );
+    // Every pair applied: the FIFO destination holds each event once, the standard queue
+    // each at least once (a second copy only for a consumer's death between its send and
+    // its record).
+    let fifo = targets::received_by_key(&aws.sqs, &ledger_url)
+        .await
+        .expect("receive");
+    assert_eq!(fifo.keys().cloned().collect::<BTreeSet<_>>(), keys);
+    assert!(fifo.values().all(|n| *n == 1), "{fifo:?}");
+    let crm_url = aws
+        .sqs
+        .get_queue_url()
+        .queue_name(&crm_q)
+        .send()
+        .await
+        .expect("the CRM's queue")
+        .queue_url()
+        .unwrap_or_default()
+        .to_owned();
+    let crm = targets::received_by_key(&aws.sqs, &crm_url)
+        .await
+        .expect("receive");
+    assert_eq!(crm.keys().cloned().collect::<BTreeSet<_>>(), keys);
+    let extra: u64 = crm.values().map(|n| n - 1).sum();
+    assert!(
+        extra <= storm.cx_kills * BATCH,
+        "{extra} repeated sends for {} consumer kills: {crm:?}",
+        storm.cx_kills
+    );
+    // Nothing dead-lettered: not for being held, not at all.
+    let dead = targets::received_by_key(&aws.sqs, &aws.resources.dlq_url)
+        .await
+        .expect("receive");
+    assert!(dead.is_empty(), "dead-lettered: {dead:?}");
+    println!(
+        "chaos with a breaker: {}, breaker states seen {states:?}, {extra} repeated sends to crm",
         storm.summary()
     );
 }
