@@ -119,13 +119,7 @@ fn paced_consumer(
     server: &CountingServer,
     limiter: Arc<dyn RateLimiter>,
 ) -> (PacedConsumer, testkit::MetricLines) {
-    let text = aws
-        .stack
-        .consumer
-        .environment
-        .get("WEBHOOK_SOURCES")
-        .expect("the consumer's WEBHOOK_SOURCES");
-    let specs = SourceSpecs::parse(text).expect("the stack's sources parse");
+    let specs = specs(aws);
     let routes = Routes::parse(PACED, &specs).expect("routes");
     let (metrics, lines) = Metrics::memory("consumer");
     let forward = |url: &str| HttpForwarder::new(url, Duration::from_secs(30)).expect("client");
@@ -188,6 +182,44 @@ async fn windows(aws: &LocalAws) -> BTreeMap<i64, u32> {
             return found;
         }
     }
+}
+
+/// `inbox-ops status`'s rate rows for the stack: `paced` with its limit and this second's
+/// count; read at a second the run filled, the window's own count.
+async fn shown_by_status(aws: &LocalAws) {
+    let rows = inbox_ops::rate_status::rows(&aws.sdk, &aws.stack.name)
+        .await
+        .expect("the stack's rate rows");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (rows[0].destination.as_str(), rows[0].max_per_second),
+        ("paced", Some(MAX_PER_SECOND))
+    );
+    assert!(
+        matches!(rows[0].this_second, Some(Ok(n)) if n <= MAX_PER_SECOND),
+        "{rows:?}"
+    );
+    let windows = windows(aws).await;
+    let (second, n) = windows.iter().next().expect("a window");
+    let routes = Routes::parse(PACED, &specs(aws)).expect("routes");
+    let rate = DynamoRate::new(aws.dynamo.clone(), &aws.resources.table);
+    let rows = inbox_ops::rate_status::rows_at(&routes, &rate, second * 1000 + 999).await;
+    assert_eq!(rows[0].this_second, Some(Ok(*n)), "{rows:?}");
+    let text = inbox_ops::rate_status::to_text(&rows);
+    assert!(
+        text.contains(&format!("paced: 5 calls a second, {n} in this second")),
+        "{text}"
+    );
+}
+
+fn specs(aws: &LocalAws) -> SourceSpecs {
+    let text = aws
+        .stack
+        .consumer
+        .environment
+        .get("WEBHOOK_SOURCES")
+        .expect("the consumer's WEBHOOK_SOURCES");
+    SourceSpecs::parse(text).expect("the stack's sources parse")
 }
 
 /// What one run measured.
@@ -326,6 +358,9 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
         }
         Candidate::Bucket => bucket.granted.load(Ordering::SeqCst),
     };
+    if candidate == Candidate::Window {
+        shown_by_status(&aws).await;
+    }
     assert_eq!(granted, arrivals.len() as u64, "{label}: a call per grant");
 
     // At the server: never more than the limit per second elapsed (a fixed window: 5 per

@@ -213,10 +213,22 @@ pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let config = crate::aws::config().await;
     let locator = Locator::from_args(&args.mapping)?;
     let s = status(&config, &locator, args.queue.as_deref()).await?;
+    // Each destination's rate limit, from the stack's `Destinations` (a stack to read only).
+    let rates = match &locator {
+        Locator::Stack(stack) => crate::rate_status::rows(&config, stack)
+            .await
+            .unwrap_or_else(|e| {
+                eprintln!("rate limits not shown: {e:#}");
+                Vec::new()
+            }),
+        _ => Vec::new(),
+    };
     if args.json {
-        println!("{:#}", s.to_json());
+        let mut json = s.to_json();
+        json["rates"] = crate::rate_status::to_json(&rates);
+        println!("{json:#}");
     } else {
-        print!("{}", s.to_text());
+        print!("{}{}", s.to_text(), crate::rate_status::to_text(&rates));
     }
     Ok(ExitCode::SUCCESS)
 }
