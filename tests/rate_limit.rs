@@ -7,7 +7,9 @@
 //! What is asserted, none of it a speed:
 //! - every event reaches the destination exactly once, and every pair is COMPLETED;
 //! - the limit's own windows (the `#rate#paced#<second>` items): none counts over 5, and
-//!   together they count exactly the calls the server received (no call without a grant);
+//!   together they count exactly the grants the limiter gave; the server received exactly the
+//!   grants less those that came back after their second closed (deferred, counted
+//!   `RateLimited`): every call starts within the window that counted it;
 //! - at the server, whatever the latency between grant and arrival: no more calls than 5 per
 //!   second elapsed, counted from the first second the consumers could call in to the second
 //!   of the last arrival (the fixed window's own bound: 5 per window the run touched);
@@ -232,6 +234,8 @@ struct Held {
     /// The limiter's calls: granted (the windows' counts) and denied (`RateLimited`).
     granted: u64,
     denied: u64,
+    /// Grants back after their second closed (not used).
+    stale: u64,
     /// A token bucket's own counts: reads, writes, refused writes (another instance wrote
     /// first), and calls it gave up on after too many refusals.
     bucket: Option<[u64; 4]>,
@@ -267,6 +271,7 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     let recording = Arc::new(Recording {
         inner: limiter,
         grants: Mutex::default(),
+        denials: AtomicU64::new(0),
     });
     let (cx, lines) = paced_consumer(&aws, &server, recording.clone());
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
@@ -361,7 +366,13 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     if candidate == Candidate::Window {
         shown_by_status(&aws).await;
     }
-    assert_eq!(granted, arrivals.len() as u64, "{label}: a call per grant");
+    // Every grant the limiter gave is in its count; each call the server received had one.
+    let recorded = recording.grants.lock().expect("grants").len() as u64;
+    assert_eq!(granted, recorded, "{label}: each grant counted");
+    assert!(
+        arrivals.len() as u64 <= granted,
+        "{label}: a call per grant"
+    );
 
     // At the server: never more than the limit per second elapsed (a fixed window: 5 per
     // window the run touched; a bucket: its 5 tokens at the start, then 5 a second).
@@ -386,6 +397,15 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     assert!(
         denied > 0,
         "{label}: nothing was ever deferred by the limit"
+    );
+    // A grant not used is one that came back after its second closed, deferred and counted
+    // `RateLimited` as a refusal is: exactly the grants the server did not see.
+    let refused = recording.denials.load(Ordering::SeqCst);
+    let stale = denied - refused;
+    assert_eq!(
+        arrivals.len() as u64,
+        granted - stale,
+        "{label}: each grant used but the {stale} back after their second"
     );
     assert_eq!(
         metrics::tally(&lines, "github", Metric::Failed),
@@ -416,7 +436,8 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
         per_sliding_second,
         average: (at.len() - 1) as f64 / span_s.max(0.001),
         granted,
-        denied,
+        denied: refused,
+        stale,
         bucket: (candidate == Candidate::Bucket).then(|| bucket.figures()),
         calls: aws_calls,
         rounds,
@@ -427,11 +448,12 @@ fn report(label: &str, invocations: usize, h: &Held) {
     eprintln!(
         "rate limit {label}: {EVENTS} events, max_per_second {MAX_PER_SECOND}, {invocations} \
          invocations at once: most in one second {}, in a sliding second {}, average {:.2}/s; \
-         limiter calls {} granted + {} denied = {:.2} per event",
+         limiter calls {} granted ({} back after their second) + {} denied = {:.2} per event",
         h.per_second,
         h.per_sliding_second,
         h.average,
         h.granted,
+        h.stale,
         h.denied,
         (h.granted + h.denied) as f64 / EVENTS as f64
     );
@@ -609,6 +631,7 @@ async fn a_token_bucket_measured_at_5_and_20_concurrent_invocations() {
 struct Recording {
     inner: Arc<dyn RateLimiter>,
     grants: Mutex<Vec<i64>>,
+    denials: AtomicU64,
 }
 
 impl RateLimiter for Recording {
@@ -622,6 +645,8 @@ impl RateLimiter for Recording {
             let a = self.inner.admit(destination, max, now_ms).await;
             if a == Ok(Admission::Granted) {
                 self.grants.lock().expect("grants").push(now_ms);
+            } else if matches!(a, Ok(Admission::Denied { .. })) {
+                self.denials.fetch_add(1, Ordering::SeqCst);
             }
             a
         })
