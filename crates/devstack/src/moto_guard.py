@@ -59,6 +59,32 @@ def _json_templates_first():
 
 threading.Thread(target=_json_templates_first, daemon=True).start()
 
+# DynamoDB applies a conditional write atomically: the condition and the update are one step for
+# the item. Moto's threaded server checks a condition, then updates, on the request's thread: two
+# concurrent `UpdateItem ADD n :1` on condition `n < :max` both pass at n = max - 1 and count
+# max + 1 (seen by tests/rate_limit.rs at 20 concurrent invocations). One lock makes each item
+# call of moto's DynamoDB one step, as DynamoDB's own are.
+import moto.dynamodb.models as dynamodb_models
+
+_dynamodb_lock = threading.RLock()
+
+
+def _one_step(method):
+    def locked(*args, **kwargs):
+        with _dynamodb_lock:
+            return method(*args, **kwargs)
+
+    return locked
+
+
+for _name in ("get_item", "put_item", "update_item", "delete_item", "transact_write_items"):
+    setattr(
+        dynamodb_models.DynamoDBBackend,
+        _name,
+        _one_step(getattr(dynamodb_models.DynamoDBBackend, _name)),
+    )
+
+
 # CloudWatch as the AWS SDK for Rust calls it (RPC v2 CBOR), in front of moto's own.
 _moto_app = threaded_server.DomainDispatcherApplication
 threaded_server.DomainDispatcherApplication = lambda create: CloudWatchCbor(_moto_app(create))

@@ -340,9 +340,10 @@ pub trait BreakerBoard: Send + Sync {
     ) -> impl Future<Output = Result<Written, String>> + Send;
 }
 
-/// How many times a step is computed again on a fresher breaker before giving up (each
-/// retry follows another consumer's write, which only moves forward).
-const ATTEMPTS: usize = 4;
+/// How many times a step is computed again on a fresher breaker before giving up: each retry
+/// follows another consumer's write, and a batch runs at most ten pairs of a destination at
+/// once.
+const ATTEMPTS: usize = 16;
 
 /// A step applied to the breaker `seen`: written with its condition; where another consumer
 /// wrote first, computed again from the breaker the board holds and written again. The

@@ -10,6 +10,7 @@
 //! the bench). Depends on the library, `stack-config` and the AWS SDK only, never on the dev stack.
 pub mod audit;
 pub mod aws;
+pub mod breakers;
 pub mod cli;
 pub mod console;
 pub mod destination_pause;
@@ -20,6 +21,7 @@ pub mod handshake;
 pub mod init;
 pub mod lookup;
 pub mod preflight;
+pub mod rate_status;
 pub mod receive;
 pub mod redrive;
 pub mod replay;

@@ -283,5 +283,5 @@ async fn a_step_that_loses_every_race_is_an_error() {
     })
     .await
     .unwrap_err();
-    assert_eq!(err, "breaker of `d`: 4 writes lost to other consumers");
+    assert_eq!(err, "breaker of `d`: 16 writes lost to other consumers");
 }

@@ -270,31 +270,44 @@ impl RateLimits {
     /// `None` where `job` may go to `destination` now (no limit, or counted in this second's
     /// window); else the deferral: [`Outcome::Throttled`] until the next window, or, where
     /// the limiter could not answer, after [`UNREADABLE_WAIT`] (logged; never a failure).
+    ///
+    /// A grant that comes back after its window closed (the write outlasted the second) is
+    /// not used: the call would start in the next window without being counted in it. It is
+    /// deferred as a full window is, so that every call starts within the window that
+    /// counted it.
     pub async fn check(&self, destination: &str, job: &Job) -> Option<Outcome> {
         let max = *self.maxima.get(destination)?;
-        match self
-            .limiter
-            .admit(destination, max, self.clock.now_ms())
-            .await
-        {
-            Ok(Admission::Granted) => None,
-            Ok(Admission::Denied { retry_after }) => {
-                self.metrics
-                    .count_destination(&job.source, destination, Metric::RateLimited);
-                Some(Outcome::Throttled {
-                    retry_after,
-                    reason: ProcessError(format!(
-                        "{RATE_LIMITED}: {max} calls in this second (max_per_second)"
-                    )),
-                })
+        let asked_ms = self.clock.now_ms();
+        let admitted = self.limiter.admit(destination, max, asked_ms).await;
+        let deferred = |retry_after: Duration, why: String| {
+            self.metrics
+                .count_destination(&job.source, destination, Metric::RateLimited);
+            Some(Outcome::Throttled {
+                retry_after,
+                reason: ProcessError(format!("{RATE_LIMITED}: {why}")),
+            })
+        };
+        match admitted {
+            Ok(Admission::Granted) => {
+                let now_ms = self.clock.now_ms();
+                if now_ms.div_euclid(1000) == asked_ms.div_euclid(1000) {
+                    return None;
+                }
+                deferred(
+                    until_next_window(now_ms),
+                    "the grant came back after its second closed".into(),
+                )
             }
+            Ok(Admission::Denied { retry_after }) => deferred(
+                retry_after,
+                format!("{max} calls in this second (max_per_second)"),
+            ),
             Err(e) => {
                 tracing::warn!(
                     destination,
                     source = job.source,
                     key = job.key,
                     error = %e,
-                    outcome = "rate_limit_unreadable",
                     "the rate limit could not be read: the call is deferred"
                 );
                 Some(Outcome::Throttled {
@@ -432,6 +445,57 @@ mod tests {
             1
         );
         assert!(lines[0].contains(r#""destination":"paced""#), "{lines:?}");
+    }
+
+    /// A limiter whose write outlasts the second: the clock moves while it answers.
+    struct Slow(MemoryRate, crate::clock::ManualClock);
+
+    impl RateLimiter for Slow {
+        fn admit<'a>(&'a self, d: &'a str, max: u32, now_ms: i64) -> RateFuture<'a, Admission> {
+            Box::pin(async move {
+                let answer = self.0.admit(d, max, now_ms).await;
+                self.1.advance_ms(300);
+                answer
+            })
+        }
+        fn count<'a>(&'a self, d: &'a str, now_ms: i64) -> RateFuture<'a, u32> {
+            self.0.count(d, now_ms)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_grant_back_after_its_second_closed_is_not_used() {
+        let clock = crate::clock::ManualClock::at_ms(1_700_000_000_800);
+        let (metrics, lines) = Metrics::memory("consumer");
+        let rate = MemoryRate::new();
+        let limits = RateLimits::of(
+            &routes(),
+            Arc::new(Slow(rate.clone(), clock.clone())),
+            metrics,
+        )
+        .expect("a limit")
+        .with_clock(Arc::new(clock.clone()));
+        // Asked at .800, answered at 1.100: counted in the first second, not used.
+        assert_eq!(
+            limits.check("paced", &job()).await,
+            Some(Outcome::Throttled {
+                retry_after: Duration::from_millis(900),
+                reason: ProcessError(
+                    "rate limited: the grant came back after its second closed".into()
+                ),
+            })
+        );
+        // Asked at 1.100, answered at 1.400: used.
+        assert_eq!(limits.check("paced", &job()).await, None);
+        assert_eq!(
+            rate.windows("paced"),
+            BTreeMap::from([(1_700_000_000, 1), (1_700_000_001, 1)])
+        );
+        let lines = lines.lock().expect("lines").clone();
+        assert_eq!(
+            crate::metrics::tally(&lines, "github", Metric::RateLimited),
+            1
+        );
     }
 
     #[tokio::test]

@@ -22,6 +22,8 @@ pub struct Overview {
     pub status: Result<MappingStatus, String>,
     pub figures: Result<Vec<SourceFigures>, String>,
     pub alarms: Result<Vec<(String, String)>, String>,
+    /// Each destination's rate limit and this second's count (none without destinations).
+    pub rates: Result<Vec<crate::rate_status::RateRow>, String>,
 }
 
 /// A link to the list filtered so.
@@ -86,6 +88,7 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
             }
             Err(e) => { p.error { "Delivery and queue status unavailable: " (e) } }
         }
+        (super::rates::section(&o.rates))
         h2 { "Alarms in ALARM" }
         @match &o.alarms {
             Ok(firing) if firing.is_empty() => { p.ok { "None." } }
