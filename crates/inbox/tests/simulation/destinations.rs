@@ -6,8 +6,9 @@
 //!
 //! `a` has a rate limit (`max_per_second`, 1 or 2), held by the real [`RateLimits`] over one
 //! shared [`MemoryRate`] on the simulation's clock, as `Targets::deliver` asks it: every call
-//! the limit lets through is tallied per second of the simulated clock, and a second with more
-//! calls than the limit is a violation (`RATE`).
+//! the limit lets through is tallied in the second of the simulated clock it starts in (the
+//! limiter's answer a step after the question), and a second with more calls than the limit is
+//! a violation (`RATE`).
 //!
 //! `b` has a circuit breaker with a small rule (2 to 4 failures, a cool-down of 10 to 60 s),
 //! kept on one [`MemoryBoard`] that every consumer invocation of the seed reads and writes
@@ -161,8 +162,8 @@ impl SimDestinations {
         })
     }
 
-    /// A call `a`'s limit let through, tallied in its second: more than the limit there is a
-    /// violation.
+    /// A call `a`'s limit let through, tallied in the second it starts: more than the limit
+    /// there is a violation.
     fn tally_call(&self, destination: &str, second: i64) {
         let Some(max) = self
             .rates
@@ -192,9 +193,9 @@ impl Destinations for SimDestinations {
         let mut call = job.clone();
         call.key = destination_key(&job.key, destination);
         // As `Targets::deliver`: over its rate, deferred as a throttle, never called. The
-        // limiter reads the clock in this same step (its answer comes a step later).
+        // limiter's answer comes a step later, the clock perhaps in another second by then;
+        // the call is tallied in the second it starts.
         if let Some(rates) = &self.rates {
-            let second = lock(&self.world).now().div_euclid(1000);
             if let Some(deferred) = rates.check(destination, job).await {
                 let mut w = lock(&self.world);
                 w.stats.rate_deferred += 1;
@@ -204,6 +205,7 @@ impl Destinations for SimDestinations {
                 ));
                 return deferred;
             }
+            let second = lock(&self.world).now().div_euclid(1000);
             self.tally_call(destination, second);
         }
         if destination == "b" {
