@@ -47,6 +47,13 @@
 //! At the end, with faults off, the dead-letter queue is redriven and everything drained:
 //! every accepted event must then be completed exactly once.
 //!
+//! Breakers and rate limits (destinations.rs): in the routed seeds `a` has `max_per_second`
+//! and `b` a circuit breaker on one board every invocation races on; `b` is flaky, recovers,
+//! or never does until the operator resumes it at the end. No second starts more calls than
+//! the limit (`RATE`); no event a breaker held is dead-lettered but for real failures
+//! (`HELD-DEAD-LETTERED`); where `b` never recovers, none of its pairs is applied before the
+//! operator resumes it (`NEVER`), and then everything drains exactly once.
+//!
 //! The world keeps the deployed system's guarantees, no more: invocations die at their
 //! deadline or run on past it (a pause, clock skew) but a consumer never outlives six times
 //! the function's timeout (the template's visibility timeout; in the seeds with a shorter one,
@@ -79,7 +86,8 @@ use run::{report, run_seed, run_seeds};
 use stats::summary;
 
 /// Seeds in a plain `cargo test` run: 11 s in a debug build on two idle cores, 17 s on two
-/// busy ones (measured). `make simulate` runs 100,000 optimised.
+/// busy ones (measured before the breakers and rate limits; with them, about 24 s of CPU, 50 s
+/// on two cores at a load average of 7). `make simulate` runs 100,000 optimised.
 const DEFAULT_SEEDS: u64 = 2000;
 
 /// A number from the environment; unset or empty is `None` (`make simulate` without SEEDS).
