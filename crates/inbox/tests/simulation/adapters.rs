@@ -160,6 +160,7 @@ impl LedgerStore for SimLedger {
     }
 
     async fn take(&self, t: &Take) -> Result<TakeOutcome, StoreError> {
+        lock(&self.world).check_gate(&t.key, &t.owner);
         step().await;
         let f = self.fault("take", &t.key);
         if f == Fault::Before {

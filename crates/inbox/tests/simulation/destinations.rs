@@ -31,7 +31,7 @@ use rand::Rng;
 
 use crate::adapters::SimProcessor;
 use crate::faults::{Fault, Mutant};
-use crate::world::{lock, step, Shared};
+use crate::world::{lock, step, BoardRead, Shared};
 
 /// The routed seeds' destinations.
 pub(crate) const DESTINATIONS: [&str; 2] = ["a", "b"];
@@ -260,9 +260,24 @@ impl Destinations for SimDestinations {
             lock(&self.world).log("  board read: store error".to_owned());
             return Err("injected: the board unreadable".to_owned());
         }
+        let breakers = self.board.breakers().await?;
+        let mut w = lock(&self.world);
+        if let Some(task) = w.current.clone() {
+            w.board_reads.insert(
+                task,
+                BoardRead {
+                    breakers: breakers.clone(),
+                    written: Default::default(),
+                },
+            );
+        }
         Ok(Board {
             paused: Default::default(),
-            breakers: self.board.breakers().await?,
+            breakers: if w.mutant == Mutant::BoardLosesBreakers {
+                Default::default()
+            } else {
+                breakers
+            },
         })
     }
 
@@ -276,6 +291,15 @@ impl Destinations for SimDestinations {
             let (before, after) = (w.rates.ledger_before, w.rates.ledger_after);
             w.roll(before, after)
         };
+        {
+            // The invocation's view of this breaker moves on from its read.
+            let mut w = lock(&self.world);
+            if let Some(task) = w.current.clone() {
+                if let Some(read) = w.board_reads.get_mut(&task) {
+                    read.written.insert(destination.to_owned());
+                }
+            }
+        }
         if f == Fault::Before {
             lock(&self.world).log(format!(
                 "  breaker {destination} {:?}: store error (nothing written)",
@@ -365,4 +389,39 @@ pub(crate) fn rate_limits(
     let (metrics, _) = inbox::metrics::Metrics::memory("consumer");
     RateLimits::of(routes, Arc::new(limiter), metrics)
         .map(|r| r.with_clock(Arc::new(clock.clone())))
+}
+
+impl crate::world::World {
+    /// The take of `pair` by `owner` (its consumer's breaker gate passed it just before, in
+    /// the same step): where the invocation has not written `destination`'s breaker since its
+    /// read, that read must let `owner` call now (closed, or `owner`'s probe). Else a call
+    /// its breaker holds (`HELD-CALLED`).
+    pub(crate) fn check_gate(&mut self, pair: &str, owner: &str) {
+        let Some((_, destination)) = pair.split_once(" to:") else {
+            return;
+        };
+        if destination != "b" {
+            return;
+        }
+        let Some(task) = self.current.clone() else {
+            return;
+        };
+        let Some(read) = self.board_reads.get(&task) else {
+            return;
+        };
+        if read.written.contains(destination) {
+            return;
+        }
+        let breaker = read.breakers.get(destination).cloned().unwrap_or_default();
+        let now = self.now();
+        let gate = breaker.gate(&self.b_rule, now, owner, now);
+        self.stats.gates_checked += 1;
+        if gate != inbox::breaker::Gate::Pass {
+            self.violation(format!(
+                "HELD-CALLED: {pair} taken by {owner} to call {destination}, whose breaker it read {} (v{}): {gate:?}",
+                breaker.state.name(),
+                breaker.version
+            ));
+        }
+    }
 }

@@ -69,6 +69,9 @@ pub(crate) enum Mutant {
     /// rather than the template's, which the consumer's bound on a held message is set
     /// against: a message a breaker holds reaches it and SQS dead-letters it.
     QueueBoundBelowHolds,
+    /// The board read loses the breakers (every one closed, as a board whose breakers do not
+    /// parse): a destination called while its breaker holds.
+    BoardLosesBreakers,
 }
 
 impl Mutant {
@@ -80,6 +83,7 @@ impl Mutant {
                 | Mutant::LegSkipsPending
                 | Mutant::RateIgnoresLimit
                 | Mutant::QueueBoundBelowHolds
+                | Mutant::BoardLosesBreakers
         )
     }
 }

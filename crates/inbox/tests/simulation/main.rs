@@ -137,7 +137,10 @@ fn every_accepted_event_completes_exactly_once() {
         assert!(s.breaker_opened > 0 && s.breaker_closed > 0, "{s:?}");
         assert!(s.breaker_reopened > 0 && s.breaker_resumed > 0, "{s:?}");
         assert!(s.probes_expired > 0 && s.probes_released > 0, "{s:?}");
-        assert!(s.breaker_stale > 0 && s.held > 0, "{s:?}");
+        assert!(
+            s.breaker_stale > 0 && s.held > 0 && s.gates_checked > 0,
+            "{s:?}"
+        );
         assert!(s.rate_deferred > 0 && s.rate_calls > 0, "{s:?}");
     }
 }
@@ -196,9 +199,10 @@ fn the_checks_catch_a_destination_run_twice_or_skipped() {
     );
 }
 
-/// With a breaker and a rate limit: a limiter that grants every call is caught (`RATE`), and
-/// so is a queue whose maxReceiveCount is below what a held message is received (`SQS`
-/// dead-letters a held message: `HELD-DEAD-LETTERED`).
+/// With a breaker and a rate limit: a limiter that grants every call is caught (`RATE`), a
+/// board read that loses the breakers (`HELD-CALLED`), and a queue whose maxReceiveCount is
+/// below what a held message is received (SQS dead-letters a held message:
+/// `HELD-DEAD-LETTERED`).
 #[test]
 fn the_checks_catch_a_rate_exceeded_and_a_held_event_dead_lettered() {
     let seeds: Vec<u64> = (0..300).collect();
@@ -208,6 +212,16 @@ fn the_checks_catch_a_rate_exceeded_and_a_held_event_dead_lettered() {
         fast.violations.iter().any(|v| v.starts_with("RATE")),
         "{:?}",
         fast.violations
+    );
+    let (_, blind) = run_seeds(&seeds, Mutant::BoardLosesBreakers);
+    let blind = blind.expect("a board read that loses the breakers is caught");
+    assert!(
+        blind
+            .violations
+            .iter()
+            .any(|v| v.starts_with("HELD-CALLED")),
+        "{:?}",
+        blind.violations
     );
     let (_, dropped) = run_seeds(&seeds, Mutant::QueueBoundBelowHolds);
     let dropped = dropped.expect("a held message dead-lettered by the queue is caught");

@@ -118,6 +118,11 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         healed: false,
         rate_windows: Default::default(),
         held_events: HashSet::new(),
+        board_reads: HashMap::new(),
+        b_rule: inbox::breaker::Rule {
+            failures: plan.failures,
+            cool_down: std::time::Duration::from_secs(plan.cool_down_s),
+        },
     }));
     let ledger = Arc::new(MemoryLedger::new());
     let store = SimLedger {

@@ -63,6 +63,8 @@ pub(crate) struct Stats {
     pub(crate) breaker_resumed: u64,
     /// Breaker writes that lost the race to another invocation's (their condition failed).
     pub(crate) breaker_stale: u64,
+    /// Takes of a `b` pair checked against their invocation's read of the breaker.
+    pub(crate) gates_checked: u64,
     /// Deferrals of an event with a pair its breaker held; held messages sent again as fresh
     /// ones near the queue's bound.
     pub(crate) held: u64,
@@ -130,6 +132,7 @@ impl Stats {
             breaker_closed,
             breaker_resumed,
             breaker_stale,
+            gates_checked,
             held,
             held_resent,
             held_done_elsewhere,
@@ -213,7 +216,8 @@ fn breakers_summary(s: &Stats) -> String {
         "  breakers: {} seeds with b down then recovering, {} with b down until resumed by \
          hand; {} calls to b while down; opened {}, reopened by a failed probe {}, {} probes \
          claimed ({} over an expired probe, {} given back), closed by a probe {}, by hand {}; \
-         {} writes lost the race; {} deferrals holding a pair, {} held messages sent again, {} \
+         {} writes lost the race; {} takes checked against their invocation's read of the \
+         breaker; {} deferrals holding a pair, {} held messages sent again, {} \
          events held by a b that never recovered done to a meanwhile, {} held events \
          dead-lettered (each for real failures)\n\
          \x20 rate limit: {} calls let through, {} deferred",
@@ -228,6 +232,7 @@ fn breakers_summary(s: &Stats) -> String {
         s.breaker_closed,
         s.breaker_resumed,
         s.breaker_stale,
+        s.gates_checked,
         s.held,
         s.held_resent,
         s.held_done_elsewhere,
