@@ -312,6 +312,14 @@ impl Destinations for SimDestinations {
         match &written {
             Written::Applied => {
                 w.tally_breaker(t);
+                if f != Fault::After {
+                    // The consumer learns it: a metric of its own.
+                    match t.change {
+                        Change::Opened | Change::Reopened => w.stats.opened_told += 1,
+                        Change::Closed => w.stats.closed_told += 1,
+                        _ => {}
+                    }
+                }
                 w.log(format!(
                     "  breaker {destination}: {:?} -> {} (v{}){}",
                     t.change,

@@ -236,12 +236,33 @@ pub(crate) fn run_seed(seed: u64, mutant: Mutant, tracing: bool) -> Outcome {
         .iter()
         .map(|s| tally(&lines, s, Metric::LeaseLost))
         .sum();
+    // Every opening and closing the consumer learnt of is its metric (docs/operations.md).
+    let counted = (
+        breaker_metric(&lines, Metric::BreakerOpened),
+        breaker_metric(&lines, Metric::BreakerClosed),
+    );
+    let told = (w.stats.opened_told, w.stats.closed_told);
+    if counted != told && w.violations.is_empty() {
+        w.violation(format!(
+            "METRICS: BreakerOpened and BreakerClosed counted {counted:?}, the consumer was told of {told:?}"
+        ));
+    }
     Outcome {
         seed,
         stats: w.stats.clone(),
         violations: std::mem::take(&mut w.violations),
         trace: std::mem::take(&mut w.trace),
     }
+}
+
+/// The breakers' `metric` in the consumer's metric lines, every destination's.
+fn breaker_metric(lines: &[String], metric: Metric) -> u64 {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("destination").is_some())
+        .filter_map(|v| v.get(metric.name()).and_then(serde_json::Value::as_u64))
+        .sum()
 }
 
 /// The seed's destinations (drawn from a generator of their own, so that the rest of the

@@ -63,6 +63,10 @@ pub(crate) struct Stats {
     pub(crate) breaker_resumed: u64,
     /// Breaker writes that lost the race to another invocation's (their condition failed).
     pub(crate) breaker_stale: u64,
+    /// Openings (or reopenings) and closings by a probe whose write's answer reached the
+    /// consumer: each must be its `BreakerOpened` or `BreakerClosed` metric.
+    pub(crate) opened_told: u64,
+    pub(crate) closed_told: u64,
     /// Takes of a `b` pair checked against their invocation's read of the breaker.
     pub(crate) gates_checked: u64,
     /// Deferrals of an event with a pair its breaker held; held messages sent again as fresh
@@ -133,6 +137,8 @@ impl Stats {
             breaker_resumed,
             breaker_stale,
             gates_checked,
+            opened_told,
+            closed_told,
             held,
             held_resent,
             held_done_elsewhere,
