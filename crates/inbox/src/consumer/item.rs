@@ -175,6 +175,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
             },
             Dest::Named(name) => {
                 if let Some(skipped) = skipped(name, inv) {
+                    // Held by a pause: sent again, never dead-lettered, near the queue's bound.
+                    if matches!(&inv.paused, Ok(paused) if paused.contains(name)) {
+                        inv.keep(owner);
+                    }
                     return skipped;
                 }
                 // Held where its breaker is open (docs/routing.md#breakers); else it calls,
