@@ -606,6 +606,11 @@ impl RateLimiter for TokenBucket {
     fn count<'a>(&'a self, _: &'a str, _: i64) -> RateFuture<'a, u32> {
         Box::pin(std::future::ready(Ok(0)))
     }
+
+    /// A bucket has no window: a grant is good when it comes.
+    fn windowed(&self) -> bool {
+        false
+    }
 }
 
 /// Candidate B at 5 and 20 invocations: measured for BENCHMARKS.md, not part of `make test`
@@ -654,5 +659,9 @@ impl RateLimiter for Recording {
 
     fn count<'a>(&'a self, destination: &'a str, now_ms: i64) -> RateFuture<'a, u32> {
         self.inner.count(destination, now_ms)
+    }
+
+    fn windowed(&self) -> bool {
+        self.inner.windowed()
     }
 }

@@ -76,6 +76,12 @@ pub trait RateLimiter: Send + Sync + 'static {
 
     /// The calls counted in `destination`'s window of `now_ms` (`inbox-ops status`).
     fn count<'a>(&'a self, destination: &'a str, now_ms: i64) -> RateFuture<'a, u32>;
+
+    /// Whether a grant counts in the second it was asked in (a fixed window: `true`), so that
+    /// one back after that second closed must not be used ([`RateLimits::check`]).
+    fn windowed(&self) -> bool {
+        true
+    }
 }
 
 /// The limiter in memory: one count per (destination, second), shared by its clones (the
@@ -290,7 +296,8 @@ impl RateLimits {
         match admitted {
             Ok(Admission::Granted) => {
                 let now_ms = self.clock.now_ms();
-                if now_ms.div_euclid(1000) == asked_ms.div_euclid(1000) {
+                if !self.limiter.windowed() || now_ms.div_euclid(1000) == asked_ms.div_euclid(1000)
+                {
                     return None;
                 }
                 deferred(
