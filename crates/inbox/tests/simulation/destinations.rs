@@ -21,7 +21,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use inbox::breaker::{BreakerBoard, Change, MemoryBoard, State, Transition, Written};
+use inbox::breaker::{
+    BreakerBoard, Change, MemoryBoard, Observed, Rule, State, Transition, Written,
+};
 use inbox::consumer::{Board, Destinations, Job, Outcome, ProcessError, Processor};
 use inbox::destination::rate::{Admission, RateError, RateFuture, RateLimiter};
 use inbox::destination::{MemoryRate, RateLimits};
@@ -267,7 +269,6 @@ impl Destinations for SimDestinations {
                 task,
                 BoardRead {
                     breakers: breakers.clone(),
-                    written: Default::default(),
                 },
             );
         }
@@ -291,15 +292,6 @@ impl Destinations for SimDestinations {
             let (before, after) = (w.rates.ledger_before, w.rates.ledger_after);
             w.roll(before, after)
         };
-        {
-            // The invocation's view of this breaker moves on from its read.
-            let mut w = lock(&self.world);
-            if let Some(task) = w.current.clone() {
-                if let Some(read) = w.board_reads.get_mut(&task) {
-                    read.written.insert(destination.to_owned());
-                }
-            }
-        }
         if f == Fault::Before {
             lock(&self.world).log(format!(
                 "  breaker {destination} {:?}: store error (nothing written)",
@@ -311,7 +303,7 @@ impl Destinations for SimDestinations {
         let mut w = lock(&self.world);
         match &written {
             Written::Applied => {
-                w.tally_breaker(t);
+                w.tally_breaker(destination, t);
                 if f != Fault::After {
                     // The consumer learns it: a metric of its own.
                     match t.change {
@@ -343,13 +335,38 @@ impl Destinations for SimDestinations {
         if f == Fault::After {
             return Err("injected: answer lost".to_owned());
         }
+        w.saw(destination, t, &written);
         Ok(written)
     }
 }
 
 impl crate::world::World {
-    /// A breaker transition written, counted by what it means.
-    pub(crate) fn tally_breaker(&mut self, t: &Transition) {
+    /// A breaker transition written, counted by what it means; one against its rule (opened
+    /// at another count of failures, probed before the cool-down) is a violation (`RULE`).
+    pub(crate) fn tally_breaker(&mut self, destination: &str, t: &Transition) {
+        let rule = self.rule_of(destination);
+        let now = self.now();
+        match (&t.change, &t.from.state) {
+            // It opens at its rule's count of consecutive failures, not before nor after.
+            (Change::Opened, State::Closed { failures }) if failures + 1 != rule.failures => {
+                self.violation(format!(
+                    "RULE: {destination}'s breaker opened at {} failures, its rule says {}",
+                    failures + 1,
+                    rule.failures
+                ));
+            }
+            // Its probe comes after the cool-down, not before.
+            (Change::ProbeClaimed, State::Open { opened_at_ms })
+                if now < opened_at_ms + i64::try_from(rule.cool_down.as_millis()).unwrap_or(0) =>
+            {
+                self.violation(format!(
+                    "RULE: {destination}'s probe claimed {} ms after it opened, before its cool-down of {:?}",
+                    now - opened_at_ms,
+                    rule.cool_down
+                ));
+            }
+            _ => {}
+        }
         let s = &mut self.stats;
         match t.change {
             Change::Opened => s.breaker_opened += 1,
@@ -380,7 +397,7 @@ pub(crate) fn resume(world: &Shared, board: &MemoryBoard) {
     w.healed = true;
     match written {
         Ok((Some(t), _)) => {
-            w.tally_breaker(&t);
+            w.tally_breaker("b", &t);
             w.log("operator resumes b (its breaker closed by hand); b heals".to_owned());
         }
         Ok((None, _)) => w.log("operator resumes b (its breaker was closed); b heals".to_owned()),
@@ -417,9 +434,6 @@ impl crate::world::World {
         let Some(read) = self.board_reads.get(&task) else {
             return;
         };
-        if read.written.contains(destination) {
-            return;
-        }
         let breaker = read.breakers.get(destination).cloned().unwrap_or_default();
         let now = self.now();
         let gate = breaker.gate(&self.b_rule, now, owner, now);
@@ -430,6 +444,72 @@ impl crate::world::World {
                 breaker.state.name(),
                 breaker.version
             ));
+        }
+    }
+}
+
+impl crate::world::World {
+    /// `destination`'s rule (`a` has the default).
+    pub(crate) fn rule_of(&self, destination: &str) -> Rule {
+        if destination == "b" {
+            self.b_rule
+        } else {
+            Rule::default()
+        }
+    }
+
+    /// A breaker write `t` of the current invocation answered `written`: its view moves on as
+    /// the consumer's does. `breaker::apply` tells the consumer the breaker it ends on, after
+    /// its last write: an applied one, or a stale one from which its step computes nothing
+    /// more (a stale answer followed by another write tells it nothing yet). Never back to an
+    /// older version.
+    pub(crate) fn saw(&mut self, destination: &str, t: &Transition, written: &Written) {
+        let now_board = match written {
+            Written::Applied => t.to.clone(),
+            Written::Stale(b) => {
+                let rule = self.rule_of(destination);
+                let now = self.now();
+                let again = match (&t.change, &t.to.state, &t.from.state) {
+                    (
+                        Change::ProbeClaimed,
+                        State::HalfOpen {
+                            probe_owner,
+                            probe_until_ms,
+                            ..
+                        },
+                        _,
+                    ) => matches!(
+                        b.gate(&rule, now, probe_owner, *probe_until_ms),
+                        inbox::breaker::Gate::Claim(_)
+                    ),
+                    (Change::Counted | Change::Opened, _, _) => {
+                        b.observe(&rule, now, "", Observed::Failure).is_some()
+                    }
+                    (Change::Reset, _, _) => b.observe(&rule, now, "", Observed::Success).is_some(),
+                    (change, _, State::HalfOpen { probe_owner, .. }) => {
+                        let observed = match change {
+                            Change::Closed => Observed::Success,
+                            Change::Reopened => Observed::Failure,
+                            _ => Observed::Other,
+                        };
+                        b.observe(&rule, now, probe_owner, observed).is_some()
+                    }
+                    _ => false,
+                };
+                if again {
+                    return;
+                }
+                b.clone()
+            }
+        };
+        let Some(task) = self.current.clone() else {
+            return;
+        };
+        if let Some(read) = self.board_reads.get_mut(&task) {
+            let known = read.breakers.get(destination).map_or(0, |k| k.version);
+            if now_board.version >= known {
+                read.breakers.insert(destination.to_owned(), now_board);
+            }
         }
     }
 }

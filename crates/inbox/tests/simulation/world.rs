@@ -84,18 +84,17 @@ pub(crate) struct World {
     /// Events a destination's breaker held at least once (the consumer gave the event back
     /// with a held pair: [`HELD_REASON`] in the deferral's reason).
     pub(crate) held_events: HashSet<String>,
-    /// Each consumer invocation's read of the breakers (once a batch), and the destinations
-    /// whose breaker it wrote since (its view then moved on with what the writes answered).
+    /// Each consumer invocation's view of the breakers.
     pub(crate) board_reads: HashMap<String, BoardRead>,
     /// `b`'s breaker rule (routed seeds).
     pub(crate) b_rule: inbox::breaker::Rule,
 }
 
-/// What one invocation read of the breakers, and which it wrote since.
+/// What one invocation knows of the breakers: its read at the start of its batch, moved on
+/// as the consumer's own view is (`Invocation::saw_breaker`), by what its writes answered.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct BoardRead {
     pub(crate) breakers: std::collections::BTreeMap<String, inbox::breaker::Breaker>,
-    pub(crate) written: HashSet<String>,
 }
 
 /// How the consumer's deferral of an event names a pair its destination's breaker held
