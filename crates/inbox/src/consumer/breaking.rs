@@ -381,4 +381,112 @@ mod tests {
         assert_eq!(two.calls("flaky"), 2 + 4, "the probe, then the other three");
         assert!(answer.batch_item_failures.is_empty(), "{answer:?}");
     }
+
+    /// What the consumer asked of the queue.
+    #[derive(Clone, Default)]
+    struct Asked(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl crate::redelivery::Redelivery for Asked {
+        async fn delay(
+            &self,
+            m: &SqsMessage,
+            seconds: u32,
+        ) -> Result<(), crate::queue::QueueError> {
+            let id = m.message_id.clone().unwrap_or_default();
+            self.0
+                .lock()
+                .expect("asked")
+                .push(format!("delay {id} {seconds}"));
+            Ok(())
+        }
+        async fn dead_letter(&self, m: &SqsMessage) -> Result<(), crate::queue::QueueError> {
+            let id = m.message_id.clone().unwrap_or_default();
+            self.0
+                .lock()
+                .expect("asked")
+                .push(format!("dead_letter {id}"));
+            Ok(())
+        }
+        fn dead_letters(&self) -> bool {
+            true
+        }
+        async fn resend(&self, m: &SqsMessage) -> Result<(), crate::queue::QueueError> {
+            let id = m.message_id.clone().unwrap_or_default();
+            self.0.lock().expect("asked").push(format!("resend {id}"));
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_held_four_hundred_times_is_sent_again_never_dead_lettered() {
+        let specs = SourceSpecs::parse(
+            r#"{"github": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+        )
+        .expect("sources");
+        let routes = Routes::parse(
+            r#"{"flaky": {"target": "https://f.example/", "sources": ["github"]}}"#,
+            &specs,
+        )
+        .expect("routes");
+        let two = Two::default();
+        let clock = ManualClock::at_ms(1_000_000);
+        // Open since now: every pair of flaky is held.
+        let open = Breaker::default()
+            .observe(
+                &Rule {
+                    failures: 1,
+                    ..Rule::default()
+                },
+                clock.now_ms(),
+                "x",
+                Observed::Failure,
+            )
+            .expect("opens");
+        two.board.write("flaky", &open).await.expect("written");
+        let ledger = Arc::new(MemoryLedger::new());
+        let asked = Asked::default();
+        let cx = Consumer::new(
+            specs,
+            ledger.clone(),
+            None::<crate::forward::HttpForwarder>,
+            clock.clone(),
+            ConsumerSettings::default(),
+            Metrics::memory("consumer").0,
+        )
+        .with_destinations(routes, two.clone())
+        .with_redelivery(asked.clone());
+        let mut batch = Vec::new();
+        for (id, receives) in [("a", "399"), ("b", "400")] {
+            let body = format!(r#"{{"n":"{id}"}}"#);
+            let claim = crate::ledger::Claim {
+                key: format!("github:{id}"),
+                source: "github".into(),
+                payload_sha256: crate::key::payload_sha256(body.as_bytes(), &[]),
+                owner: "receiver".into(),
+                now_ms: clock.now_ms(),
+                lease_until_ms: clock.now_ms() - 1,
+                expires_at: clock.now_secs() + 86_400,
+                response_status: 200,
+                response_body: String::new(),
+                event_type: None,
+            };
+            ledger.claim(&claim).await.expect("claimed");
+            let mut m = message(id);
+            m.attributes
+                .insert("ApproximateReceiveCount".into(), receives.into());
+            batch.push(m);
+        }
+        let answer = cx.handle_batch(&batch, "req", None).await;
+        let failed: Vec<_> = answer
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        assert_eq!(failed, ["m-a"], "the one sent again is done");
+        let mut asked = asked.0.lock().expect("asked").clone();
+        asked.sort();
+        // a: held, back after its receive count (399 s, above the 60 s cool-down); b: sent again.
+        assert_eq!(asked, ["delay m-a 399", "resend m-b"]);
+        assert_eq!(two.calls("flaky"), 0);
+    }
 }
