@@ -315,6 +315,14 @@ impl Breaker {
     }
 }
 
+/// What the pause board holds: the paused destinations and every breaker ever written, read
+/// together once per batch ([`crate::destination::PauseBoard::read`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Board {
+    pub paused: std::collections::BTreeSet<String>,
+    pub breakers: BTreeMap<String, Breaker>,
+}
+
 /// What a conditional write came to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Written {

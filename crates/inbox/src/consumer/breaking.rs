@@ -209,3 +209,284 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The breaker through the consumer, on the memory ledger and the memory board: held pairs
+    //! are neither taken nor called, and one probe closes the breaker.
+
+    use std::collections::BTreeSet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use aws_lambda_events::sqs::SqsMessage;
+
+    use super::*;
+    use crate::breaker::MemoryBoard;
+    use crate::clock::ManualClock;
+    use crate::consumer::{Board, ConsumerSettings, Job, ProcessError};
+    use crate::ledger::memory::MemoryLedger;
+    use crate::metrics::Metrics;
+    use crate::queue::Envelope;
+    use crate::route::{destination_key, Routes};
+    use crate::SourceSpecs;
+
+    /// `flaky` down or up, `steady` always up, over a memory board; every call kept.
+    #[derive(Clone, Default)]
+    struct Two {
+        board: MemoryBoard,
+        down: Arc<AtomicBool>,
+        calls: Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    }
+
+    impl Two {
+        fn calls(&self, destination: &str) -> usize {
+            let calls = self.calls.lock().expect("calls");
+            calls.iter().filter(|(d, _)| d == destination).count()
+        }
+    }
+
+    impl Destinations for Two {
+        async fn deliver(&self, destination: &str, job: &Job) -> Outcome {
+            self.calls
+                .lock()
+                .expect("calls")
+                .push((destination.to_owned(), job.key.clone()));
+            if destination == "flaky" && self.down.load(Ordering::SeqCst) {
+                Outcome::Failed(ProcessError("503".into()))
+            } else {
+                Outcome::Done
+            }
+        }
+        async fn paused(&self) -> Result<BTreeSet<String>, String> {
+            Ok(BTreeSet::new())
+        }
+        fn keeps_breakers(&self) -> bool {
+            true
+        }
+        async fn board(&self) -> Result<Board, String> {
+            Ok(Board {
+                paused: BTreeSet::new(),
+                breakers: self.board.breakers().await?,
+            })
+        }
+        async fn write_breaker(
+            &self,
+            destination: &str,
+            t: &Transition,
+        ) -> Result<Written, String> {
+            self.board.write(destination, t).await
+        }
+    }
+
+    fn message(id: &str) -> SqsMessage {
+        let body = format!(r#"{{"n":"{id}"}}"#);
+        let sha = crate::key::payload_sha256(body.as_bytes(), &[]);
+        let env = Envelope::new(
+            &format!("github:{id}"),
+            "github",
+            1_000_000,
+            &sha,
+            Default::default(),
+            body.as_bytes(),
+        );
+        let mut m = SqsMessage::default();
+        m.message_id = Some(format!("m-{id}"));
+        m.body = Some(env.to_json());
+        m
+    }
+
+    #[tokio::test]
+    async fn an_open_breaker_holds_its_pairs_and_one_probe_closes_it() {
+        let specs = SourceSpecs::parse(
+            r#"{"github": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+        )
+        .expect("sources");
+        let routes = Routes::parse(
+            r#"{"flaky": {"target": "https://f.example/", "sources": ["github"], "breaker": {"failures": 2, "cool_down_seconds": 60}},
+                "steady": {"target": "https://s.example/", "sources": ["github"]}}"#,
+            &specs,
+        )
+        .expect("routes");
+        let two = Two::default();
+        two.down.store(true, Ordering::SeqCst);
+        let clock = ManualClock::at_ms(1_000_000);
+        let ledger = Arc::new(MemoryLedger::new());
+        let (metrics, lines) = Metrics::memory("consumer");
+        let settings = ConsumerSettings {
+            max_concurrent_groups: 1,
+            ..ConsumerSettings::default()
+        };
+        let cx = Consumer::new(
+            specs,
+            ledger.clone(),
+            None::<crate::forward::HttpForwarder>,
+            clock.clone(),
+            settings,
+            metrics,
+        )
+        .with_destinations(routes, two.clone());
+        let ids = ["1", "2", "3", "4"];
+        for id in ids {
+            // The receiver's claim, its lease run out: the consumer's take finds the event.
+            let body = format!(r#"{{"n":"{id}"}}"#);
+            let claim = crate::ledger::Claim {
+                key: format!("github:{id}"),
+                source: "github".into(),
+                payload_sha256: crate::key::payload_sha256(body.as_bytes(), &[]),
+                owner: "receiver".into(),
+                now_ms: clock.now_ms(),
+                lease_until_ms: clock.now_ms() - 1,
+                expires_at: clock.now_secs() + 86_400,
+                response_status: 200,
+                response_body: String::new(),
+                event_type: None,
+            };
+            ledger.claim(&claim).await.expect("claimed");
+        }
+        let batch: Vec<SqsMessage> = ids.iter().map(|i| message(i)).collect();
+        // One at a time: the second failure opens it, the other two are held uncalled.
+        let answer = cx.handle_batch(&batch, "req-1", None).await;
+        assert_eq!(
+            answer.batch_item_failures.len(),
+            4,
+            "{:?}",
+            lines.lock().expect("lines")
+        );
+        assert_eq!(two.calls("flaky"), 2, "{:?}", lines.lock().expect("lines"));
+        assert_eq!(two.calls("steady"), 4);
+        assert!(matches!(two.board.get("flaky").state, State::Open { .. }));
+        let held = ledger
+            .get(&destination_key("github:3", "flaky"))
+            .await
+            .expect("get");
+        assert_eq!(held, None, "a held pair is not even taken");
+        let opened = lines
+            .lock()
+            .expect("lines")
+            .iter()
+            .filter(|l| {
+                l.contains(r#""BreakerOpened":1"#) && l.contains(r#""destination":"flaky""#)
+            })
+            .count();
+        assert_eq!(opened, 1);
+        // Within the cool-down: held again.
+        cx.handle_batch(&batch, "req-2", None).await;
+        assert_eq!(two.calls("flaky"), 2);
+        // Past it, up again: one probe closes it, and the rest go.
+        clock.advance_ms(60_000);
+        two.down.store(false, Ordering::SeqCst);
+        let answer = cx.handle_batch(&batch, "req-3", None).await;
+        assert_eq!(two.board.get("flaky").state, State::Closed { failures: 0 });
+        assert_eq!(two.calls("flaky"), 2 + 4, "the probe, then the other three");
+        assert!(answer.batch_item_failures.is_empty(), "{answer:?}");
+    }
+
+    /// What the consumer asked of the queue.
+    #[derive(Clone, Default)]
+    struct Asked(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl crate::redelivery::Redelivery for Asked {
+        async fn delay(
+            &self,
+            m: &SqsMessage,
+            seconds: u32,
+        ) -> Result<(), crate::queue::QueueError> {
+            let id = m.message_id.clone().unwrap_or_default();
+            self.0
+                .lock()
+                .expect("asked")
+                .push(format!("delay {id} {seconds}"));
+            Ok(())
+        }
+        async fn dead_letter(&self, m: &SqsMessage) -> Result<(), crate::queue::QueueError> {
+            let id = m.message_id.clone().unwrap_or_default();
+            self.0
+                .lock()
+                .expect("asked")
+                .push(format!("dead_letter {id}"));
+            Ok(())
+        }
+        fn dead_letters(&self) -> bool {
+            true
+        }
+        async fn resend(&self, m: &SqsMessage) -> Result<(), crate::queue::QueueError> {
+            let id = m.message_id.clone().unwrap_or_default();
+            self.0.lock().expect("asked").push(format!("resend {id}"));
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_held_four_hundred_times_is_sent_again_never_dead_lettered() {
+        let specs = SourceSpecs::parse(
+            r#"{"github": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "payload_sha256"}}}"#,
+        )
+        .expect("sources");
+        let routes = Routes::parse(
+            r#"{"flaky": {"target": "https://f.example/", "sources": ["github"]}}"#,
+            &specs,
+        )
+        .expect("routes");
+        let two = Two::default();
+        let clock = ManualClock::at_ms(1_000_000);
+        // Open since now: every pair of flaky is held.
+        let open = Breaker::default()
+            .observe(
+                &Rule {
+                    failures: 1,
+                    ..Rule::default()
+                },
+                clock.now_ms(),
+                "x",
+                Observed::Failure,
+            )
+            .expect("opens");
+        two.board.write("flaky", &open).await.expect("written");
+        let ledger = Arc::new(MemoryLedger::new());
+        let asked = Asked::default();
+        let cx = Consumer::new(
+            specs,
+            ledger.clone(),
+            None::<crate::forward::HttpForwarder>,
+            clock.clone(),
+            ConsumerSettings::default(),
+            Metrics::memory("consumer").0,
+        )
+        .with_destinations(routes, two.clone())
+        .with_redelivery(asked.clone());
+        let mut batch = Vec::new();
+        for (id, receives) in [("a", "399"), ("b", "400")] {
+            let body = format!(r#"{{"n":"{id}"}}"#);
+            let claim = crate::ledger::Claim {
+                key: format!("github:{id}"),
+                source: "github".into(),
+                payload_sha256: crate::key::payload_sha256(body.as_bytes(), &[]),
+                owner: "receiver".into(),
+                now_ms: clock.now_ms(),
+                lease_until_ms: clock.now_ms() - 1,
+                expires_at: clock.now_secs() + 86_400,
+                response_status: 200,
+                response_body: String::new(),
+                event_type: None,
+            };
+            ledger.claim(&claim).await.expect("claimed");
+            let mut m = message(id);
+            m.attributes
+                .insert("ApproximateReceiveCount".into(), receives.into());
+            batch.push(m);
+        }
+        let answer = cx.handle_batch(&batch, "req", None).await;
+        let failed: Vec<_> = answer
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        assert_eq!(failed, ["m-a"], "the one sent again is done");
+        let mut asked = asked.0.lock().expect("asked").clone();
+        asked.sort();
+        // a: held, back after its receive count (399 s, above the 60 s cool-down); b: sent again.
+        assert_eq!(asked, ["delay m-a 399", "resend m-b"]);
+        assert_eq!(two.calls("flaky"), 0);
+    }
+}

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::future::Future;
 
 use super::processor::{Job, Outcome, ProcessError};
+pub use crate::breaker::Board;
 use crate::breaker::{Transition, Written};
-pub use crate::destination::pause::Board;
 
 /// What delivers to the configured destinations, by name. The consumer keeps each pair's
 /// state in the ledger; an implementation only makes the call.

@@ -22,32 +22,26 @@ pub const BREAKER_PREFIX: &str = "breaker:";
 
 type Item = std::collections::HashMap<String, AttributeValue>;
 
-/// What the board holds: the paused destinations and every breaker ever written.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Board {
-    pub paused: BTreeSet<String>,
-    pub breakers: BTreeMap<String, Breaker>,
-}
+pub use crate::breaker::Board;
 
-impl Board {
-    fn of(item: Option<&Item>) -> Board {
-        let Some(item) = item else {
-            return Board::default();
-        };
-        let paused = item
-            .get("paused")
-            .and_then(|v| v.as_ss().ok())
-            .map(|names| names.iter().cloned().collect())
-            .unwrap_or_default();
-        let breakers = item
-            .iter()
-            .filter_map(|(name, v)| {
-                let destination = name.strip_prefix(BREAKER_PREFIX)?;
-                Some((destination.to_owned(), breaker_of(v)))
-            })
-            .collect();
-        Board { paused, breakers }
-    }
+/// What the board's item holds (none: nothing paused, every breaker closed).
+fn board_of(item: Option<&Item>) -> Board {
+    let Some(item) = item else {
+        return Board::default();
+    };
+    let paused = item
+        .get("paused")
+        .and_then(|v| v.as_ss().ok())
+        .map(|names| names.iter().cloned().collect())
+        .unwrap_or_default();
+    let breakers = item
+        .iter()
+        .filter_map(|(name, v)| {
+            let destination = name.strip_prefix(BREAKER_PREFIX)?;
+            Some((destination.to_owned(), breaker_of(v)))
+        })
+        .collect();
+    Board { paused, breakers }
 }
 
 /// A breaker's attribute, read. One that cannot be read (written by hand) keeps its version,
@@ -143,7 +137,7 @@ impl PauseBoard {
             .send()
             .await
             .map_err(|e| error_text(&e))?;
-        Ok(Board::of(out.item()))
+        Ok(board_of(out.item()))
     }
 
     /// The paused destinations' names.
@@ -200,7 +194,7 @@ impl BreakerBoard for PauseBoard {
             Err(err) => match err.as_service_error() {
                 Some(UpdateItemError::ConditionalCheckFailedException(e)) => {
                     let held = match e.item() {
-                        Some(item) => Board::of(Some(item)).breakers.remove(destination),
+                        Some(item) => board_of(Some(item)).breakers.remove(destination),
                         None => self.read().await?.breakers.remove(destination),
                     };
                     Ok(Written::Stale(held.unwrap_or_default()))
@@ -251,13 +245,13 @@ mod tests {
             ("paused".into(), AttributeValue::Ss(vec!["crm".into()])),
             ("breaker:billing".into(), attribute_of(&open)),
         ]);
-        let board = Board::of(Some(&item));
+        let board = board_of(Some(&item));
         assert_eq!(board.paused, BTreeSet::from(["crm".to_owned()]));
         assert_eq!(
             board.breakers,
             BTreeMap::from([("billing".to_owned(), open)])
         );
-        assert_eq!(Board::of(None), Board::default());
+        assert_eq!(board_of(None), Board::default());
     }
 
     #[test]
