@@ -7,9 +7,9 @@
 //! What is asserted, none of it a speed:
 //! - every event reaches the destination exactly once, and every pair is COMPLETED;
 //! - the limit's own windows (the `#rate#paced#<second>` items): none counts over 5, and
-//!   together they count exactly the grants the limiter gave; the server received exactly the
-//!   grants less those that came back after their second closed (deferred, counted
-//!   `RateLimited`): every call starts within the window that counted it;
+//!   together they count every grant the limiter gave; the server received exactly the grants
+//!   less those that came back after their second closed (deferred, counted `RateLimited`):
+//!   every call starts within the window that counted it;
 //! - at the server, whatever the latency between grant and arrival: no more calls than 5 per
 //!   second elapsed, counted from the first second the consumers could call in to the second
 //!   of the last arrival (the fixed window's own bound: 5 per window the run touched);
@@ -293,7 +293,8 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     let b = crate::support::bridge(&aws).await;
     let done = AtomicBool::new(false);
     let started = Instant::now();
-    let (cx, b, done, server_ref) = (&cx, &b, &done, &server);
+    let gave_up = AtomicBool::new(false);
+    let (cx, b, done, server_ref, gave_up_ref) = (&cx, &b, &done, &server, &gave_up);
     let invocation = |_| async move {
         let mut rounds = 0u32;
         while !done.load(Ordering::SeqCst) {
@@ -307,11 +308,10 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
             }
             if round.is_none() {
                 // Deferred messages come back after their delay: poll the queue.
-                assert!(
-                    started.elapsed() < Duration::from_secs(300),
-                    "{label}: the events did not all arrive: {} of {EVENTS}",
-                    server_ref.arrivals().len()
-                );
+                if started.elapsed() > Duration::from_secs(600) {
+                    gave_up_ref.store(true, Ordering::SeqCst);
+                    done.store(true, Ordering::SeqCst);
+                }
                 // (A quarter second: twenty invocations polling faster load the local server
                 // more than they learn.)
                 tokio::time::sleep(Duration::from_millis(250)).await;
@@ -324,6 +324,20 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
         .iter()
         .sum();
     let aws_calls = aws.faults.all_calls();
+    if gave_up.load(Ordering::SeqCst) {
+        let arrived: Vec<String> = server.arrivals().into_iter().map(|(k, _)| k).collect();
+        let mut left = Vec::new();
+        for key in keys.iter().filter(|k| !arrived.contains(k)) {
+            let pair = aws.ledger().get(&destination_key(key, "paced")).await;
+            left.push(format!("{key}: {pair:?}"));
+        }
+        panic!(
+            "{label}: {} of {EVENTS} arrived in 600 s; queue {:?}, dead letters {:?}; left: {left:#?}",
+            arrived.len(),
+            aws.queue_counts(&aws.resources.queue_url).await,
+            aws.queue_counts(&aws.resources.dlq_url).await,
+        );
+    }
     // What was received but not settled when `done` was set is settled by then (each
     // invocation finishes its round); the queue holds nothing the destination still needs.
 
@@ -366,11 +380,15 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     if candidate == Candidate::Window {
         shown_by_status(&aws).await;
     }
-    // Every grant the limiter gave is in its count; each call the server received had one.
+    // Every grant the limiter gave is in its count (a write the SDK sent again after it had
+    // applied would count twice: more, never less); each call the server received had one.
     let recorded = recording.grants.lock().expect("grants").len() as u64;
-    assert_eq!(granted, recorded, "{label}: each grant counted");
     assert!(
-        arrivals.len() as u64 <= granted,
+        granted >= recorded,
+        "{label}: {recorded} grants, {granted} counted"
+    );
+    assert!(
+        arrivals.len() as u64 <= recorded,
         "{label}: a call per grant"
     );
 
@@ -404,7 +422,7 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     let stale = denied - refused;
     assert_eq!(
         arrivals.len() as u64,
-        granted - stale,
+        recorded - stale,
         "{label}: each grant used but the {stale} back after their second"
     );
     assert_eq!(
