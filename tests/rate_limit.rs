@@ -7,9 +7,9 @@
 //! What is asserted, none of it a speed:
 //! - every event reaches the destination exactly once, and every pair is COMPLETED;
 //! - the limit's own windows (the `#rate#paced#<second>` items): none counts over 5, and
-//!   together they count exactly the grants the limiter gave; the server received exactly the
-//!   grants less those that came back after their second closed (deferred, counted
-//!   `RateLimited`): every call starts within the window that counted it;
+//!   together they count every grant the limiter gave; the server received exactly the grants
+//!   less those that came back after their second closed (deferred, counted `RateLimited`):
+//!   every call starts within the window that counted it;
 //! - at the server, whatever the latency between grant and arrival: no more calls than 5 per
 //!   second elapsed, counted from the first second the consumers could call in to the second
 //!   of the last arrival (the fixed window's own bound: 5 per window the run touched);
@@ -32,7 +32,7 @@ use inbox::archive::NoArchive;
 use inbox::bucket::NoBucket;
 use inbox::clock::SystemClock;
 use inbox::consumer::{Consumer, ConsumerSettings};
-use inbox::destination::rate::{Admission, RateError, RateFuture, RATE_PK_PREFIX};
+use inbox::destination::rate::RATE_PK_PREFIX;
 use inbox::destination::{Adapter, DynamoRate, RateLimiter, RateLimits, Targets};
 use inbox::forward::HttpForwarder;
 use inbox::ledger::dynamo::DynamoLedger;
@@ -43,67 +43,17 @@ use inbox::redelivery::SqsRedelivery;
 use inbox::route::{destination_key, Routes};
 use inbox::SourceSpecs;
 
+mod bucket;
+mod server;
+
+use bucket::{Recording, TokenBucket};
+use server::CountingServer;
+
 /// The limit: low enough that two loaded cores exceed it many times over.
 const MAX_PER_SECOND: u32 = 5;
 const EVENTS: usize = 40;
 
 const PACED: &str = r#"{"paced": {"target": "https://paced.example/in", "sources": ["github"], "max_per_second": 5}}"#;
-
-/// A destination on loopback that answers 200 and notes each request's key and the epoch
-/// millisecond it arrived.
-struct CountingServer {
-    url: String,
-    arrivals: Arc<Mutex<Vec<(String, i64)>>>,
-    server: Arc<tiny_http::Server>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl CountingServer {
-    fn start() -> CountingServer {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind loopback"));
-        let port = server
-            .server_addr()
-            .to_ip()
-            .map(|a| a.port())
-            .expect("an IP listener");
-        let arrivals: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
-        let (s, a) = (server.clone(), arrivals.clone());
-        let thread = std::thread::spawn(move || {
-            for mut request in s.incoming_requests() {
-                let at = testkit::now_ms();
-                let key = request
-                    .headers()
-                    .iter()
-                    .find(|h| h.field.equiv("Idempotency-Key"))
-                    .map(|h| h.value.as_str().to_owned())
-                    .unwrap_or_default();
-                let mut sink = Vec::new();
-                let _ = std::io::Read::read_to_end(request.as_reader(), &mut sink);
-                a.lock().expect("arrivals").push((key, at));
-                let _ = request.respond(tiny_http::Response::empty(200));
-            }
-        });
-        CountingServer {
-            url: format!("http://127.0.0.1:{port}/in"),
-            arrivals,
-            server,
-            thread: Some(thread),
-        }
-    }
-
-    fn arrivals(&self) -> Vec<(String, i64)> {
-        self.arrivals.lock().expect("arrivals").clone()
-    }
-}
-
-impl Drop for CountingServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 type PacedConsumer = Consumer<
     DynamoLedger,
@@ -293,7 +243,8 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     let b = crate::support::bridge(&aws).await;
     let done = AtomicBool::new(false);
     let started = Instant::now();
-    let (cx, b, done, server_ref) = (&cx, &b, &done, &server);
+    let gave_up = AtomicBool::new(false);
+    let (cx, b, done, server_ref, gave_up_ref) = (&cx, &b, &done, &server, &gave_up);
     let invocation = |_| async move {
         let mut rounds = 0u32;
         while !done.load(Ordering::SeqCst) {
@@ -307,11 +258,10 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
             }
             if round.is_none() {
                 // Deferred messages come back after their delay: poll the queue.
-                assert!(
-                    started.elapsed() < Duration::from_secs(300),
-                    "{label}: the events did not all arrive: {} of {EVENTS}",
-                    server_ref.arrivals().len()
-                );
+                if started.elapsed() > Duration::from_secs(600) {
+                    gave_up_ref.store(true, Ordering::SeqCst);
+                    done.store(true, Ordering::SeqCst);
+                }
                 // (A quarter second: twenty invocations polling faster load the local server
                 // more than they learn.)
                 tokio::time::sleep(Duration::from_millis(250)).await;
@@ -324,6 +274,20 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
         .iter()
         .sum();
     let aws_calls = aws.faults.all_calls();
+    if gave_up.load(Ordering::SeqCst) {
+        let arrived: Vec<String> = server.arrivals().into_iter().map(|(k, _)| k).collect();
+        let mut left = Vec::new();
+        for key in keys.iter().filter(|k| !arrived.contains(k)) {
+            let pair = aws.ledger().get(&destination_key(key, "paced")).await;
+            left.push(format!("{key}: {pair:?}"));
+        }
+        panic!(
+            "{label}: {} of {EVENTS} arrived in 600 s; queue {:?}, dead letters {:?}; left: {left:#?}",
+            arrived.len(),
+            aws.queue_counts(&aws.resources.queue_url).await,
+            aws.queue_counts(&aws.resources.dlq_url).await,
+        );
+    }
     // What was received but not settled when `done` was set is settled by then (each
     // invocation finishes its round); the queue holds nothing the destination still needs.
 
@@ -366,11 +330,15 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     if candidate == Candidate::Window {
         shown_by_status(&aws).await;
     }
-    // Every grant the limiter gave is in its count; each call the server received had one.
+    // Every grant the limiter gave is in its count (a write the SDK sent again after it had
+    // applied would count twice: more, never less); each call the server received had one.
     let recorded = recording.grants.lock().expect("grants").len() as u64;
-    assert_eq!(granted, recorded, "{label}: each grant counted");
     assert!(
-        arrivals.len() as u64 <= granted,
+        granted >= recorded,
+        "{label}: {recorded} grants, {granted} counted"
+    );
+    assert!(
+        arrivals.len() as u64 <= recorded,
         "{label}: a call per grant"
     );
 
@@ -404,7 +372,7 @@ async fn run(label: &str, invocations: usize, candidate: Candidate) -> Held {
     let stale = denied - refused;
     assert_eq!(
         arrivals.len() as u64,
-        granted - stale,
+        recorded - stale,
         "{label}: each grant used but the {stale} back after their second"
     );
     assert_eq!(
@@ -484,135 +452,6 @@ async fn the_limit_holds_across_20_concurrent_invocations() {
     report("fixed window", 20, &held);
 }
 
-/// Candidate B, measured beside the fixed window and not shipped (BENCHMARKS.md): a token
-/// bucket of `max` tokens refilled at `max` a second, in one item (`#bucket#<destination>`:
-/// `tokens`, `at_ms`, version `v`), read (consistent `GetItem`), then written on condition
-/// that `v` is still what was read; a refused write (another instance wrote first) reads and
-/// tries again, at most 10 times. DynamoDB cannot compute the refill (a `min` of a product) in
-/// an update expression, so a read before the write is the bucket's least.
-struct TokenBucket {
-    client: aws_sdk_dynamodb::Client,
-    table: String,
-    reads: AtomicU64,
-    writes: AtomicU64,
-    refused: AtomicU64,
-    gave_up: AtomicU64,
-    granted: AtomicU64,
-}
-
-impl TokenBucket {
-    fn new(aws: &LocalAws) -> TokenBucket {
-        TokenBucket {
-            client: aws.dynamo.clone(),
-            table: aws.resources.table.clone(),
-            reads: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-            refused: AtomicU64::new(0),
-            gave_up: AtomicU64::new(0),
-            granted: AtomicU64::new(0),
-        }
-    }
-
-    fn figures(&self) -> [u64; 4] {
-        [
-            self.reads.load(Ordering::SeqCst),
-            self.writes.load(Ordering::SeqCst),
-            self.refused.load(Ordering::SeqCst),
-            self.gave_up.load(Ordering::SeqCst),
-        ]
-    }
-
-    async fn take(&self, destination: &str, max: u32, now_ms: i64) -> Result<Admission, RateError> {
-        let pk = AttributeValue::S(format!("#bucket#{destination}"));
-        let num = |item: &std::collections::HashMap<String, AttributeValue>, name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse::<f64>().ok())
-        };
-        let rate = f64::from(max);
-        for _ in 0..10 {
-            let read = self
-                .client
-                .get_item()
-                .table_name(&self.table)
-                .key("pk", pk.clone())
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(|e| RateError(e.to_string()))?;
-            self.reads.fetch_add(1, Ordering::SeqCst);
-            let item = read.item().cloned().unwrap_or_default();
-            let (tokens, at, v) = (
-                num(&item, "tokens").unwrap_or(rate),
-                num(&item, "at_ms").unwrap_or(now_ms as f64),
-                num(&item, "v"),
-            );
-            let elapsed = (now_ms as f64 - at).max(0.0) / 1000.0;
-            let tokens = (tokens + elapsed * rate).min(rate);
-            if tokens < 1.0 {
-                return Ok(Admission::Denied {
-                    retry_after: Duration::from_secs_f64((1.0 - tokens) / rate),
-                });
-            }
-            let mut write = self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .item("pk", pk.clone())
-                .item("tokens", AttributeValue::N((tokens - 1.0).to_string()))
-                .item(
-                    "at_ms",
-                    AttributeValue::N(now_ms.max(at as i64).to_string()),
-                )
-                .item("v", AttributeValue::N((v.unwrap_or(0.0) + 1.0).to_string()));
-            write = match v {
-                Some(v) => write
-                    .condition_expression("v = :v")
-                    .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-                None => write.condition_expression("attribute_not_exists(pk)"),
-            };
-            self.writes.fetch_add(1, Ordering::SeqCst);
-            match write.send().await {
-                Ok(_) => {
-                    self.granted.fetch_add(1, Ordering::SeqCst);
-                    return Ok(Admission::Granted);
-                }
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-                {
-                    self.refused.fetch_add(1, Ordering::SeqCst);
-                }
-                Err(e) => return Err(RateError(e.to_string())),
-            }
-        }
-        self.gave_up.fetch_add(1, Ordering::SeqCst);
-        Err(RateError(
-            "the bucket is contended: 10 writes refused".into(),
-        ))
-    }
-}
-
-impl RateLimiter for TokenBucket {
-    fn admit<'a>(
-        &'a self,
-        destination: &'a str,
-        max: u32,
-        now_ms: i64,
-    ) -> RateFuture<'a, Admission> {
-        Box::pin(self.take(destination, max, now_ms))
-    }
-
-    fn count<'a>(&'a self, _: &'a str, _: i64) -> RateFuture<'a, u32> {
-        Box::pin(std::future::ready(Ok(0)))
-    }
-
-    /// A bucket has no window: a grant is good when it comes.
-    fn windowed(&self) -> bool {
-        false
-    }
-}
-
 /// Candidate B at 5 and 20 invocations: measured for BENCHMARKS.md, not part of `make test`
 /// (`cargo test -p e2e rate_limit -- --ignored --nocapture`). It asserts what the shipped
 /// window's runs assert of the server (each event once, no more calls than the bucket lets
@@ -628,40 +467,5 @@ async fn a_token_bucket_measured_at_5_and_20_concurrent_invocations() {
         )
         .await;
         report("token bucket", invocations, &held);
-    }
-}
-
-/// A limiter that notes when it granted (the grant's epoch millisecond, as the limiter's
-/// window saw it).
-struct Recording {
-    inner: Arc<dyn RateLimiter>,
-    grants: Mutex<Vec<i64>>,
-    denials: AtomicU64,
-}
-
-impl RateLimiter for Recording {
-    fn admit<'a>(
-        &'a self,
-        destination: &'a str,
-        max: u32,
-        now_ms: i64,
-    ) -> RateFuture<'a, Admission> {
-        Box::pin(async move {
-            let a = self.inner.admit(destination, max, now_ms).await;
-            if a == Ok(Admission::Granted) {
-                self.grants.lock().expect("grants").push(now_ms);
-            } else if matches!(a, Ok(Admission::Denied { .. })) {
-                self.denials.fetch_add(1, Ordering::SeqCst);
-            }
-            a
-        })
-    }
-
-    fn count<'a>(&'a self, destination: &'a str, now_ms: i64) -> RateFuture<'a, u32> {
-        self.inner.count(destination, now_ms)
-    }
-
-    fn windowed(&self) -> bool {
-        self.inner.windowed()
     }
 }
