@@ -308,11 +308,6 @@ impl Breaker {
             )),
         }
     }
-
-    /// Whether calls to the destination are held now for `owner` (open, or another's probe).
-    pub fn holds(&self, rule: &Rule, now_ms: i64, owner: &str) -> bool {
-        self.gate(rule, now_ms, owner, now_ms) == Gate::Hold
-    }
 }
 
 /// What the pause board holds: the paused destinations and every breaker ever written, read

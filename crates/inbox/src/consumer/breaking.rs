@@ -67,6 +67,15 @@ fn held(name: &str, rule: &Rule, b: &Breaker, now_ms: i64) -> Leg {
     }
 }
 
+/// The log's word for an opening: a closed breaker opened, or a failed probe reopened it.
+fn opened_word(change: &Change) -> &'static str {
+    if *change == Change::Opened {
+        "opened"
+    } else {
+        "reopened"
+    }
+}
+
 impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// The pauses and the breakers of the batch: one read of the board (nothing where no
     /// source is routed).
@@ -170,11 +179,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
         match t.change {
             Change::Opened | Change::Reopened => {
                 self.metrics.count_breaker(name, Metric::BreakerOpened);
-                let breaker = if t.change == Change::Opened {
-                    "opened"
-                } else {
-                    "reopened"
-                };
+                let breaker = opened_word(&t.change);
                 warn!(
                     destination = name,
                     breaker,
@@ -488,5 +493,49 @@ mod tests {
         // a: held, back after its receive count (399 s, above the 60 s cool-down); b: sent again.
         assert_eq!(asked, ["delay m-a 399", "resend m-b"]);
         assert_eq!(two.calls("flaky"), 0);
+    }
+
+    #[test]
+    fn a_held_pair_waits_what_is_left_of_the_cool_down_at_least_a_second() {
+        let rule = Rule {
+            failures: 5,
+            cool_down: Duration::from_secs(60),
+        };
+        let open = |opened_at_ms| Breaker {
+            state: State::Open { opened_at_ms },
+            version: 3,
+        };
+        let wait = |b: &Breaker, now| match held("crm", &rule, b, now) {
+            Leg::Pending {
+                wait,
+                failures,
+                held,
+                reason,
+            } => {
+                assert_eq!(failures, None, "a held pair counts no failure");
+                assert!(!held, "{reason}");
+                assert!(reason.starts_with("crm: held: its breaker is "), "{reason}");
+                wait
+            }
+            Leg::Done => panic!("held is pending"),
+        };
+        assert_eq!(wait(&open(1_000), 51_000), Some(Duration::from_secs(10)));
+        assert_eq!(wait(&open(1_000), 60_900), Some(Duration::from_secs(1)));
+        assert_eq!(wait(&open(1_000), 900_000), Some(Duration::from_secs(1)));
+        let half = Breaker {
+            state: State::HalfOpen {
+                opened_at_ms: 1_000,
+                probe_owner: "r:m".into(),
+                probe_until_ms: 90_000,
+            },
+            version: 4,
+        };
+        assert_eq!(wait(&half, 61_000), Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn an_opening_is_logged_as_opened_and_a_failed_probe_as_reopened() {
+        assert_eq!(opened_word(&Change::Opened), "opened");
+        assert_eq!(opened_word(&Change::Reopened), "reopened");
     }
 }
