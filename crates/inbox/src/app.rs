@@ -155,7 +155,8 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
         Metrics::stdout("receiver"),
     )
     .with_secret_resolver(AwsSecretResolver::new(&sdk))
-    .with_key_fetcher(crate::key_fetch::KeyFetcher::from_env().map_err(|message| {
+    .with_key_fetcher(
+        crate::key_fetch::KeyFetcher::from_env(env.test_ca.as_ref()).map_err(|message| {
         ConfigError::BadVar {
             name: crate::key_fetch::TEST_ORIGIN_ENV,
             message,
@@ -250,7 +251,8 @@ fn default_forwarder(
     let Some(url) = env.forward_url.clone() else {
         return Ok(None);
     };
-    let forwarder = HttpForwarder::new(url, Duration::from_millis(env.forward_timeout_ms))
+    let timeout = Duration::from_millis(env.forward_timeout_ms);
+    let forwarder = HttpForwarder::trusting(url, timeout, env.test_ca.as_ref())
         .map_err(|e| ConfigError::BadVar {
             name: "FORWARD_URL",
             message: e.to_string(),
@@ -262,7 +264,8 @@ fn default_forwarder(
 }
 
 /// One adapter per destination of `routes` (docs/routing.md), each SDK client built once,
-/// an HTTP destination's secrets read once; the pause board in the ledger's table. An
+/// an HTTP destination's secrets read once (its client trusting `HTTPS_TEST_CA_FILE`'s CA
+/// too where the environment names one); the pause board in the ledger's table. An
 /// `https://` destination without `signing_secret` is signed with `forward` (the stack's
 /// forward secret), unless it is declared `"unsigned": true`.
 pub async fn targets(
@@ -282,7 +285,8 @@ pub async fn targets(
         let adapter = match &d.target {
             Target::Https(url) => {
                 let timeout = d.timeout_ms.unwrap_or(env.forward_timeout_ms);
-                let forwarder = HttpForwarder::new(url.clone(), Duration::from_millis(timeout))
+                let timeout = Duration::from_millis(timeout);
+                let forwarder = HttpForwarder::trusting(url.clone(), timeout, env.test_ca.as_ref())
                     .map_err(|e| bad(&d.name, e.to_string()))?;
                 let own = forward_signer(&d.signing_secrets, resolver)
                     .await

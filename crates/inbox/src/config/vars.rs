@@ -257,6 +257,15 @@ pub const VARS: &[Var] = &[
         doc: "the destinations, one JSON object ([routing.md](routing.md))",
     },
     Var {
+        name: "HTTPS_TEST_CA_FILE",
+        function: Function::Both,
+        unset: Unset::Absent,
+        bounds: None,
+        says_value: false,
+        default_doc: "unset: the public roots alone (the template never sets it)",
+        doc: "**tests only**: a PEM file holding one CA certificate that the functions' HTTPS clients (the forward, `https://` destinations, the receiver's key fetches; not the AWS SDK's) trust beside the public roots, so that a local TLS server can stand in for a system of record; start-up logs a WARN naming it, and a missing or unreadable file, or one that is not exactly one PEM certificate, stops start-up ([testing.md](testing.md#https-destinations))",
+    },
+    Var {
         name: "`AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SQS`",
         function: Function::Both,
         unset: Unset::External,
