@@ -17,6 +17,7 @@ mod destinations;
 mod events;
 mod faults;
 mod forwarding;
+mod https;
 mod idempotency_library;
 mod input_edges;
 mod large_and_replay;
