@@ -10,7 +10,9 @@
 //! - a 429 with `Retry-After` from an `https://` destination: deferred with no failure
 //!   counted, back once the delay is over, then completed;
 //! - without the setting the same server is not trusted: the forward fails naming the
-//!   certificate (`last_error`), and the server received nothing.
+//!   certificate (`last_error`), and the server received nothing;
+//! - the receiver's key fetches (`KEY_FETCH_TEST_ORIGIN` an `https://` origin) trust the same
+//!   CA, and fail naming the certificate without it.
 //!
 //! Nothing sleeps blindly: every wait polls with a deadline.
 
@@ -29,6 +31,7 @@ use inbox::consumer::{Consumer, ConsumerSettings};
 use inbox::destination::{Adapter, Targets};
 use inbox::forward::signing::webhook_id;
 use inbox::forward::{ForwardSigner, HttpForwarder};
+use inbox::key_fetch::{FetchError, KeyFetcher};
 use inbox::ledger::dynamo::DynamoLedger;
 use inbox::ledger::{LedgerStore as _, Record, Status};
 use inbox::metrics::{tally, Metric, Metrics};
@@ -330,4 +333,30 @@ async fn a_429_with_retry_after_from_an_https_destination_defers_without_a_failu
     assert_eq!(tally(&lines, "github", Metric::Throttled), 1);
     assert_eq!(tally(&lines, "github", Metric::Failed), 0);
     assert!(drain(&b, invoke).await.is_empty(), "nothing left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_receivers_key_fetches_trust_the_test_ca_and_fail_naming_the_certificate_without_it() {
+    let server = HttpsServer::start();
+    let ca = test_ca(&server);
+    // A SubscribeURL on an SNS host, sent to the local origin (path and query kept).
+    let url = reqwest::Url::parse(
+        "https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&Token=t",
+    )
+    .expect("a URL");
+    let trusted = KeyFetcher::trusting(Some(server.url()), Some(&ca)).expect("a fetcher");
+    assert_eq!(trusted.visit(&url).await, Ok(()));
+    let untrusted = KeyFetcher::new(Some(server.url())).expect("a fetcher");
+    assert_eq!(
+        untrusted.visit(&url).await,
+        Err(FetchError::Transport(
+            "error sending request: invalid peer certificate: UnknownIssuer".to_owned()
+        ))
+    );
+    let received = server.received();
+    assert_eq!(received.len(), 1, "only the trusting fetch got through");
+    assert_eq!(
+        (received[0].method.as_str(), received[0].path.as_str()),
+        ("GET", "/?Action=ConfirmSubscription&Token=t")
+    );
 }

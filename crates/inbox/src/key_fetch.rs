@@ -231,7 +231,7 @@ impl KeyFetcher {
             .get(self.target(url))
             .send()
             .await
-            .map_err(|e| FetchError::Transport(e.without_url().to_string()))?;
+            .map_err(transport)?;
         let status = response.status();
         if !status.is_success() {
             return Err(FetchError::Status(status.as_u16()));
@@ -240,7 +240,7 @@ impl KeyFetcher {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| FetchError::Transport(e.without_url().to_string()))?
+            .map_err(transport)?
         {
             if body.len() + chunk.len() > limit {
                 return Err(FetchError::TooLarge);
@@ -249,6 +249,21 @@ impl KeyFetcher {
         }
         Ok(body)
     }
+}
+
+/// A fetch that got no answer: `reqwest`'s words without the URL, and the innermost cause
+/// (a refused connection, a certificate the client does not trust), which names no URL.
+fn transport(e: reqwest::Error) -> FetchError {
+    let mut cause: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+    while let Some(next) = cause.and_then(std::error::Error::source) {
+        cause = Some(next);
+    }
+    let cause = cause.map(ToString::to_string);
+    let text = e.without_url().to_string();
+    FetchError::Transport(match cause {
+        Some(cause) => format!("{text}: {cause}"),
+        None => text,
+    })
 }
 
 #[cfg(test)]
