@@ -60,8 +60,7 @@ fn forwarder(url: &str, ca: Option<&TestCa>) -> HttpForwarder {
 
 /// A body with what a careless re-serialisation would change: an integer beyond 64 bits, a
 /// key given twice, an escaped and a raw non-ASCII character, spacing.
-const BODY: &str =
-    r#"{"action":"opened", "n":123456789012345678901234,"name":"a","name":"b","cafe":"caf\u00e9 café"}"#;
+const BODY: &str = r#"{"action":"opened", "n":123456789012345678901234,"name":"a","name":"b","cafe":"caf\u00e9 café"}"#;
 
 /// One signed GitHub delivery `id` of [`BODY`] through the stack's receiver, answered 200; its key.
 async fn deliver(aws: &LocalAws, id: &str) -> String {
@@ -125,7 +124,10 @@ async fn a_forward_over_https_arrives_with_the_signed_bytes_and_its_signature() 
     assert_eq!(r.body, BODY.as_bytes(), "the bytes the sender signed");
     assert_eq!(r.header("idempotency-key"), Some(key.as_str()));
     assert_eq!(r.header("x-webhook-source"), Some("github"));
-    assert_eq!(r.header("webhook-id"), Some(webhook_id(&key, None).as_str()));
+    assert_eq!(
+        r.header("webhook-id"),
+        Some(webhook_id(&key, None).as_str())
+    );
     assert_eq!(
         r.header("webhook-signature"),
         Some(standard_webhooks_signature(r).as_str())
@@ -190,7 +192,11 @@ type RoutedConsumer = Consumer<
     >,
 >;
 
-fn records_consumer(aws: &LocalAws, server: &HttpsServer, ca: &TestCa) -> (RoutedConsumer, MetricLines) {
+fn records_consumer(
+    aws: &LocalAws,
+    server: &HttpsServer,
+    ca: &TestCa,
+) -> (RoutedConsumer, MetricLines) {
     let specs = SourceSpecs::parse(
         aws.stack
             .consumer
@@ -244,7 +250,11 @@ async fn an_https_destination_that_fails_then_recovers_completes_its_pair_once()
     let cx = &cx;
     drain(&bridge(&aws).await, |e| async move {
         Ok(cx
-            .handle_batch(&e.records, &testkit::unique("cx"), Some(testkit::now_ms() + 30_000))
+            .handle_batch(
+                &e.records,
+                &testkit::unique("cx"),
+                Some(testkit::now_ms() + 30_000),
+            )
             .await)
     })
     .await;
@@ -260,7 +270,11 @@ async fn an_https_destination_that_fails_then_recovers_completes_its_pair_once()
         assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/in"));
         assert_eq!(r.body, BODY.as_bytes());
         assert_eq!(r.header("idempotency-key"), Some(key.as_str()));
-        assert_eq!(r.header("webhook-id").map(str::to_owned), first_id, "one id");
+        assert_eq!(
+            r.header("webhook-id").map(str::to_owned),
+            first_id,
+            "one id"
+        );
         assert_eq!(
             r.header("webhook-signature"),
             Some(standard_webhooks_signature(r).as_str())
@@ -291,13 +305,21 @@ async fn a_429_with_retry_after_from_an_https_destination_defers_without_a_failu
         let cx = &cx;
         async move {
             Ok(cx
-                .handle_batch(&e.records, &testkit::unique("cx"), Some(testkit::now_ms() + 30_000))
+                .handle_batch(
+                    &e.records,
+                    &testkit::unique("cx"),
+                    Some(testkit::now_ms() + 30_000),
+                )
                 .await)
         }
     };
 
     let round = b.pump_once(invoke).await.expect("pump").expect("a message");
-    assert_eq!((round.received, round.failed), (1, 1), "held back, not done");
+    assert_eq!(
+        (round.received, round.failed),
+        (1, 1),
+        "held back, not done"
+    );
     let pair = item(&aws, &pair_key).await;
     assert_eq!(
         (pair.status, pair.attempts, pair.failures),
@@ -320,7 +342,11 @@ async fn a_429_with_retry_after_from_an_https_destination_defers_without_a_failu
     };
     assert_eq!((round.received, round.deleted), (1, 1), "completed");
     assert_eq!(
-        server.received().iter().map(|r| r.status).collect::<Vec<_>>(),
+        server
+            .received()
+            .iter()
+            .map(|r| r.status)
+            .collect::<Vec<_>>(),
         [429, 200]
     );
     let pair = item(&aws, &pair_key).await;

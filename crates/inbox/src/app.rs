@@ -157,11 +157,12 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     .with_secret_resolver(AwsSecretResolver::new(&sdk))
     .with_key_fetcher(
         crate::key_fetch::KeyFetcher::from_env(env.test_ca.as_ref()).map_err(|message| {
-        ConfigError::BadVar {
-            name: crate::key_fetch::TEST_ORIGIN_ENV,
-            message,
-        }
-    })?);
+            ConfigError::BadVar {
+                name: crate::key_fetch::TEST_ORIGIN_ENV,
+                message,
+            }
+        })?,
+    );
     if env.payload_bucket.is_none() {
         tracing::warn!("PAYLOAD_BUCKET is not set: a body whose envelope would not fit the queue is refused with 413");
     }
@@ -252,11 +253,12 @@ fn default_forwarder(
         return Ok(None);
     };
     let timeout = Duration::from_millis(env.forward_timeout_ms);
-    let forwarder = HttpForwarder::trusting(url, timeout, env.test_ca.as_ref())
-        .map_err(|e| ConfigError::BadVar {
+    let forwarder = HttpForwarder::trusting(url, timeout, env.test_ca.as_ref()).map_err(|e| {
+        ConfigError::BadVar {
             name: "FORWARD_URL",
             message: e.to_string(),
-        })?;
+        }
+    })?;
     Ok(Some(match signer {
         Some(signer) => forwarder.signed(signer),
         None => forwarder,

@@ -237,11 +237,7 @@ impl KeyFetcher {
             return Err(FetchError::Status(status.as_u16()));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(transport)?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() + chunk.len() > limit {
                 return Err(FetchError::TooLarge);
             }

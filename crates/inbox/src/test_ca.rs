@@ -111,7 +111,8 @@ mod tests {
     use super::*;
 
     fn file(name: &str, text: &str) -> String {
-        let path = std::env::temp_dir().join(format!("inbox-test-ca-{}-{name}", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("inbox-test-ca-{}-{name}", std::process::id()));
         std::fs::write(&path, text).expect("a temporary file");
         path.to_string_lossy().into_owned()
     }

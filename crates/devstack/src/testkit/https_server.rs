@@ -50,8 +50,9 @@ impl TestCertificates {
         let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a CA key"))
             .expect("the CA's certificate");
         let key = KeyPair::generate().expect("a server key");
-        let mut server = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-            .expect("server parameters");
+        let mut server =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("server parameters");
         server
             .distinguished_name
             .push(DnType::CommonName, "webhook-inbox test system of record");
@@ -201,10 +202,11 @@ impl HttpsServer {
     /// Where loopback cannot be bound or the runtime built.
     pub fn start() -> HttpsServer {
         let certificates = TestCertificates::new();
-        let acceptor =
-            tokio_rustls::TlsAcceptor::from(Arc::new(certificates.server_config()));
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(certificates.server_config()));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        listener.set_nonblocking(true).expect("a non-blocking listener");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
         let port = listener.local_addr().expect("an address").port();
         let state: Arc<Mutex<State>> = Arc::default();
         let (shutdown, stop) = tokio::sync::oneshot::channel();
@@ -382,8 +384,8 @@ mod tests {
         let mut builder = reqwest::Client::builder();
         if let Some(ca) = ca {
             let pem = std::fs::read(ca).expect("the CA's file");
-            builder = builder
-                .add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a PEM"));
+            builder =
+                builder.add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("a PEM"));
         }
         builder.build().expect("a client")
     }

@@ -111,11 +111,12 @@ impl ReceiverEnv {
 /// `HTTPS_TEST_CA_FILE` (tests only), read and checked once, logged at WARN when set
 /// ([`crate::test_ca`]); a bad file stops start-up naming the variable.
 pub fn test_ca() -> Result<Option<TestCa>, ConfigError> {
-    TestCa::from_setting(var(TEST_CA_ENV, Function::Both).text())
-        .map_err(|message| ConfigError::BadVar {
+    TestCa::from_setting(var(TEST_CA_ENV, Function::Both).text()).map_err(|message| {
+        ConfigError::BadVar {
             name: TEST_CA_ENV,
             message,
-        })
+        }
+    })
 }
 
 /// An optional variable: `None` when unset or blank.
