@@ -246,38 +246,44 @@ fn the_test_only_ca_stops_start_up_when_bad_and_is_logged_loudly_when_set() {
 
         let vars = with(&good);
         let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let out = run(binary, Some("JSON"), &vars);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<Value> = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let warned: Vec<&Value> = lines
-            .iter()
-            .filter(|l| l["fields"]["setting"] == "HTTPS_TEST_CA_FILE")
-            .collect();
-        assert_eq!(warned.len(), 1, "one warning: {stdout}");
-        assert_eq!(warned[0]["level"], "WARN", "{stdout}");
-        assert_eq!(warned[0]["fields"]["path"], good.as_str(), "{stdout}");
-        assert!(
-            warned[0]["fields"]["message"]
-                .as_str()
-                .is_some_and(|m| m.starts_with("TEST-ONLY SETTING: ")),
-            "{stdout}"
-        );
-        // Start-up went on past the configuration (no ERROR line) to the runtime, which stops
-        // on the function name this run does not set.
-        assert!(
-            lines.iter().all(|l| l["level"] != "ERROR"),
-            "no configuration error: {stdout}"
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("Missing AWS_LAMBDA_FUNCTION_NAME"),
-            "the runtime was reached: {stderr}"
-        );
+        warns_of_the_ca_and_goes_on(binary, &vars, &good);
     }
     for file in [not_pem, two] {
         let _ = std::fs::remove_file(file);
     }
+}
+
+/// `binary` with these variables (a good `HTTPS_TEST_CA_FILE`, at `path`) logs one WARN line
+/// naming the setting and the file, and goes on past its configuration to the runtime.
+fn warns_of_the_ca_and_goes_on(binary: &str, vars: &[(&str, &str)], path: &str) {
+    let out = run(binary, Some("JSON"), vars);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let warned: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["setting"] == "HTTPS_TEST_CA_FILE")
+        .collect();
+    assert_eq!(warned.len(), 1, "one warning: {stdout}");
+    assert_eq!(warned[0]["level"], "WARN", "{stdout}");
+    assert_eq!(warned[0]["fields"]["path"], path, "{stdout}");
+    assert!(
+        warned[0]["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("TEST-ONLY SETTING: ")),
+        "{stdout}"
+    );
+    // Start-up went on past the configuration (no ERROR line) to the runtime, which stops on
+    // the function name this run does not set.
+    assert!(
+        lines.iter().all(|l| l["level"] != "ERROR"),
+        "no configuration error: {stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Missing AWS_LAMBDA_FUNCTION_NAME"),
+        "the runtime was reached: {stderr}"
+    );
 }
