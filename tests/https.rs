@@ -12,7 +12,9 @@
 //! - without the setting the same server is not trusted: the forward fails naming the
 //!   certificate (`last_error`), and the server received nothing;
 //! - the receiver's key fetches (`KEY_FETCH_TEST_ORIGIN` an `https://` origin) trust the same
-//!   CA, and fail naming the certificate without it.
+//!   CA, and fail naming the certificate without it;
+//! - the consumer's own binary, the setting in its environment, forwards and delivers to an
+//!   `https://` destination on the server: start-up wires the CA into both clients.
 //!
 //! Nothing sleeps blindly: every wait polls with a deadline.
 
@@ -385,4 +387,105 @@ async fn the_receivers_key_fetches_trust_the_test_ca_and_fail_naming_the_certifi
         (received[0].method.as_str(), received[0].path.as_str()),
         ("GET", "/?Action=ConfirmSubscription&Token=t")
     );
+}
+
+/// The consumer's own binary, as deployed (the stack's environment on moto, under the Lambda
+/// Runtime API emulator), with `HTTPS_TEST_CA_FILE` naming the server's CA, `FORWARD_URL` and an
+/// `https://` destination on the server: start-up reads the setting and both clients it builds
+/// (the forward's and the destination's) trust it. A `push` goes to the destination, an
+/// `issues` event (no destination takes it) to the forward, each once. (Without the setting
+/// nothing arrives: the same run with the variable renamed fails its first assertion.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consumer_binary_trusts_the_test_ca_for_its_forward_and_its_https_destination() {
+    use devstack::runtime::{Emulator, FunctionProcess, Outcome, Supervisor};
+
+    let aws = LocalAws::new("https-binary").await;
+    let server = HttpsServer::start();
+    let destinations = format!(
+        r#"{{"records": {{"target": "{}", "sources": ["github"], "event_types": ["push"]}}}}"#,
+        server.url_for("/records")
+    );
+    let mut env: Vec<(String, String)> = aws
+        .stack
+        .consumer
+        .environment
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.extend([
+        (
+            "AWS_ENDPOINT_URL".to_owned(),
+            devstack::moto::shared().to_owned(),
+        ),
+        ("FORWARD_URL".to_owned(), server.url_for("/forward")),
+        ("WEBHOOK_DESTINATIONS".to_owned(), destinations),
+        (
+            "HTTPS_TEST_CA_FILE".to_owned(),
+            server.ca_pem_path().to_string_lossy().into_owned(),
+        ),
+    ]);
+    let consumer = FunctionProcess {
+        name: "consumer".into(),
+        program: env!("CARGO_BIN_EXE_chaos-consumer").into(),
+        env,
+    };
+    let emu = Emulator::with_timeout(Duration::from_secs(30))
+        .await
+        .expect("a runtime API");
+    let _consumers = Supervisor::start(consumer, &emu, 1)
+        .await
+        .expect("the consumer's process");
+    emu.wait_for_polls(1, Duration::from_secs(60))
+        .await
+        .expect("the consumer started");
+
+    let push = deliver(&aws, "tls-bin-push").await;
+    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
+    let mut headers = github_headers("tls-bin-issue", BODY.as_bytes());
+    for (name, value) in &mut headers {
+        if *name == "x-github-event" {
+            *value = "issues".to_owned();
+        }
+    }
+    let answer = rx.handle(post("github", &headers, BODY.as_bytes())).await;
+    assert_eq!(answer.status(), 200);
+    let issue = "github:tls-bin-issue".to_owned();
+
+    let emu = &emu;
+    drain(&bridge(&aws).await, |event| async move {
+        match emu.invoke(serde_json::to_vec(&event)?).await? {
+            Outcome::Response(b) => Ok(serde_json::from_slice(&b)?),
+            Outcome::Error(b) => {
+                anyhow::bail!("the invocation failed: {}", String::from_utf8_lossy(&b))
+            }
+        }
+    })
+    .await;
+
+    let mut arrived: Vec<(String, String, u16)> = server
+        .received()
+        .iter()
+        .map(|r| {
+            assert_eq!(r.body, BODY.as_bytes(), "{}", r.path);
+            (
+                r.path.clone(),
+                r.header("idempotency-key").unwrap_or_default().to_owned(),
+                r.status,
+            )
+        })
+        .collect();
+    arrived.sort();
+    assert_eq!(
+        arrived,
+        [
+            ("/forward".to_owned(), issue.clone(), 200),
+            ("/records".to_owned(), push.clone(), 200),
+        ]
+    );
+    assert!(server.failed_handshakes().is_empty());
+    let pair = item(&aws, &destination_key(&push, "records")).await;
+    assert_eq!((pair.status, pair.attempts), (Status::Completed, 1));
+    for key in [&push, &issue] {
+        assert_eq!(item(&aws, key).await.status, Status::Completed, "{key}");
+    }
 }
