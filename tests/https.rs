@@ -66,14 +66,19 @@ const BODY: &str = r#"{"action":"opened", "n":123456789012345678901234,"name":"a
 
 /// One signed GitHub delivery `id` of [`BODY`] through the stack's receiver, answered 200; its key.
 async fn deliver(aws: &LocalAws, id: &str) -> String {
+    deliver_event(aws, id, "push").await
+}
+
+/// [`deliver`] with this `X-GitHub-Event`.
+async fn deliver_event(aws: &LocalAws, id: &str, event: &str) -> String {
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
-    let answer = rx
-        .handle(post(
-            "github",
-            &github_headers(id, BODY.as_bytes()),
-            BODY.as_bytes(),
-        ))
-        .await;
+    let mut headers = github_headers(id, BODY.as_bytes());
+    for (name, value) in &mut headers {
+        if *name == "x-github-event" {
+            event.clone_into(value);
+        }
+    }
+    let answer = rx.handle(post("github", &headers, BODY.as_bytes())).await;
     assert_eq!(answer.status(), 200, "{id} accepted");
     format!("github:{id}")
 }
@@ -397,38 +402,11 @@ async fn the_receivers_key_fetches_trust_the_test_ca_and_fail_naming_the_certifi
 /// nothing arrives: the same run with the variable renamed fails its first assertion.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_consumer_binary_trusts_the_test_ca_for_its_forward_and_its_https_destination() {
-    use devstack::runtime::{Emulator, FunctionProcess, Outcome, Supervisor};
+    use devstack::runtime::{Emulator, Outcome, Supervisor};
 
     let aws = LocalAws::new("https-binary").await;
     let server = HttpsServer::start();
-    let destinations = format!(
-        r#"{{"records": {{"target": "{}", "sources": ["github"], "event_types": ["push"]}}}}"#,
-        server.url_for("/records")
-    );
-    let mut env: Vec<(String, String)> = aws
-        .stack
-        .consumer
-        .environment
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    env.extend([
-        (
-            "AWS_ENDPOINT_URL".to_owned(),
-            devstack::moto::shared().to_owned(),
-        ),
-        ("FORWARD_URL".to_owned(), server.url_for("/forward")),
-        ("WEBHOOK_DESTINATIONS".to_owned(), destinations),
-        (
-            "HTTPS_TEST_CA_FILE".to_owned(),
-            server.ca_pem_path().to_string_lossy().into_owned(),
-        ),
-    ]);
-    let consumer = FunctionProcess {
-        name: "consumer".into(),
-        program: env!("CARGO_BIN_EXE_chaos-consumer").into(),
-        env,
-    };
+    let consumer = consumer_process(&aws, &server);
     let emu = Emulator::with_timeout(Duration::from_secs(30))
         .await
         .expect("a runtime API");
@@ -440,16 +418,7 @@ async fn the_consumer_binary_trusts_the_test_ca_for_its_forward_and_its_https_de
         .expect("the consumer started");
 
     let push = deliver(&aws, "tls-bin-push").await;
-    let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
-    let mut headers = github_headers("tls-bin-issue", BODY.as_bytes());
-    for (name, value) in &mut headers {
-        if *name == "x-github-event" {
-            *value = "issues".to_owned();
-        }
-    }
-    let answer = rx.handle(post("github", &headers, BODY.as_bytes())).await;
-    assert_eq!(answer.status(), 200);
-    let issue = "github:tls-bin-issue".to_owned();
+    let issue = deliver_event(&aws, "tls-bin-issue", "issues").await;
 
     let emu = &emu;
     drain(&bridge(&aws).await, |event| async move {
@@ -487,5 +456,38 @@ async fn the_consumer_binary_trusts_the_test_ca_for_its_forward_and_its_https_de
     assert_eq!((pair.status, pair.attempts), (Status::Completed, 1));
     for key in [&push, &issue] {
         assert_eq!(item(&aws, key).await.status, Status::Completed, "{key}");
+    }
+}
+
+/// The consumer's binary with the stack's environment on moto, `FORWARD_URL` and the
+/// destination `records` (`push` only) on `server`, and `HTTPS_TEST_CA_FILE` its CA.
+fn consumer_process(aws: &LocalAws, server: &HttpsServer) -> devstack::runtime::FunctionProcess {
+    let destinations = format!(
+        r#"{{"records": {{"target": "{}", "sources": ["github"], "event_types": ["push"]}}}}"#,
+        server.url_for("/records")
+    );
+    let mut env: Vec<(String, String)> = aws
+        .stack
+        .consumer
+        .environment
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.extend([
+        (
+            "AWS_ENDPOINT_URL".to_owned(),
+            devstack::moto::shared().to_owned(),
+        ),
+        ("FORWARD_URL".to_owned(), server.url_for("/forward")),
+        ("WEBHOOK_DESTINATIONS".to_owned(), destinations),
+        (
+            "HTTPS_TEST_CA_FILE".to_owned(),
+            server.ca_pem_path().to_string_lossy().into_owned(),
+        ),
+    ]);
+    devstack::runtime::FunctionProcess {
+        name: "consumer".into(),
+        program: env!("CARGO_BIN_EXE_chaos-consumer").into(),
+        env,
     }
 }
