@@ -10,7 +10,8 @@
 //! stack found by its name alone (`stack::resolve`). The browser script checks: the overview's
 //! figures for the last 24 hours, the run's own counts per source and series (CloudWatch
 //! answered in the SDK's protocol, Smithy RPC v2 CBOR, which devstack's moto serves), nothing
-//! "unavailable"; the dead letter and the failed events reachable from the overview, the
+//! "unavailable"; each destination's row (`billing`'s breaker open, `crm` paused, both with
+//! their held events' link); the dead letter and the failed events reachable from the overview, the
 //! failed event in the list with its `last_error`, its body on its page, the `<script>` body
 //! inert, the replay sent from the page, a foreign `Host` refused (421), an action without the
 //! token refused (403); it saves the screenshots of docs/operations.md into docs/images/.
@@ -176,6 +177,25 @@ async fn the_console_in_a_real_browser_finds_shows_and_replays_a_failed_event() 
         Some(aws.resources.dlq_url.as_str())
     );
     assert!(stack.sources.contains(&"github".to_owned()), "{stack:?}");
+    // A destination whose breaker a consumer opened (its first failure, a rule of one), and
+    // one an operator paused: the overview's destinations.
+    let board =
+        inbox::destination::pause::PauseBoard::new(aws.dynamo.clone(), &aws.resources.table);
+    let rule = inbox::breaker::Rule {
+        failures: 1,
+        ..inbox::breaker::Rule::default()
+    };
+    inbox::breaker::apply(&board, "billing", inbox::breaker::Breaker::default(), |b| {
+        b.observe(
+            &rule,
+            1_700_000_000_000,
+            "req:m",
+            inbox::breaker::Observed::Failure,
+        )
+    })
+    .await
+    .expect("the breaker opened on the board");
+    board.set("crm", true).await.expect("crm paused");
     let (listener, port) = console::bind(0).await.expect("bind 127.0.0.1");
     let guard = Guard::new(port);
     let url = guard.login_url();

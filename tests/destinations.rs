@@ -52,7 +52,7 @@ use serde_json::Value;
 
 use crate::support::{bridge, drain};
 
-fn specs(aws: &LocalAws) -> SourceSpecs {
+pub(crate) fn specs(aws: &LocalAws) -> SourceSpecs {
     let text = aws
         .stack
         .consumer
@@ -66,7 +66,7 @@ fn http(url: &str) -> Adapter {
     Adapter::Http(HttpForwarder::new(url, std::time::Duration::from_secs(5)).expect("a forwarder"))
 }
 
-fn unused_forward() -> HttpForwarder {
+pub(crate) fn unused_forward() -> HttpForwarder {
     HttpForwarder::new(
         testkit::UNUSED_FORWARD_URL,
         std::time::Duration::from_secs(1),
@@ -122,7 +122,7 @@ fn routed_consumer(
 }
 
 /// Each id delivered once through the stack's receiver as a signed GitHub event, answered 200.
-async fn deliver_github(aws: &LocalAws, ids: &[&str]) {
+pub(crate) async fn deliver_github(aws: &LocalAws, ids: &[&str]) {
     let (rx, _) = aws.receiver(ReceiverSettings::default()).await;
     for id in ids {
         let body = format!(r#"{{"n":"{id}"}}"#);

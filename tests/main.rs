@@ -9,6 +9,7 @@
 mod support;
 
 mod bad_inputs;
+mod breaker;
 mod call_counts;
 mod chaos;
 mod console;

@@ -92,6 +92,14 @@ test('the printed URL opens the overview, drops the token from the address, show
     if (name === 'source github') continue;
     assert.equal(await card.getByRole('img', { name: 'accepted: 0 in the last 24 hours' }).count(), 1, name);
   }
+  // Each destination's row: billing's breaker opened (tests/console.rs wrote it as a consumer
+  // does), crm paused; both hold their events, linked to the QUEUED list.
+  const billing = page.getByRole('row', { name: 'destination billing' });
+  assert.match(await billing.innerText(), /billing\s+no\s+OPEN since 2023-11-14 22:13:20 UTC: its events are held/);
+  assert.equal(await billing.getByRole('link', { name: 'held: the QUEUED events →' }).getAttribute('href'), '/events?status=QUEUED');
+  const crm = page.getByRole('row', { name: 'destination crm' });
+  assert.match(await crm.innerText(), /crm\s+PAUSED\s+closed/);
+  assert.match(main, /inbox-ops resume --destination NAME/);
   await page.screenshot({ path: path.join(shots, 'console-overview.png'), fullPage: true });
 });
 

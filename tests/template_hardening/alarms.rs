@@ -84,6 +84,31 @@ fn alarms_cover_dead_letters_age_errors_5xx_failures_and_forged_signatures() {
     );
 }
 
+/// A destination's breaker opening alarms at once (its events are held, so `Failed` stops
+/// rising), and an event held until its message was sent again alarms too
+/// (docs/routing.md#breakers).
+#[test]
+fn a_breaker_opening_and_an_event_held_for_days_each_raise_an_alarm() {
+    let query = format!(
+        "SELECT SUM({}) FROM SCHEMA({NAMESPACE}, destination, function) WHERE function = 'consumer'",
+        Metric::BreakerOpened.name()
+    );
+    let opened: Vec<_> = alarms()
+        .into_iter()
+        .filter(|(_, p)| {
+            p["Metrics"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|q| q["Expression"] == query.as_str()))
+        })
+        .collect();
+    assert_eq!(opened.len(), 1, "one alarm on {query}");
+    assert_eq!(opened[0].0, "BreakerOpenedAlarm");
+    assert_eq!(opened[0].1["Threshold"], 0);
+    let resent = alarm_on_emf(Metric::HeldResent, "consumer");
+    assert_eq!(resent["Threshold"], 0);
+    assert_eq!(resent["TreatMissingData"], "notBreaching");
+}
+
 /// A consumer that cannot start fails every invocation its queue's mapping makes (the init
 /// error counts in `Errors`); it answers every batch otherwise (failures are listed, never
 /// thrown), so one error in one minute alarms: within minutes of the first batch it could not
@@ -142,7 +167,7 @@ fn every_alarm_notifies_the_stack_topic_and_the_given_one() {
         {"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AWS::NoValue"}]},
     ]);
     let all = alarms();
-    assert_eq!(all.len(), 8);
+    assert_eq!(all.len(), 10);
     for (id, props) in all {
         assert_eq!(props["AlarmActions"], expected, "{id}");
     }

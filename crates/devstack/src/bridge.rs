@@ -65,6 +65,9 @@ impl<R: Redelivery> Redelivery for Watched<R> {
     fn dead_letters(&self) -> bool {
         self.0.dead_letters()
     }
+    async fn resend(&self, message: &SqsMessage) -> Result<(), QueueError> {
+        self.0.resend(message).await
+    }
 }
 
 /// One queue, as the mapping sees it.

@@ -39,6 +39,7 @@
 pub(crate) mod answer;
 pub mod app;
 pub mod archive;
+pub mod breaker;
 pub mod bucket;
 pub mod clock;
 pub mod config;

@@ -36,6 +36,13 @@ pub enum Metric {
     Unrouted,
     /// A request to a pending source whose secret is not stored yet, answered 503.
     SourcePending,
+    /// A destination's circuit breaker opened (or opened again after a failed probe).
+    BreakerOpened,
+    /// A destination's circuit breaker closed (its probe succeeded, or an operator closed it).
+    BreakerClosed,
+    /// A message held by a breaker near its queue's bound, sent to the queue again as a fresh
+    /// message rather than dead-lettered.
+    HeldResent,
 }
 
 impl Metric {
@@ -57,6 +64,9 @@ impl Metric {
             Metric::Refused => "Refused",
             Metric::Unrouted => "Unrouted",
             Metric::SourcePending => "SourcePending",
+            Metric::BreakerOpened => "BreakerOpened",
+            Metric::BreakerClosed => "BreakerClosed",
+            Metric::HeldResent => "HeldResent",
         }
     }
 }
@@ -141,6 +151,31 @@ impl Metrics {
             source = quoted(source),
             destination = quoted(destination),
         )
+    }
+
+    /// The line of a count for a destination as a whole, of no one source (its breaker,
+    /// docs/routing.md): dimensions `function` and `destination`.
+    pub fn breaker_line(&self, destination: &str, metric: Metric, timestamp_ms: i64) -> String {
+        let name = metric.name();
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        format!(
+            concat!(
+                r#"{{"{name}":1,"_aws":{{"CloudWatchMetrics":[{{"Dimensions":[["function","destination"]],"#,
+                r#""Metrics":[{{"Name":"{name}","Unit":"Count"}}],"Namespace":"{namespace}"}}],"#,
+                r#""Timestamp":{ts}}},"destination":{destination},"function":{function}}}"#
+            ),
+            name = name,
+            namespace = NAMESPACE,
+            ts = timestamp_ms,
+            function = quoted(self.function),
+            destination = quoted(destination),
+        )
+    }
+
+    /// Counts one for a destination's breaker (dimensions `function`, `destination`).
+    pub fn count_breaker(&self, destination: &str, metric: Metric) {
+        let line = self.breaker_line(destination, metric, SystemClock.now_ms());
+        self.emit(line);
     }
 
     /// Counts one for a destination (docs/routing.md).
@@ -258,5 +293,36 @@ mod tests {
         assert_eq!(tally(&lines, "stripe", Metric::Accepted), 2);
         assert_eq!(tally(&lines, "github", Metric::Replayed), 1);
         assert_eq!(tally(&lines, "github", Metric::Accepted), 0);
+    }
+
+    #[test]
+    fn a_breaker_line_is_what_json_would_write() {
+        let (m, _) = Metrics::memory("consumer");
+        for metric in [
+            Metric::BreakerOpened,
+            Metric::BreakerClosed,
+            Metric::HeldResent,
+        ] {
+            for destination in ["billing", "we\"ird\\"] {
+                let expected = serde_json::json!({
+                    "_aws": {
+                        "Timestamp": 1_700_000_000_123_i64,
+                        "CloudWatchMetrics": [{
+                            "Namespace": NAMESPACE,
+                            "Dimensions": [["function", "destination"]],
+                            "Metrics": [{"Name": metric.name(), "Unit": "Count"}]
+                        }]
+                    },
+                    "destination": destination,
+                    "function": "consumer",
+                    metric.name(): 1
+                })
+                .to_string();
+                assert_eq!(
+                    m.breaker_line(destination, metric, 1_700_000_000_123),
+                    expected
+                );
+            }
+        }
     }
 }

@@ -42,6 +42,15 @@ pub trait Redelivery: Send + Sync + 'static {
     /// Whether [`Redelivery::dead_letter`] has a dead-letter queue to send to; without one the
     /// consumer leaves dead-lettering to the queue's `maxReceiveCount`.
     fn dead_letters(&self) -> bool;
+
+    /// `message` sent to the queue again as a fresh message (the same body and group; a
+    /// deduplication id of its own), for a message a destination's breaker held near the
+    /// queue's retention or `maxReceiveCount` (docs/routing.md#breakers). The default: no
+    /// queue to send to.
+    fn resend(&self, message: &SqsMessage) -> impl Future<Output = Result<(), QueueError>> + Send {
+        let _ = message;
+        async { Err(QueueError("no queue to send to again".into())) }
+    }
 }
 
 impl<T: Redelivery> Redelivery for std::sync::Arc<T> {
@@ -60,6 +69,9 @@ impl<T: Redelivery> Redelivery for std::sync::Arc<T> {
     }
     fn dead_letters(&self) -> bool {
         (**self).dead_letters()
+    }
+    fn resend(&self, message: &SqsMessage) -> impl Future<Output = Result<(), QueueError>> + Send {
+        (**self).resend(message)
     }
 }
 
@@ -166,6 +178,33 @@ impl Redelivery for SqsRedelivery {
     fn dead_letters(&self) -> bool {
         self.dlq_url.is_some()
     }
+
+    /// `SendMessage` to the webhook queue: the body; on FIFO the group, and as deduplication
+    /// id `held-<the message id>` (a fresh message of its own: the original's id would be
+    /// dropped as a repeat within SQS's five minutes).
+    async fn resend(&self, message: &SqsMessage) -> Result<(), QueueError> {
+        let mut req = self
+            .client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(message.body.clone().unwrap_or_default());
+        if self.queue_url.ends_with(".fifo") {
+            let message_id = message.message_id.as_deref().unwrap_or_default();
+            let group = message
+                .attributes
+                .get("MessageGroupId")
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .unwrap_or_else(|| message_id.to_owned());
+            req = req
+                .message_group_id(group)
+                .message_deduplication_id(format!("held-{message_id}"));
+        }
+        req.send()
+            .await
+            .map(|_| ())
+            .map_err(|e| sqs_error("SendMessage of a held message", e))
+    }
 }
 
 /// A consumer whose queue may not be configured (`QUEUE_URL` unset): `None` is
@@ -185,5 +224,11 @@ impl<T: Redelivery> Redelivery for Option<T> {
     }
     fn dead_letters(&self) -> bool {
         self.as_ref().is_some_and(Redelivery::dead_letters)
+    }
+    async fn resend(&self, message: &SqsMessage) -> Result<(), QueueError> {
+        match self {
+            Some(r) => r.resend(message).await,
+            None => NoRedelivery.resend(message).await,
+        }
     }
 }

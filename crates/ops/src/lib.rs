@@ -10,6 +10,7 @@
 //! the bench). Depends on the library, `stack-config` and the AWS SDK only, never on the dev stack.
 pub mod audit;
 pub mod aws;
+pub mod breakers;
 pub mod cli;
 pub mod console;
 pub mod destination_pause;

@@ -209,14 +209,54 @@ pub async fn status(
     })
 }
 
+/// Each destination's pause and breaker (docs/routing.md#breakers), where the mapping is
+/// found through its stack (`--stack`, or the default one): the stack's ledger table's pause
+/// board. `None` where the mapping was named by `--uuid` or `--function`.
+async fn destinations(
+    config: &aws_config::SdkConfig,
+    args: &StatusArgs,
+) -> Option<Result<Vec<crate::breakers::DestinationRow>, String>> {
+    let m = &args.mapping;
+    if m.stack.is_none() && (m.uuid.is_some() || m.function.is_some()) {
+        return None;
+    }
+    let stack = m.stack.as_deref().unwrap_or(crate::stack::DEFAULT_STACK);
+    Some(
+        async {
+            let resources = crate::stack::resolve(config, stack)
+                .await
+                .map_err(|e| format!("{e:#}"))?;
+            let table = resources
+                .need(&resources.table, crate::stack::TABLE_OUTPUT)
+                .map_err(|e| format!("{e:#}"))?;
+            let board = crate::breakers::read(config, table).await?;
+            let names = crate::breakers::names_of(resources.destinations_json.as_deref());
+            Ok(crate::breakers::rows(&board, &names))
+        }
+        .await,
+    )
+}
+
 pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let config = crate::aws::config().await;
     let locator = Locator::from_args(&args.mapping)?;
     let s = status(&config, &locator, args.queue.as_deref()).await?;
+    let destinations = destinations(&config, args).await;
     if args.json {
-        println!("{:#}", s.to_json());
+        let mut json = s.to_json();
+        match &destinations {
+            Some(Ok(rows)) => json["destinations"] = crate::breakers::to_json(rows),
+            Some(Err(e)) => json["destinations_error"] = Value::String(e.clone()),
+            None => {}
+        }
+        println!("{json:#}");
     } else {
         print!("{}", s.to_text());
+        match &destinations {
+            Some(Ok(rows)) => print!("{}", crate::breakers::to_text(rows)),
+            Some(Err(e)) => println!("destinations: unknown ({e})"),
+            None => {}
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

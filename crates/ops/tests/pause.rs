@@ -107,6 +107,23 @@ async fn paused_destinations(aws: &LocalAws) -> Vec<String> {
         .collect()
 }
 
+/// `destination`'s breaker opened on the stack's pause board at 2023-11-14 22:13:20 UTC, by
+/// the conditional write a consumer makes at its first failure (a rule of one).
+async fn open_breaker(aws: &LocalAws, destination: &str) {
+    use inbox::breaker::{apply, Breaker, Observed, Rule};
+    let board = inbox::destination::pause::PauseBoard::new(aws.dynamo.clone(), &aws.stack.table);
+    let rule = Rule {
+        failures: 1,
+        ..Rule::default()
+    };
+    let (opened, _) = apply(&board, destination, Breaker::default(), |b| {
+        b.observe(&rule, 1_700_000_000_000, "req:m", Observed::Failure)
+    })
+    .await
+    .expect("the board is written");
+    assert!(opened.is_some());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_and_resume_one_destination_on_the_pause_board() {
     let aws = LocalAws::new("ops-pause-destination").await;
@@ -130,6 +147,30 @@ async fn pause_and_resume_one_destination_on_the_pause_board() {
     assert_eq!(paused_destinations(&aws).await, ["billing", "crm"]);
     assert_eq!(status_json(&["--stack", &stack]).await["paused"], false);
 
+    // billing's breaker opened (as a consumer writes it): `status` shows each destination's
+    // pause and breaker, and `resume --destination` closes the breaker too.
+    open_breaker(&aws, "billing").await;
+    let status = status_json(&["--stack", &stack]).await;
+    let rows = status["destinations"].as_array().expect("destinations");
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row for {name}: {status}"))
+    };
+    assert_eq!(row("billing")["breaker"]["state"], "open", "{status}");
+    assert_eq!(
+        row("billing")["breaker"]["opened_at_ms"],
+        1_700_000_000_000_i64
+    );
+    assert_eq!(row("crm")["paused"], true);
+    assert_eq!(row("crm")["breaker"]["state"], "closed");
+    let (code, text, err) = inbox_ops(&["status", "--stack", &stack]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("  billing: PAUSED, breaker OPEN since 2023-11-14 22:13:20 UTC"),
+        "{text}"
+    );
+
     let (code, out, err) = inbox_ops(&[
         "resume",
         "--destination",
@@ -140,7 +181,19 @@ async fn pause_and_resume_one_destination_on_the_pause_board() {
     .await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("paused destinations: crm\n"), "{out}");
+    assert!(
+        out.contains("breaker: destination billing closed (it was open)\n"),
+        "{out}"
+    );
     assert_eq!(paused_destinations(&aws).await, ["crm"]);
+    let status = status_json(&["--stack", &stack]).await;
+    let billing = status["destinations"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == "billing"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(billing["breaker"]["state"], "closed", "{status}");
+    assert_eq!(billing["paused"], false);
 
     // A name no destination can have: refused, the board unchanged.
     let (code, _, err) = inbox_ops(&["pause", "--destination", "no good", "--stack", &stack]).await;

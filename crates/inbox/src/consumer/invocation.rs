@@ -33,6 +33,12 @@ pub(super) struct Invocation<'a> {
     pub(super) held: Mutex<BTreeMap<String, Duration>>,
     /// The destinations an operator paused, read once for the batch (`Err`: unreadable).
     pub(super) paused: Result<BTreeSet<String>, String>,
+    /// The destinations' breakers, read with the pauses and kept up to date by this
+    /// invocation's own writes (`None`: no breaker is kept, [`super::Destinations::keeps_breakers`]).
+    pub(super) breakers: Option<Mutex<BTreeMap<String, crate::breaker::Breaker>>>,
+    /// The take owners (`<request id>:<message id>`) of the messages a destination's open
+    /// breaker held: near their bound they are sent again rather than dead-lettered.
+    pub(super) kept: Mutex<BTreeSet<String>>,
 }
 
 impl Invocation<'_> {
@@ -59,6 +65,41 @@ impl Invocation<'_> {
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let w = held.entry(destination.to_owned()).or_insert(wait);
         *w = (*w).max(wait);
+    }
+
+    /// The breaker of `destination` as this invocation knows it (closed where never written).
+    pub(super) fn breaker(&self, destination: &str) -> Option<crate::breaker::Breaker> {
+        let board = self.breakers.as_ref()?;
+        let board = board.lock().unwrap_or_else(|p| p.into_inner());
+        Some(board.get(destination).cloned().unwrap_or_default())
+    }
+
+    /// What the board holds for `destination` now, as a write (or a refused one) showed it;
+    /// never an older version than the one known.
+    pub(super) fn saw_breaker(&self, destination: &str, seen: crate::breaker::Breaker) {
+        if let Some(board) = &self.breakers {
+            let mut board = board.lock().unwrap_or_else(|p| p.into_inner());
+            let known = board.get(destination).map_or(0, |b| b.version);
+            if seen.version >= known {
+                board.insert(destination.to_owned(), seen);
+            }
+        }
+    }
+
+    /// A message (by its take's owner) had a destination held by its breaker.
+    pub(super) fn keep(&self, owner: &str) {
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(owner.to_owned());
+    }
+
+    /// Whether the message of this take owner had a destination held by its breaker.
+    pub(super) fn was_kept(&self, owner: &str) -> bool {
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(owner)
     }
 
     /// Whether some message came to [`Verdict::Throttled`] (its own delay to ask for).

@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use aws_lambda_events::sqs::SqsMessage;
 
+use super::breaking::observed;
 use super::dispatch::{held_back, PAUSED_WAIT};
 use super::invocation::{Invocation, Verdict};
 use super::record::{Fields, Recorded};
 use super::Wired;
 use super::{Consumer, Destinations, Job, Outcome, ProcessError, Processor, Refusal};
+use crate::breaker::Observed;
 use crate::clock::Clock;
 use crate::ledger::{LedgerStore, StoreError, Take, TakeItem, TakeOutcome};
 use crate::route::destination_key;
@@ -173,7 +175,16 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
             },
             Dest::Named(name) => {
                 if let Some(skipped) = skipped(name, inv) {
+                    // Held by a pause: sent again, never dead-lettered, near the queue's bound.
+                    if matches!(&inv.paused, Ok(paused) if paused.contains(name)) {
+                        inv.keep(owner);
+                    }
                     return skipped;
+                }
+                // Held where its breaker is open (docs/routing.md#breakers); else it calls,
+                // perhaps as the probe.
+                if let Some(held) = self.breaker_gate(name, owner, inv).await {
+                    return held;
                 }
                 let take = Take {
                     key: dest.item(&job.key),
@@ -181,15 +192,27 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                     item: TakeItem::Pair,
                     ..event_take.clone()
                 };
-                call.attempt = match self.take_item(&take, job.replay_id.as_deref()).await {
-                    Ok(TakeOutcome::Taken { attempts }) => attempts,
-                    Ok(TakeOutcome::Completed) => return Leg::Done,
-                    Ok(TakeOutcome::Busy { .. }) => return pending(format!("{name}: busy")),
+                let taken = match self.take_item(&take, job.replay_id.as_deref()).await {
+                    Ok(TakeOutcome::Taken { attempts }) => Ok(attempts),
+                    Ok(TakeOutcome::Completed) => Err(Leg::Done),
+                    Ok(TakeOutcome::Busy { .. }) => Err(pending(format!("{name}: busy"))),
                     // A pair's take refuses nothing outright (the event's item admitted it).
-                    Ok(TakeOutcome::Refused(why)) => return pending(format!("{name}: {why}")),
-                    Err(e) => return pending(format!("{name}: take failed: {e}")),
+                    Ok(TakeOutcome::Refused(why)) => Err(pending(format!("{name}: {why}"))),
+                    Err(e) => Err(pending(format!("{name}: take failed: {e}"))),
                 };
-                self.wired().destinations.deliver(name, &call).await
+                call.attempt = match taken {
+                    Ok(attempts) => attempts,
+                    Err(leg) => {
+                        // Not called: a probe of this pair is given back.
+                        self.breaker_observe(name, owner, Observed::Other, inv)
+                            .await;
+                        return leg;
+                    }
+                };
+                let outcome = self.wired().destinations.deliver(name, &call).await;
+                self.breaker_observe(name, owner, observed(&outcome), inv)
+                    .await;
+                outcome
             }
         };
         self.settle(dest, &call, owner, outcome, inv).await

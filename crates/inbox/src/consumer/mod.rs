@@ -39,6 +39,7 @@ use crate::{fifo, lease};
 
 mod admit;
 mod archiving;
+mod breaking;
 mod destinations;
 mod dispatch;
 mod invocation;
@@ -50,7 +51,7 @@ mod requeue;
 use admit::Admitted;
 pub use admit::Refusal;
 use archiving::Archived;
-pub use destinations::{Destinations, NoDestinations};
+pub use destinations::{Board, Destinations, NoDestinations};
 use invocation::{Invocation, Verdict};
 pub use processor::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
 use record::{Fields, Recorded};
@@ -358,11 +359,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
         request_id: &str,
         deadline_ms: Option<i64>,
     ) -> SqsBatchResponse {
-        let paused = if self.routes.is_empty() {
-            Ok(Default::default())
-        } else {
-            self.wired().destinations.paused().await
-        };
+        let (paused, breakers) = self.read_board().await;
         let inv = Invocation {
             request_id,
             lease_until_ms: lease::lease_until_ms(self.clock.now_ms(), deadline_ms),
@@ -370,6 +367,8 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
             verdicts: Mutex::new(vec![None; messages.len()]),
             held: Mutex::new(Default::default()),
             paused,
+            breakers,
+            kept: Mutex::new(Default::default()),
         };
         let archived = self.archive_batch(messages).await;
         let archived = &archived;
@@ -389,8 +388,10 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
         let mut failed: Vec<usize> = failed.into_iter().flatten().collect();
         failed.sort_unstable();
         if inv.throttled().is_some() || inv.any_throttled() {
-            self.delay_after_throttle(messages, &failed, &inv, inv.throttled())
+            let resent = self
+                .delay_after_throttle(messages, &failed, &inv, inv.throttled())
                 .await;
+            failed.retain(|i| !resent.contains(i));
         }
         let mut response = SqsBatchResponse::default();
         response.batch_item_failures = failed

@@ -21,6 +21,11 @@ use crate::redelivery::{Redelivery, MAX_DELAY_SECONDS};
 /// copy goes to the dead-letter queue (it must still be received before SQS deletes it).
 pub const RETENTION_MARGIN_MS: i64 = 3_600_000;
 
+/// The receives after which a message a breaker held is sent to the queue again as a fresh
+/// message: well below the template's `maxReceiveCount` (500), so that SQS never moves a
+/// held message to the dead-letter queue itself (docs/routing.md#breakers).
+pub const HELD_RESEND_RECEIVES: u32 = 400;
+
 /// The seconds a throttled or held message waits: the throttle's wait, and at least as many
 /// seconds as the message has been received, so that throttling alone reaches the template's
 /// `maxReceiveCount` of 500 only after 1 + 2 + ... + 500 s, about 35 hours.
@@ -38,13 +43,19 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
     /// the queue's retention is also copied to the dead-letter queue, so that it cannot
     /// expire unseen (it stays reported failed, keeping the batch answer a suffix of its
     /// group; a later run and the copy meet in the ledger).
+    ///
+    /// A message a destination's breaker held is never dead-lettered for it: near the end of
+    /// the retention, or at [`HELD_RESEND_RECEIVES`] receives, it is sent to the queue again
+    /// as a fresh message (the same body and group) and reported done; the indexes of those.
+    /// Its group's later messages were not run (a FIFO group stops at its first message not
+    /// done), so the answer stays a suffix of the group.
     pub(super) async fn delay_after_throttle(
         &self,
         messages: &[SqsMessage],
         failed: &[usize],
         inv: &Invocation<'_>,
         wait: Option<Duration>,
-    ) {
+    ) -> Vec<usize> {
         let now = self.clock.now_ms();
         let delays = failed.iter().filter_map(|&i| {
             let wait = match inv.verdict(i) {
@@ -63,8 +74,21 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                     now + i64::from(seconds) * 1000 + RETENTION_MARGIN_MS
                         >= sent.saturating_add(retention_ms)
                 });
+            let kept = matches!(inv.verdict(i), Some(Verdict::Throttled(_)))
+                && inv.was_kept(&format!(
+                    "{}:{}",
+                    inv.request_id,
+                    msg.message_id.as_deref().unwrap_or_default()
+                ));
+            let resend = kept && (near_expiry || receive_count(msg) >= HELD_RESEND_RECEIVES);
             Some(async move {
                 let message_id = msg.message_id.as_deref().unwrap_or_default();
+                if resend {
+                    match self.resend_held(msg).await {
+                        Ok(()) => return Some(i),
+                        Err(e) => warn!(message_id, error = %e, "could not send a held message again"),
+                    }
+                }
                 if near_expiry && self.wired().redelivery.dead_letters() {
                     warn!(message_id, seconds, "the delay nears the queue's retention");
                     self.dead_letter(msg, UNKNOWN_SOURCE_DIMENSION, None).await;
@@ -72,9 +96,34 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                 if let Err(e) = self.wired().redelivery.delay(msg, seconds).await {
                     warn!(message_id, seconds, error = %e, "could not delay the message; it comes back after the visibility timeout");
                 }
+                None
             })
         });
-        futures::future::join_all(delays).await;
+        futures::future::join_all(delays)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// A held message sent again as a fresh one: counted `HeldResent`, its line.
+    async fn resend_held(&self, msg: &SqsMessage) -> Result<(), crate::queue::QueueError> {
+        self.wired().redelivery.resend(msg).await?;
+        let source = msg
+            .body
+            .as_deref()
+            .and_then(|b| crate::queue::Envelope::parse(b).ok())
+            .map(|e| e.source);
+        let source = source.as_deref().unwrap_or(UNKNOWN_SOURCE_DIMENSION);
+        self.metrics
+            .count(source, crate::metrics::Metric::HeldResent);
+        tracing::info!(
+            message_id = msg.message_id.as_deref().unwrap_or_default(),
+            source,
+            receives = receive_count(msg),
+            "a held message nears the queue's bound: sent again as a fresh message, nothing dead-lettered"
+        );
+        Ok(())
     }
 
     /// A message the consumer cannot read: reported failed, and dead-lettered once it has

@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::consumer::{Destinations, Job, Outcome, ProcessError};
+use crate::breaker::{BreakerBoard as _, Transition, Written};
+use crate::consumer::{Board, Destinations, Job, Outcome, ProcessError};
 use crate::forward::HttpForwarder;
 
 pub mod aws_error;
@@ -68,6 +69,25 @@ impl Destinations for Targets {
         match &self.pauses {
             Some(board) => board.paused().await,
             None => Ok(BTreeSet::new()),
+        }
+    }
+
+    /// The breakers live on the pause board, where there is one.
+    fn keeps_breakers(&self) -> bool {
+        self.pauses.is_some()
+    }
+
+    async fn board(&self) -> Result<Board, String> {
+        match &self.pauses {
+            Some(board) => board.read().await,
+            None => Ok(Board::default()),
+        }
+    }
+
+    async fn write_breaker(&self, destination: &str, t: &Transition) -> Result<Written, String> {
+        match &self.pauses {
+            Some(board) => board.write(destination, t).await,
+            None => Err("no breaker board".to_owned()),
         }
     }
 }

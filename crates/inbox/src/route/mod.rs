@@ -46,6 +46,9 @@ pub struct Destination {
     pub unsigned: bool,
     /// An `https://` target's timeout; `None`: `FORWARD_TIMEOUT_MS`.
     pub timeout_ms: Option<u64>,
+    /// When its circuit breaker opens and how long before the probe (`"breaker"`; absent:
+    /// [`crate::breaker::Rule::default`]).
+    pub breaker: crate::breaker::Rule,
 }
 
 /// A destination as written.
@@ -64,6 +67,50 @@ struct Written {
     timeout_ms: Option<u64>,
     #[serde(default)]
     unsigned: bool,
+    #[serde(default)]
+    breaker: Option<WrittenBreaker>,
+}
+
+/// A destination's `"breaker"` as written: `{"failures": 5, "cool_down_seconds": 60}`, each
+/// optional.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WrittenBreaker {
+    #[serde(default)]
+    failures: Option<u32>,
+    #[serde(default)]
+    cool_down_seconds: Option<u64>,
+}
+
+/// The longest cool-down (a day): past it, a recovered destination would wait too long.
+pub const MAX_COOL_DOWN_SECONDS: u64 = 86_400;
+
+/// The breaker's rule, checked: `failures` 1 to 1000, `cool_down_seconds` 1 to a day.
+fn breaker_rule(
+    name: &str,
+    w: Option<&WrittenBreaker>,
+) -> Result<crate::breaker::Rule, ConfigError> {
+    let mut rule = crate::breaker::Rule::default();
+    let Some(w) = w else {
+        return Ok(rule);
+    };
+    if let Some(f) = w.failures {
+        if !(1..=1000).contains(&f) {
+            return Err(bad(name, "breaker.failures", "must be between 1 and 1000"));
+        }
+        rule.failures = f;
+    }
+    if let Some(s) = w.cool_down_seconds {
+        if !(1..=MAX_COOL_DOWN_SECONDS).contains(&s) {
+            return Err(bad(
+                name,
+                "breaker.cool_down_seconds",
+                "must be between 1 and 86400",
+            ));
+        }
+        rule.cool_down = std::time::Duration::from_secs(s);
+    }
+    Ok(rule)
 }
 
 fn bad(name: &str, field: &str, message: impl std::fmt::Display) -> ConfigError {
@@ -175,6 +222,7 @@ impl Destination {
         };
         let exclude = patterns(name, "exclude_event_types", &w.exclude_event_types)?;
         let signing_secrets = https_fields(name, &w, matches!(target, Target::Https(_)))?;
+        let breaker = breaker_rule(name, w.breaker.as_ref())?;
         Ok(Destination {
             name: name.to_owned(),
             target,
@@ -183,6 +231,7 @@ impl Destination {
             signing_secrets,
             unsigned: w.unsigned,
             timeout_ms: w.timeout_ms,
+            breaker,
         })
     }
 }

@@ -129,3 +129,57 @@ fn a_destination_item_is_never_an_event_item() {
     let k = destination_key("stripe:a:b", "ci");
     assert_eq!(k.split_once(' '), Some(("stripe:a:b", "to:ci")));
 }
+
+#[test]
+fn a_breaker_is_configured_per_destination_with_defaults() {
+    let routes = Routes::parse(
+        r#"{"a": {"target": "https://a.example/", "sources": ["github"],
+                  "breaker": {"failures": 3, "cool_down_seconds": 120}},
+            "b": {"target": "https://b.example/", "sources": ["github"], "breaker": {"failures": 1}},
+            "c": {"target": "https://c.example/", "sources": ["github"]}}"#,
+        &sources(),
+    )
+    .unwrap();
+    let rule = |n: &str| routes.get(n).unwrap().breaker;
+    let secs = std::time::Duration::from_secs;
+    assert_eq!((rule("a").failures, rule("a").cool_down), (3, secs(120)));
+    assert_eq!((rule("b").failures, rule("b").cool_down), (1, secs(60)));
+    assert_eq!(rule("c"), crate::breaker::Rule::default());
+}
+
+#[test]
+fn a_breaker_out_of_its_bounds_is_refused_naming_the_field() {
+    for (breaker, field, message) in [
+        (
+            r#"{"failures": 0}"#,
+            "breaker.failures",
+            "must be between 1 and 1000",
+        ),
+        (
+            r#"{"cool_down_seconds": 0}"#,
+            "breaker.cool_down_seconds",
+            "must be between 1 and 86400",
+        ),
+        (
+            r#"{"cool_down_seconds": 86401}"#,
+            "breaker.cool_down_seconds",
+            "must be between 1 and 86400",
+        ),
+    ] {
+        let json = format!(
+            r#"{{"a": {{"target": "https://a.example/", "sources": ["github"], "breaker": {breaker}}}}}"#
+        );
+        let err = Routes::parse(&json, &sources()).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("destination `a`, field `{field}`: {message}")),
+            "{err}"
+        );
+    }
+    let err = Routes::parse(
+        r#"{"a": {"target": "https://a.example/", "sources": ["github"], "breaker": {"share": 0.5}}}"#,
+        &sources(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("unknown field `share`"), "{err}");
+}

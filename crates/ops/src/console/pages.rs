@@ -10,6 +10,7 @@ use super::figures::{SourceFigures, SERIES};
 use super::layout::{bars, page, time, Nav};
 use super::listing::{ListFilter, Page, Row};
 use super::show::ShownBody;
+use crate::breakers::{breaker_text, DestinationRow};
 use crate::destination_state::DestinationState;
 use crate::status::MappingStatus;
 use crate::text::shown;
@@ -22,6 +23,8 @@ pub struct Overview {
     pub status: Result<MappingStatus, String>,
     pub figures: Result<Vec<SourceFigures>, String>,
     pub alarms: Result<Vec<(String, String)>, String>,
+    /// Each destination's pause and breaker (the pause board).
+    pub destinations: Result<Vec<DestinationRow>, String>,
 }
 
 /// A link to the list filtered so.
@@ -86,6 +89,7 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
             }
             Err(e) => { p.error { "Delivery and queue status unavailable: " (e) } }
         }
+        (destinations(&o.destinations))
         h2 { "Alarms in ALARM" }
         @match &o.alarms {
             Ok(firing) if firing.is_empty() => { p.ok { "None." } }
@@ -114,6 +118,36 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
         }
     };
     page(stack, "Overview", Nav::Overview, body)
+}
+
+/// Each destination's row: paused or not, its breaker, and where its held events are (a held
+/// pair writes nothing, so they are not counted: the events wait QUEUED, their `last_error`
+/// naming the destination).
+fn destinations(rows: &Result<Vec<DestinationRow>, String>) -> Markup {
+    html! {
+        h2 { "Destinations" }
+        @match rows {
+            Ok(rows) if rows.is_empty() => { p.muted { "No destination is paused; every breaker is closed." } }
+            Ok(rows) => {
+                table aria-label="destinations" {
+                    tr { th { "destination" } th { "paused" } th { "breaker" } th { "held events" } }
+                    @for r in rows {
+                        @let holds = r.paused || !matches!(r.breaker.state, inbox::breaker::State::Closed { .. });
+                        tr aria-label=(format!("destination {}", shown(&r.name))) {
+                            td { (shown(&r.name)) }
+                            td { @if r.paused { strong.error { "PAUSED" } } @else { "no" } }
+                            td { @if matches!(r.breaker.state, inbox::breaker::State::Closed { .. }) { (breaker_text(&r.breaker)) }
+                                 @else { strong.error { (breaker_text(&r.breaker)) } } }
+                            td { @if holds { a href=(events_link(None, Some("QUEUED"))) { "held: the QUEUED events →" } }
+                                 @else { span.muted { "none held" } } }
+                        }
+                    }
+                }
+                p.muted { "A breaker opens after its destination's consecutive failures and holds its events; " code { "inbox-ops resume --destination NAME" } " closes it by hand." }
+            }
+            Err(e) => { p.error { "Destinations unavailable: " (e) } }
+        }
+    }
 }
 
 /// The list's filter form, the rows and the next page's link.
@@ -403,6 +437,47 @@ mod tests {
         assert_eq!(
             form_urlencoded(&[("a", Some("")), ("b", Some("x&y=z"))]),
             "b=x%26y%3Dz"
+        );
+    }
+
+    #[test]
+    fn each_destination_shows_its_pause_breaker_and_held_events() {
+        use inbox::breaker::{Breaker, State};
+        let rows = vec![
+            DestinationRow {
+                name: "billing<b>".into(),
+                paused: false,
+                breaker: Breaker {
+                    state: State::Open {
+                        opened_at_ms: 1_700_000_000_000,
+                    },
+                    version: 3,
+                },
+            },
+            DestinationRow {
+                name: "crm".into(),
+                paused: false,
+                breaker: Breaker::default(),
+            },
+        ];
+        let html = destinations(&Ok(rows)).into_string();
+        assert!(html.contains("<td>billing&lt;b&gt;</td>"), "{html}");
+        assert!(
+            html.contains("<strong class=\"error\">OPEN since 2023-11-14 22:13:20 UTC"),
+            "{html}"
+        );
+        assert_eq!(html.matches("held: the QUEUED events").count(), 1, "{html}");
+        assert!(html.contains("none held"), "{html}");
+        assert!(
+            html.contains("inbox-ops resume --destination NAME"),
+            "{html}"
+        );
+        let html = destinations(&Ok(Vec::new())).into_string();
+        assert!(html.contains("every breaker is closed"), "{html}");
+        let html = destinations(&Err("AccessDenied".into())).into_string();
+        assert!(
+            html.contains("Destinations unavailable: AccessDenied"),
+            "{html}"
         );
     }
 }

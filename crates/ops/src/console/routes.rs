@@ -111,15 +111,26 @@ async fn overview(State(c): State<Arc<Console>>) -> Markup {
             crate::stack::physical_ids(&c.sdk, &c.stack.name, "AWS::CloudWatch::Alarm").await?;
         figures::alarms_firing(&cloudwatch, &names).await
     };
-    let (status, figures, alarms) = tokio::join!(
+    let destinations = async {
+        let table = c
+            .stack
+            .need(&c.stack.table, crate::stack::TABLE_OUTPUT)
+            .map_err(|e| format!("{e:#}"))?;
+        let board = crate::breakers::read(&c.sdk, table).await?;
+        let names = crate::breakers::names_of(c.stack.destinations_json.as_deref());
+        Ok::<_, String>(crate::breakers::rows(&board, &names))
+    };
+    let (status, figures, alarms, destinations) = tokio::join!(
         c.status(),
         figures::last_day(&cloudwatch, &c.stack.sources, now_s),
-        alarms
+        alarms,
+        destinations
     );
     let o = Overview {
         status: status.map_err(|e| e.to_string()),
         figures: figures.map_err(|e| format!("{e:#}")),
         alarms: alarms.map_err(|e| format!("{e:#}")),
+        destinations,
     };
     pages::overview(&c.stack.name, &o)
 }
