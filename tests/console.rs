@@ -41,6 +41,10 @@ const SCRIPT_BODY: &str =
 const FAILING_BODY: &str =
     r#"{"ref":"refs/heads/main","marker":"refused-by-the-system-of-record"}"#;
 
+/// The stack's `Destinations`: one limited to 5 calls a second, one without a limit.
+const RATED_DESTINATIONS: &str = r#"{"invoices": {"target": "https://invoices.example/in", "sources": ["stripe"], "max_per_second": 5},
+    "ledger": {"target": "https://ledger.example/in", "sources": ["stripe"]}}"#;
+
 /// The workspace root (the node script and docs/images/ are there).
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -140,7 +144,9 @@ async fn deliver_the_replay(aws: &LocalAws, sor: &SystemOfRecord) {
     reason = "a scenario read top to bottom; its steps share the stack it sets up"
 )]
 async fn the_console_in_a_real_browser_finds_shows_and_replays_a_failed_event() {
-    let aws = LocalAws::new("console").await;
+    // Two destinations of stripe's events (none of the run's github events goes to them), one
+    // with a rate limit: the overview shows each one's (docs/routing.md, "Rate limit").
+    let aws = LocalAws::with_destinations("console", RATED_DESTINATIONS).await;
     let sor = SystemOfRecord::start();
     let lines = two_events(&aws, &sor).await;
     // What Lambda and CloudWatch make of the EMF lines in AWS, on the local CloudWatch.

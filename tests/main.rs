@@ -25,6 +25,7 @@ mod large_and_replay;
 mod ledger_transitions;
 mod logs_and_metrics;
 mod queue_trust;
+mod rate_limit;
 mod receiver;
 mod start_up;
 mod storm;

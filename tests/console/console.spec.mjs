@@ -103,6 +103,16 @@ test('the printed URL opens the overview, drops the token from the address, show
   await page.screenshot({ path: path.join(shots, 'console-overview.png'), fullPage: true });
 });
 
+test('the overview shows each destination\'s rate limit and this second\'s count', async () => {
+  await page.goto(`${base}/`);
+  const rates = page.getByRole('table', { name: 'rate limits' });
+  await rates.waitFor();
+  const rows = await rates.locator('tbody tr').allInnerTexts();
+  assert.equal(rows.length, 2, rows.join(' | '));
+  assert.match(rows[0], /^invoices\s+5 calls a second\s+\d+ in this second$/);
+  assert.match(rows[1], /^ledger\s+no limit\s+—$/);
+});
+
 test('from the dead letter to the failed event in the list, with its last_error', async () => {
   await page.getByRole('link', { name: 'the failed events →' }).click();
   await page.getByRole('heading', { name: 'Events' }).waitFor();

@@ -59,6 +59,58 @@ def _json_templates_first():
 
 threading.Thread(target=_json_templates_first, daemon=True).start()
 
+# DynamoDB applies a conditional write atomically: the condition and the update are one step for
+# the item. Moto's threaded server checks a condition, then updates, on the request's thread: two
+# concurrent `UpdateItem ADD n :1` on condition `n < :max` both pass at n = max - 1 and count
+# max + 1 (seen by tests/rate_limit.rs at 20 concurrent invocations). One lock per item (table
+# and key) makes each write of an item one step, as DynamoDB's are; writes of other items do not
+# wait (a lock for the whole server slowed every test sharing it).
+import moto.dynamodb.models as dynamodb_models
+
+_item_locks_guard = threading.Lock()
+_item_locks = {}
+
+
+def _item_lock(table_name, key_attrs):
+    name = (table_name, json.dumps(key_attrs, sort_keys=True, default=str))
+    with _item_locks_guard:
+        return _item_locks.setdefault(name, threading.Lock())
+
+
+def _key_of(backend, table_name, attrs):
+    table = backend.get_table(table_name)
+    names = [table.hash_key_attr, table.range_key_attr]
+    return {n: attrs.get(n) for n in names if n}
+
+
+def _one_step(method, key_of):
+    def locked(self, table_name, *args, **kwargs):
+        try:
+            key = key_of(self, table_name, *args, **kwargs)
+        except Exception:  # an unknown table: moto answers as it would
+            return method(self, table_name, *args, **kwargs)
+        with _item_lock(table_name, key):
+            return method(self, table_name, *args, **kwargs)
+
+    return locked
+
+
+_Backend = dynamodb_models.DynamoDBBackend
+_Backend.put_item = _one_step(
+    _Backend.put_item,
+    lambda b, t, item_attrs=None, *a, **k: _key_of(b, t, item_attrs or k.get("item_attrs", {})),
+)
+for _name in ("update_item", "delete_item"):
+    setattr(
+        _Backend,
+        _name,
+        _one_step(
+            getattr(_Backend, _name),
+            lambda b, t, key=None, *a, **k: _key_of(b, t, key or k.get("key", {})),
+        ),
+    )
+
+
 # CloudWatch as the AWS SDK for Rust calls it (RPC v2 CBOR), in front of moto's own.
 _moto_app = threaded_server.DomainDispatcherApplication
 threaded_server.DomainDispatcherApplication = lambda create: CloudWatchCbor(_moto_app(create))

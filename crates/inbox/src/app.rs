@@ -327,7 +327,16 @@ pub async fn targets(
     }
     let pauses = (!routes.is_empty())
         .then(|| PauseBoard::new(aws_sdk_dynamodb::Client::new(sdk), env.ledger_table.clone()));
-    Ok(Targets::new(adapters, pauses))
+    // Each destination's `max_per_second`, counted in the ledger's table (docs/routing.md).
+    let rates = crate::destination::RateLimits::of(
+        routes,
+        std::sync::Arc::new(crate::destination::DynamoRate::new(
+            aws_sdk_dynamodb::Client::new(sdk),
+            env.ledger_table.clone(),
+        )),
+        Metrics::stdout("consumer"),
+    );
+    Ok(Targets::new(adapters, pauses).with_rate_limits(rates))
 }
 
 /// Who signs an `https://` destination's forwards: its own `signing_secret`, else the

@@ -43,6 +43,9 @@ pub enum Metric {
     /// A message held by a breaker near its queue's bound, sent to the queue again as a fresh
     /// message rather than dead-lettered.
     HeldResent,
+    /// A destination's call deferred by its `max_per_second` (docs/routing.md): also
+    /// counted `Throttled`, as every deferral.
+    RateLimited,
 }
 
 impl Metric {
@@ -67,6 +70,7 @@ impl Metric {
             Metric::BreakerOpened => "BreakerOpened",
             Metric::BreakerClosed => "BreakerClosed",
             Metric::HeldResent => "HeldResent",
+            Metric::RateLimited => "RateLimited",
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod handshake;
 pub mod init;
 pub mod lookup;
 pub mod preflight;
+pub mod rate_status;
 pub mod receive;
 pub mod redrive;
 pub mod replay;

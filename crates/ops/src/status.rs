@@ -242,6 +242,16 @@ pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let locator = Locator::from_args(&args.mapping)?;
     let s = status(&config, &locator, args.queue.as_deref()).await?;
     let destinations = destinations(&config, args).await;
+    // Each destination's rate limit, from the stack's `Destinations` (a stack to read only).
+    let rates = match &locator {
+        Locator::Stack(stack) => crate::rate_status::rows(&config, stack)
+            .await
+            .unwrap_or_else(|e| {
+                eprintln!("rate limits not shown: {e:#}");
+                Vec::new()
+            }),
+        _ => Vec::new(),
+    };
     if args.json {
         let mut json = s.to_json();
         match &destinations {
@@ -249,6 +259,7 @@ pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             Some(Err(e)) => json["destinations_error"] = Value::String(e.clone()),
             None => {}
         }
+        json["rates"] = crate::rate_status::to_json(&rates);
         println!("{json:#}");
     } else {
         print!("{}", s.to_text());
@@ -257,6 +268,7 @@ pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             Some(Err(e)) => println!("destinations: unknown ({e})"),
             None => {}
         }
+        print!("{}", crate::rate_status::to_text(&rates));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -14,11 +14,13 @@ pub mod detail;
 pub mod eventbridge;
 pub mod lambda;
 pub mod pause;
+pub mod rate;
 pub mod sqs;
 
 pub use eventbridge::EventBus;
 pub use lambda::FunctionTarget;
 pub use pause::PauseBoard;
+pub use rate::{DynamoRate, MemoryRate, RateLimiter, RateLimits};
 pub use sqs::QueueTarget;
 
 /// One destination's adapter.
@@ -46,19 +48,47 @@ impl Adapter {
 pub struct Targets {
     adapters: BTreeMap<String, Adapter>,
     pauses: Option<PauseBoard>,
+    /// The destinations' `max_per_second`, asked before each call (`None`: no limit).
+    rates: Option<RateLimits>,
 }
 
 impl Targets {
     /// `pauses`: `None` where nothing can be paused (tests, a consumer without a table).
     pub fn new(adapters: BTreeMap<String, Adapter>, pauses: Option<PauseBoard>) -> Self {
-        Self { adapters, pauses }
+        Self {
+            adapters,
+            pauses,
+            rates: None,
+        }
+    }
+
+    /// The same targets, each call first counted against its destination's rate limit
+    /// (docs/routing.md, "Rate limit"); `None`: no limit.
+    #[must_use]
+    pub fn with_rate_limits(mut self, rates: Option<RateLimits>) -> Self {
+        self.rates = rates;
+        self
+    }
+
+    /// The rate limits the calls are held to.
+    pub fn rate_limits(&self) -> Option<&RateLimits> {
+        self.rates.as_ref()
     }
 }
 
 impl Destinations for Targets {
     async fn deliver(&self, destination: &str, job: &Job) -> Outcome {
         match self.adapters.get(destination) {
-            Some(a) => a.deliver(job).await,
+            Some(a) => {
+                // Over its rate: deferred as a throttle (no failure counted), never called.
+                if let Some(deferred) = match &self.rates {
+                    Some(rates) => rates.check(destination, job).await,
+                    None => None,
+                } {
+                    return deferred;
+                }
+                a.deliver(job).await
+            }
             None => Outcome::Failed(ProcessError(format!(
                 "no destination `{destination}` is configured"
             ))),

@@ -49,6 +49,10 @@ pub struct Destination {
     /// When its circuit breaker opens and how long before the probe (`"breaker"`; absent:
     /// [`crate::breaker::Rule::default`]).
     pub breaker: crate::breaker::Rule,
+    /// `max_per_second`: at most this many calls to the destination start in any one
+    /// second, across every consumer instance (docs/routing.md, "Rate limit"); `None`: no
+    /// limit but the consumer's concurrency.
+    pub max_per_second: Option<u32>,
 }
 
 /// A destination as written.
@@ -69,6 +73,7 @@ struct Written {
     unsigned: bool,
     #[serde(default)]
     breaker: Option<WrittenBreaker>,
+    max_per_second: Option<Value>,
 }
 
 /// A destination's `"breaker"` as written: `{"failures": 5, "cool_down_seconds": 60}`, each
@@ -178,6 +183,33 @@ fn https_fields(name: &str, w: &Written, https: bool) -> Result<Vec<SecretRef>, 
         .collect()
 }
 
+/// The highest `max_per_second`: the limit's counter is one DynamoDB item per destination
+/// and second, and one item takes at most 1000 writes a second (a call over the limit is a
+/// write too).
+pub const MAX_PER_SECOND_LIMIT: u32 = 500;
+
+/// `max_per_second` as written: a whole number from 1 to [`MAX_PER_SECOND_LIMIT`].
+fn max_per_second(name: &str, value: Option<&Value>) -> Result<Option<u32>, ConfigError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (1..=MAX_PER_SECOND_LIMIT).contains(n))
+        .map(Some)
+        .ok_or_else(|| {
+            bad(
+                name,
+                "max_per_second",
+                format!(
+                    "`{value}` is not a whole number of calls per second from 1 to \
+                     {MAX_PER_SECOND_LIMIT}"
+                ),
+            )
+        })
+}
+
 impl Destination {
     fn read(name: &str, value: Value, sources: &SourceSpecs) -> Result<Destination, ConfigError> {
         if !valid_name(name) {
@@ -223,6 +255,7 @@ impl Destination {
         let exclude = patterns(name, "exclude_event_types", &w.exclude_event_types)?;
         let signing_secrets = https_fields(name, &w, matches!(target, Target::Https(_)))?;
         let breaker = breaker_rule(name, w.breaker.as_ref())?;
+        let max_per_second = max_per_second(name, w.max_per_second.as_ref())?;
         Ok(Destination {
             name: name.to_owned(),
             target,
@@ -232,6 +265,7 @@ impl Destination {
             unsigned: w.unsigned,
             timeout_ms: w.timeout_ms,
             breaker,
+            max_per_second,
         })
     }
 }

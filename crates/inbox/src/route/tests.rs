@@ -183,3 +183,37 @@ fn a_breaker_out_of_its_bounds_is_refused_naming_the_field() {
     .to_string();
     assert!(err.contains("unknown field `share`"), "{err}");
 }
+
+#[test]
+fn max_per_second_is_a_whole_number_of_calls_from_1_to_the_limit() {
+    let read = |v: &str| {
+        Routes::parse(
+            &format!(
+                r#"{{"b": {{"target": "arn:aws:sqs:us-east-1:123456789012:q", "sources": ["stripe"], "max_per_second": {v}}}}}"#
+            ),
+            &sources(),
+        )
+    };
+    assert_eq!(read("5").unwrap().get("b").unwrap().max_per_second, Some(5));
+    assert_eq!(
+        read("500").unwrap().get("b").unwrap().max_per_second,
+        Some(MAX_PER_SECOND_LIMIT)
+    );
+    assert_eq!(
+        Routes::parse(ROUTES, &sources())
+            .unwrap()
+            .get("billing")
+            .unwrap()
+            .max_per_second,
+        None
+    );
+    for bad in ["0", "-1", "2.5", "501", "4294967296", "\"5\"", "true"] {
+        let e = read(bad).unwrap_err().to_string();
+        assert!(
+            e.ends_with(&format!(
+                "destination `b`, field `max_per_second`: `{bad}` is not a whole number of calls per second from 1 to 500"
+            )),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -19,6 +19,7 @@ pub mod guard;
 pub mod layout;
 pub mod listing;
 pub mod pages;
+pub mod rates;
 pub mod routes;
 pub mod show;
 

@@ -25,6 +25,8 @@ pub struct Overview {
     pub alarms: Result<Vec<(String, String)>, String>,
     /// Each destination's pause and breaker (the pause board).
     pub destinations: Result<Vec<DestinationRow>, String>,
+    /// Each destination's rate limit and this second's count (none without destinations).
+    pub rates: Result<Vec<crate::rate_status::RateRow>, String>,
 }
 
 /// A link to the list filtered so.
@@ -90,6 +92,7 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
             Err(e) => { p.error { "Delivery and queue status unavailable: " (e) } }
         }
         (destinations(&o.destinations))
+        (super::rates::section(&o.rates))
         h2 { "Alarms in ALARM" }
         @match &o.alarms {
             Ok(firing) if firing.is_empty() => { p.ok { "None." } }
