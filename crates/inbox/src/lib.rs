@@ -62,6 +62,7 @@ pub mod redelivery;
 pub(crate) mod replay_cache;
 pub mod route;
 pub mod signature;
+pub mod trace;
 pub mod whsec;
 
 pub use clock::{Clock, SystemClock};
