@@ -401,6 +401,8 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                 f
             })
             .collect();
+        // The batch's spans, before Lambda freezes the sandbox (nothing where export is off).
+        crate::trace::flush().await;
         response
     }
 
@@ -495,6 +497,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
             lease_until_ms: inv.lease_until_ms,
             replay_id: envelope.replay_id.clone(),
             event_type: envelope.event_type.clone(),
+            trace: None,
         };
         Ok(Admitted {
             envelope,

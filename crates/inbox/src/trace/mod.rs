@@ -159,6 +159,58 @@ pub fn child(name: &'static str, kind: Kind, parent: Option<&TraceContext>) -> O
     parent.map(|p| start(name, kind, Some(p)))
 }
 
+/// The consumer's `inbox.consume` span of an envelope's event: under the envelope's
+/// `traceparent` where it reads; else (absent, or not W3C: input) a new trace, and a line saying
+/// why where it was there but did not read. Never a refusal: the event runs either way.
+pub fn consume(envelope: &crate::queue::Envelope) -> Span {
+    let parent = envelope.traceparent.as_deref().and_then(|text| {
+        TraceContext::parse(text)
+            .map_err(|e| {
+                tracing::info!(
+                    key = %envelope.key,
+                    reason = %e,
+                    "the envelope's traceparent is not taken: a new trace starts"
+                );
+            })
+            .ok()
+    });
+    let mut span = start(names::CONSUME, Kind::Consumer, parent.as_ref());
+    if span.recording.is_some() {
+        span.attribute(attributes::SOURCE, envelope.source.clone());
+        span.attribute(attributes::KEY, envelope.key.clone());
+    }
+    span
+}
+
+/// The `inbox.deliver` span of one destination's call (`destination`: its name, `forward`
+/// for the default one), under the event's span.
+pub fn deliver(destination: &str, parent: Option<&TraceContext>) -> Option<Span> {
+    let mut span = child(names::DELIVER, Kind::Client, parent)?;
+    if span.recording.is_some() {
+        span.attribute(attributes::DESTINATION, destination.to_owned());
+    }
+    Some(span)
+}
+
+/// Ends a destination's span with what its call came to (`inbox.outcome`: `done`, `failed`
+/// with the error as its status, `throttled`).
+pub fn ended(span: Option<Span>, outcome: &crate::consumer::Outcome) {
+    use crate::consumer::Outcome;
+    let Some(mut span) = span else { return };
+    if span.recording.is_none() {
+        return;
+    }
+    let said = match outcome {
+        Outcome::Done => "done",
+        Outcome::Failed(e) => {
+            span.failed(&e.0);
+            "failed"
+        }
+        Outcome::Throttled { .. } => "throttled",
+    };
+    span.attribute(attributes::OUTCOME, said);
+}
+
 /// A span's context without an SDK: the parent's trace (or a new one, sampled) and a new id.
 fn unrecorded(parent: Option<&TraceContext>) -> TraceContext {
     let ids = RandomIdGenerator::default();
