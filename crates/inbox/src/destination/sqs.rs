@@ -79,7 +79,10 @@ impl QueueTarget {
             Ok(b) => b,
             Err(e) => return Outcome::Failed(e),
         };
-        let traceparent = job.trace.as_ref().map(crate::trace::TraceContext::traceparent);
+        let traceparent = job
+            .trace
+            .as_ref()
+            .map(crate::trace::TraceContext::traceparent);
         let mut send = self
             .client
             .send_message()

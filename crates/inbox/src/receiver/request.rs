@@ -220,7 +220,10 @@ pub(super) fn sender_trace(headers: &HeaderMap) -> Option<crate::trace::TraceCon
     match read {
         Ok(cx) => Some(cx),
         Err(reason) => {
-            tracing::info!(reason, "the sender's traceparent is not taken: a new trace starts");
+            tracing::info!(
+                reason,
+                "the sender's traceparent is not taken: a new trace starts"
+            );
             None
         }
     }

@@ -184,9 +184,7 @@ mod tests {
             (&format!("{GOOD}-extra"), TraceparentError::Trailing),
             (&format!("{GOOD} "), TraceparentError::Trailing),
             (
-                &GOOD
-                    .replacen("00-", "01-", 1)
-                    .replace("-01", "-01x"),
+                &GOOD.replacen("00-", "01-", 1).replace("-01", "-01x"),
                 TraceparentError::Shape,
             ),
             (
@@ -197,7 +195,10 @@ mod tests {
                 "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
                 TraceparentError::ZeroParentId,
             ),
-            (&"0".repeat(MAX_TRACEPARENT_LEN + 1), TraceparentError::TooLong),
+            (
+                &"0".repeat(MAX_TRACEPARENT_LEN + 1),
+                TraceparentError::TooLong,
+            ),
         ];
         for (text, why) in cases {
             assert_eq!(TraceContext::parse(text), Err(*why), "{text:?}");

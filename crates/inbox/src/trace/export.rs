@@ -23,8 +23,8 @@ pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_millis(1000);
 /// else `OTEL_EXPORTER_OTLP_ENDPOINT` (the exporter adds `/v1/traces`); none where
 /// `OTEL_SDK_DISABLED` is `true`.
 pub(super) fn endpoint_from_env() -> Option<String> {
-    let disabled = std::env::var("OTEL_SDK_DISABLED")
-        .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let disabled =
+        std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
     if disabled {
         return None;
     }
@@ -51,10 +51,13 @@ pub(super) fn endpoint_for_log(endpoint: &str) -> String {
 /// The timeout of one export: the standard variables' milliseconds, else
 /// [`DEFAULT_EXPORT_TIMEOUT`].
 fn export_timeout() -> Duration {
-    ["OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_EXPORT_TIMEOUT, Duration::from_millis)
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
+    .map_or(DEFAULT_EXPORT_TIMEOUT, Duration::from_millis)
 }
 
 pub(super) fn build(service: &str, endpoint: &str) -> Result<Exporting, ExportSetupError> {
@@ -87,6 +90,7 @@ pub(super) fn build(service: &str, endpoint: &str) -> Result<Exporting, ExportSe
     let buffer = Arc::new(Buffer::default());
     let provider = SdkTracerProvider::builder()
         .with_span_processor(Buffered(buffer.clone()))
+        .with_id_generator(super::EpochFirstIds)
         .with_resource(resource)
         .build();
     Ok(Exporting {

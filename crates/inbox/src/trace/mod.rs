@@ -22,7 +22,7 @@ use opentelemetry::trace::{
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{
-    IdGenerator as _, RandomIdGenerator, SdkTracer, SdkTracerProvider, SpanData, SpanExporter as _,
+    IdGenerator, RandomIdGenerator, SdkTracer, SdkTracerProvider, SpanData, SpanExporter as _,
     SpanProcessor,
 };
 
@@ -211,9 +211,32 @@ pub fn ended(span: Option<Span>, outcome: &crate::consumer::Outcome) {
     span.attribute(attributes::OUTCOME, said);
 }
 
+/// The ids of new traces and spans: a trace id's first 4 bytes are the epoch second it starts
+/// (big-endian), the other 12 random, so that X-Ray, which reads those 4 bytes as the trace's
+/// time, takes it in `AWSTraceHeader` and `TraceHeader` as it is; span ids are random. Still a
+/// W3C trace id (random enough: 96 bits).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EpochFirstIds;
+
+impl IdGenerator for EpochFirstIds {
+    fn new_trace_id(&self) -> TraceId {
+        let mut id = RandomIdGenerator::default().new_trace_id().to_bytes();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let secs = u32::try_from(now).unwrap_or(u32::MAX).to_be_bytes();
+        id[..4].copy_from_slice(&secs);
+        TraceId::from_bytes(id)
+    }
+
+    fn new_span_id(&self) -> SpanId {
+        RandomIdGenerator::default().new_span_id()
+    }
+}
+
 /// A span's context without an SDK: the parent's trace (or a new one, sampled) and a new id.
 fn unrecorded(parent: Option<&TraceContext>) -> TraceContext {
-    let ids = RandomIdGenerator::default();
+    let ids = EpochFirstIds;
     let span_id = ids.new_span_id().to_bytes();
     match parent {
         Some(p) => TraceContext::new(p.trace_id_bytes(), span_id, p.is_sampled()),
@@ -326,7 +349,10 @@ pub async fn flush() {
     if let Err(e) = on.exporter.export(batch).await {
         tracing::warn!(error = %e, spans = count, dropped, "trace export failed: the spans are lost");
     } else if dropped > 0 {
-        tracing::warn!(dropped, "spans dropped: more than MAX_BUFFERED_SPANS between flushes");
+        tracing::warn!(
+            dropped,
+            "spans dropped: more than MAX_BUFFERED_SPANS between flushes"
+        );
     }
 }
 
@@ -342,7 +368,10 @@ mod tests {
         assert!(!exporting());
         assert_eq!(span.context().trace_id(), sender.trace_id());
         assert_ne!(span.context().span_id_bytes(), sender.span_id_bytes());
-        assert!(!span.context().is_sampled(), "the sender's decision is kept");
+        assert!(
+            !span.context().is_sampled(),
+            "the sender's decision is kept"
+        );
         let child = child(names::TAKE, Kind::Internal, Some(span.context())).expect("a child");
         assert_eq!(child.context().trace_id(), sender.trace_id());
         assert!(super::child(names::TAKE, Kind::Internal, None).is_none());
@@ -357,6 +386,19 @@ mod tests {
         assert_ne!(a.context().trace_id(), b.context().trace_id());
         assert!(a.context().is_sampled());
         assert_ne!(a.context().trace_id_bytes(), [0; 16]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs();
+        let first = u64::from(u32::from_be_bytes(
+            a.context().trace_id_bytes()[..4]
+                .try_into()
+                .expect("4 bytes"),
+        ));
+        assert!(
+            now.abs_diff(first) <= 5,
+            "X-Ray reads the first 4 bytes as the time"
+        );
         assert_eq!(
             TraceContext::parse(&a.context().traceparent()),
             Ok(*a.context()),
