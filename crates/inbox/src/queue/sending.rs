@@ -199,6 +199,18 @@ impl SqsQueue {
     }
 }
 
+/// The `AWSTraceHeader` system attribute of a message carrying `header` (X-Ray's form of its
+/// trace context; docs/operations.md, "Traces").
+pub(super) fn aws_trace_header(
+    header: Option<&str>,
+) -> Option<aws_sdk_sqs::types::MessageSystemAttributeValue> {
+    aws_sdk_sqs::types::MessageSystemAttributeValue::builder()
+        .data_type("String")
+        .string_value(header?)
+        .build()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,16 +244,4 @@ mod tests {
         assert_eq!((runs[0][0][0], runs[0][1][0]), (0, 20));
         assert_eq!(runs[1], vec![(10..20).collect::<Vec<_>>()]);
     }
-}
-
-/// The `AWSTraceHeader` system attribute of a message carrying `header` (X-Ray's form of its
-/// trace context; docs/operations.md, "Traces").
-pub(super) fn aws_trace_header(
-    header: Option<&str>,
-) -> Option<aws_sdk_sqs::types::MessageSystemAttributeValue> {
-    aws_sdk_sqs::types::MessageSystemAttributeValue::builder()
-        .data_type("String")
-        .string_value(header?)
-        .build()
-        .ok()
 }
