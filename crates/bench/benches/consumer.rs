@@ -147,7 +147,10 @@ fn handling(c: &mut Criterion) {
             },
             |cx| {
                 let answer = rt.block_on(cx.handle_batch(&messages, "req", None));
-                assert!(answer.batch_item_failures.is_empty(), "every event completes");
+                assert!(
+                    answer.batch_item_failures.is_empty(),
+                    "every event completes"
+                );
             },
             BatchSize::SmallInput,
         )
