@@ -33,3 +33,4 @@ mod template_deploys;
 mod template_hardening;
 mod template_matches;
 mod testing_doc;
+mod traces;

@@ -136,8 +136,20 @@ fn shared_http_client() -> SharedHttpClient {
     })
 }
 
+/// Trace export where `OTEL_EXPORTER_OTLP_ENDPOINT` says (docs/operations.md, "Traces"), as
+/// `service` unless `OTEL_SERVICE_NAME` names it; an endpoint that is no URL stops start-up.
+fn traces(service: &str) -> Result<(), ConfigError> {
+    crate::trace::install_from_env(service)
+        .map(|_| ())
+        .map_err(|e| ConfigError::BadVar {
+            name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+            message: e.to_string(),
+        })
+}
+
 pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     let env = ReceiverEnv::from_env()?;
+    traces("inbox-receiver")?;
     let specs = source_specs_from_env()?;
     let sdk = sdk_config().await;
     let sources = specs.resolve(&AwsSecretResolver::new(&sdk)).await?;
@@ -172,6 +184,7 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
 
 pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     let env = ConsumerEnv::from_env()?;
+    traces("inbox-consumer")?;
     let specs = source_specs_from_env()?;
     let archives = env.archive_bodies || specs.iter().any(|s| s.archive == Some(true));
     for (name, set) in [

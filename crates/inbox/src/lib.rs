@@ -65,6 +65,7 @@ pub(crate) mod replay_cache;
 pub mod route;
 pub mod signature;
 pub mod test_ca;
+pub mod trace;
 pub mod whsec;
 
 pub use clock::{Clock, SystemClock};

@@ -266,6 +266,15 @@ pub const VARS: &[Var] = &[
         doc: "**tests only**: a PEM file holding one CA certificate that the functions' HTTPS clients (the forward, `https://` destinations, the receiver's key fetches; not the AWS SDK's) trust beside the public roots, so that a local TLS server can stand in for a system of record; start-up logs a WARN naming it, and a missing or unreadable file, or one that is not exactly one PEM certificate, stops start-up ([testing.md](testing.md#https-destinations))",
     },
     Var {
+        name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+        function: Function::Both,
+        unset: Unset::Absent,
+        bounds: None,
+        says_value: false,
+        default_doc: "unset: spans are not exported (trace ids still travel: the envelope, the ledger, the forward's `traceparent`)",
+        doc: "the OTLP/HTTP collector the spans go to (JSON, `/v1/traces` added), e.g. `http://localhost:4318` for the AWS Distro for OpenTelemetry layer; OpenTelemetry's own `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT` (here 1000 ms unset), `OTEL_SERVICE_NAME` and `OTEL_SDK_DISABLED` apply ([operations.md](operations.md#traces))",
+    },
+    Var {
         name: "`AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ENDPOINT_URL_DYNAMODB`, `AWS_ENDPOINT_URL_SQS`",
         function: Function::Both,
         unset: Unset::External,

@@ -341,6 +341,7 @@ mod tests {
                 response_status: 200,
                 response_body: String::new(),
                 event_type: None,
+                trace_id: None,
             };
             ledger.claim(&claim).await.expect("claimed");
         }
@@ -469,6 +470,7 @@ mod tests {
                 response_status: 200,
                 response_body: String::new(),
                 event_type: None,
+                trace_id: None,
             };
             ledger.claim(&claim).await.expect("claimed");
             let mut m = message(id);

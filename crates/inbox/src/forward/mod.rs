@@ -2,7 +2,8 @@
 //! (docs/design.md §6).
 //!
 //! - **Headers**: `Idempotency-Key: <key>`, `X-Webhook-Source`, the original `Content-Type`,
-//!   `Webhook-Replay-Id: <id>` on a replay,
+//!   `Webhook-Replay-Id: <id>` on a replay, `traceparent` (W3C: the call's span in the event's
+//!   trace, docs/operations.md "Traces"),
 //!   and, with signing secrets, the Standard Webhooks `webhook-id`, `webhook-timestamp` and
 //!   `webhook-signature` ([`signing`]). No `Referer`.
 //! - **Success is a 2xx to the POST itself.** No redirect is followed: a 3xx is a failure with
@@ -106,6 +107,11 @@ impl HttpForwarder {
             .header("X-Webhook-Source", &job.source);
         if let Some(replay_id) = &job.replay_id {
             request = request.header(REPLAY_ID_HEADER, replay_id);
+        }
+        // The call's place in the event's trace: the system of record can join it. A header
+        // beside the body; the body stays the bytes the sender signed.
+        if let Some(trace) = &job.trace {
+            request = request.header(crate::trace::TRACEPARENT, trace.traceparent());
         }
         if let Some(signer) = &self.signer {
             let signed = signer.sign(
