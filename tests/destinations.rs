@@ -851,6 +851,7 @@ async fn a_lambda_payload_holds_the_signed_bytes_in_place() {
         lease_until_ms: i64::MAX,
         replay_id: None,
         event_type: Some("customer.updated".into()),
+        trace: None,
     };
     assert_eq!(function.deliver(&job).await, Outcome::Done);
     let (path, payload) = invocation.join().expect("the endpoint's thread");

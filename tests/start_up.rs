@@ -4,6 +4,8 @@
 //! (docs/configuration.md, "When a function cannot start") as one ERROR log line, JSON where
 //! `AWS_LAMBDA_LOG_FORMAT=JSON` as the template sets it, and exits 1. Never the error's
 //! `Debug` form (`Error: BadVar { name: … }`), which `main` returning the error would print.
+//! The test-only CA (`HTTPS_TEST_CA_FILE`) too: a bad file stops each function, a good one is
+//! logged at WARN.
 
 use std::process::{Command, Output};
 
@@ -183,5 +185,105 @@ fn a_pending_source_without_its_secret_does_not_stop_the_receiver() {
             "source `stripe`, field `signature.secrets`: `secretsmanager:webhook-inbox/stripe`"
         ),
         "{stdout}"
+    );
+}
+
+/// The test-only CA (`HTTPS_TEST_CA_FILE`, docs/configuration.md): a file that is missing, not
+/// PEM, or more than one certificate stops each function with one line naming the variable
+/// and the file; a good one is logged at WARN, loudly, naming it, and start-up goes on (to the
+/// runtime, which stops here for want of its own variables).
+#[test]
+fn the_test_only_ca_stops_start_up_when_bad_and_is_logged_loudly_when_set() {
+    let certificates = devstack::testkit::TestCertificates::new();
+    let good = certificates.ca_pem_path().to_string_lossy().into_owned();
+    let dir = std::env::temp_dir();
+    let not_pem = dir.join(devstack::testkit::unique("not-a-ca"));
+    std::fs::write(&not_pem, "not a certificate\n").expect("a file");
+    let two = dir.join(devstack::testkit::unique("two-cas"));
+    std::fs::write(&two, certificates.ca_pem().repeat(2)).expect("a file");
+    let (not_pem, two) = (
+        not_pem.to_string_lossy().into_owned(),
+        two.to_string_lossy().into_owned(),
+    );
+    let missing = "/nonexistent/test-ca.pem";
+    let functions = [
+        (
+            env!("CARGO_BIN_EXE_chaos-receiver"),
+            ("QUEUE_URL", "http://q.invalid/q.fifo"),
+        ),
+        (
+            env!("CARGO_BIN_EXE_chaos-consumer"),
+            ("FORWARD_URL", "https://records.invalid/hooks"),
+        ),
+    ];
+    for (binary, own) in functions {
+        let with = |ca: &str| {
+            vec![
+                ("LEDGER_TABLE", "ledger".to_owned()),
+                ("WEBHOOK_SOURCES", SOURCES.to_owned()),
+                (own.0, own.1.to_owned()),
+                ("HTTPS_TEST_CA_FILE", ca.to_owned()),
+            ]
+        };
+        for (ca, message) in [
+            (
+                missing.to_owned(),
+                format!("environment variable HTTPS_TEST_CA_FILE: cannot read `{missing}`: No such file or directory (os error 2)"),
+            ),
+            (
+                not_pem.clone(),
+                format!("environment variable HTTPS_TEST_CA_FILE: `{not_pem}` holds no PEM certificate (`-----BEGIN CERTIFICATE-----`)"),
+            ),
+            (
+                two.clone(),
+                format!("environment variable HTTPS_TEST_CA_FILE: `{two}` holds 2 certificates; exactly one CA certificate is expected"),
+            ),
+        ] {
+            let vars = with(&ca);
+            let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            stops_saying(binary, &vars, &message);
+        }
+
+        let vars = with(&good);
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        warns_of_the_ca_and_goes_on(binary, &vars, &good);
+    }
+    for file in [not_pem, two] {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+/// `binary` with these variables (a good `HTTPS_TEST_CA_FILE`, at `path`) logs one WARN line
+/// naming the setting and the file, and goes on past its configuration to the runtime.
+fn warns_of_the_ca_and_goes_on(binary: &str, vars: &[(&str, &str)], path: &str) {
+    let out = run(binary, Some("JSON"), vars);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let warned: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["fields"]["setting"] == "HTTPS_TEST_CA_FILE")
+        .collect();
+    assert_eq!(warned.len(), 1, "one warning: {stdout}");
+    assert_eq!(warned[0]["level"], "WARN", "{stdout}");
+    assert_eq!(warned[0]["fields"]["path"], path, "{stdout}");
+    assert!(
+        warned[0]["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("TEST-ONLY SETTING: ")),
+        "{stdout}"
+    );
+    // Start-up went on past the configuration (no ERROR line) to the runtime, which stops on
+    // the function name this run does not set.
+    assert!(
+        lines.iter().all(|l| l["level"] != "ERROR"),
+        "no configuration error: {stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Missing AWS_LAMBDA_FUNCTION_NAME"),
+        "the runtime was reached: {stderr}"
     );
 }

@@ -212,6 +212,7 @@ async fn release_after_a_failed_send_keeps_the_event_a_duplicate_enqueued() {
         response_status: status,
         response_body: accepted,
         event_type: None,
+        trace_id: None,
     };
     assert!(matches!(
         aws.ledger().claim(&claim).await,

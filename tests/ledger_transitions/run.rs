@@ -42,6 +42,7 @@ pub fn claim_at(owner: &str, now_ms: i64) -> Claim {
         response_status,
         response_body,
         event_type: None,
+        trace_id: None,
     }
 }
 

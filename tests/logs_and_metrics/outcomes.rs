@@ -54,6 +54,7 @@ async fn every_outcome_is_logged_with_source_key_and_request_id_and_counted_exac
             response_status: 200,
             response_body: accepted_response("github:logs-d").1,
             event_type: None,
+            trace_id: None,
         })
         .await
         .expect("claim");

@@ -1,13 +1,14 @@
 //! The consumer's CPU work before any I/O: planning a 10-message batch into FIFO groups
-//! (`inbox::fifo::plan`), and reading the envelopes back.
+//! (`inbox::fifo::plan`), and reading the envelopes back; and a whole invocation of 10 events on
+//! the in-memory ledger with a side effect that does nothing (`handle_batch_10`).
 //!
-//! `cargo bench -p inbox --bench consumer`.
+//! `cargo bench -p bench --bench consumer`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_lambda_events::sqs::SqsMessage;
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use inbox::fifo::plan;
 use inbox::queue::Envelope;
 
@@ -81,9 +82,85 @@ fn planning(c: &mut Criterion) {
     group.finish();
 }
 
+/// The side effect that does nothing: the consumer's own work alone.
+struct Noop;
+
+impl inbox::Processor for Noop {
+    async fn process(&self, _job: &inbox::Job) -> Result<(), inbox::ProcessError> {
+        Ok(())
+    }
+}
+
+const BENCH_SOURCES: &str = r#"{"acme": {"signature": {"scheme": "none"}, "key": {"from": "header", "name": "webhook-id"}}}"#;
+
+/// Ten events as the receiver queues them (each its own group), their bodies' hashes true.
+fn claimed_batch() -> (Vec<SqsMessage>, Vec<Envelope>) {
+    let mut messages = batch(|i| Some(format!("acme:msg_{i:06}")));
+    let mut envelopes = Vec::new();
+    for m in &mut messages {
+        let env = Envelope::parse(m.body.as_deref().expect("body")).expect("envelope");
+        let body = env.body_bytes().expect("body");
+        let env = Envelope::new(
+            &env.key,
+            &env.source,
+            env.received_at,
+            &inbox::key::payload_sha256(&body, &[]),
+            env.headers.clone(),
+            &body,
+        );
+        m.body = Some(env.to_json());
+        envelopes.push(env);
+    }
+    (messages, envelopes)
+}
+
+/// A whole invocation: 10 events taken, run (a side effect that does nothing) and completed on
+/// the in-memory ledger, each claimed beforehand (untimed), as the receiver leaves them.
+fn handling(c: &mut Criterion) {
+    use inbox::ledger::LedgerStore as _;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let specs = inbox::SourceSpecs::parse(BENCH_SOURCES).expect("sources");
+    let (messages, envelopes) = claimed_batch();
+    let mut group = c.benchmark_group("consumer/handle_batch_10");
+    group.throughput(Throughput::Elements(10));
+    group.bench_function("noop_side_effect", |b| {
+        b.iter_batched(
+            || {
+                let ledger = inbox::MemoryLedger::new();
+                let now = inbox::clock::Clock::now_ms(&inbox::clock::SystemClock);
+                for env in &envelopes {
+                    rt.block_on(ledger.claim(&env.accepted_claim(now - 1, 72)))
+                        .expect("claimed");
+                }
+                let (metrics, _) = inbox::metrics::Metrics::memory("consumer");
+                inbox::consumer::Consumer::new(
+                    specs.clone(),
+                    ledger,
+                    Noop,
+                    inbox::clock::SystemClock,
+                    inbox::consumer::ConsumerSettings::default(),
+                    metrics,
+                )
+            },
+            |cx| {
+                let answer = rt.block_on(cx.handle_batch(&messages, "req", None));
+                assert!(
+                    answer.batch_item_failures.is_empty(),
+                    "every event completes"
+                );
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
 criterion_group!(
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = planning
+    targets = planning, handling
 );
 criterion_main!(benches);

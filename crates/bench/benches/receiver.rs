@@ -422,6 +422,25 @@ fn parts(c: &mut Criterion) {
     group.bench_function("envelope_header_names", |b| {
         b.iter(|| black_box(spec).envelope_headers())
     });
+    // Issue 39, export off: the request's span (two ids) and the envelope's `traceparent`
+    // text; and a sender's `traceparent` read.
+    group.bench_function("trace_off_span_and_traceparent", |b| {
+        b.iter(|| {
+            let span = inbox::trace::start(
+                inbox::trace::names::RECEIVE,
+                inbox::trace::Kind::Server,
+                None,
+            );
+            black_box(span.context().traceparent())
+        })
+    });
+    group.bench_function("traceparent_parse", |b| {
+        b.iter(|| {
+            inbox::trace::TraceContext::parse(black_box(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ))
+        })
+    });
     group.finish();
 }
 

@@ -174,6 +174,7 @@ impl Demo<'_> {
             response_status: status,
             response_body: body,
             event_type: Some("push".into()),
+            trace_id: None,
         };
         if self.stack.ledger().claim(&claim).await? != ClaimOutcome::Claimed {
             bail!("could not stage the crashed invocation's claim for {key}");

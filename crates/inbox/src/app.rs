@@ -136,8 +136,20 @@ fn shared_http_client() -> SharedHttpClient {
     })
 }
 
+/// Trace export where `OTEL_EXPORTER_OTLP_ENDPOINT` says (docs/operations.md, "Traces"), as
+/// `service` unless `OTEL_SERVICE_NAME` names it; an endpoint that is no URL stops start-up.
+fn traces(service: &str) -> Result<(), ConfigError> {
+    crate::trace::install_from_env(service)
+        .map(|_| ())
+        .map_err(|e| ConfigError::BadVar {
+            name: "OTEL_EXPORTER_OTLP_ENDPOINT",
+            message: e.to_string(),
+        })
+}
+
 pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
     let env = ReceiverEnv::from_env()?;
+    traces("inbox-receiver")?;
     let specs = source_specs_from_env()?;
     let sdk = sdk_config().await;
     let sources = specs.resolve(&AwsSecretResolver::new(&sdk)).await?;
@@ -155,12 +167,14 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
         Metrics::stdout("receiver"),
     )
     .with_secret_resolver(AwsSecretResolver::new(&sdk))
-    .with_key_fetcher(crate::key_fetch::KeyFetcher::from_env().map_err(|message| {
-        ConfigError::BadVar {
-            name: crate::key_fetch::TEST_ORIGIN_ENV,
-            message,
-        }
-    })?);
+    .with_key_fetcher(
+        crate::key_fetch::KeyFetcher::from_env(env.test_ca.as_ref()).map_err(|message| {
+            ConfigError::BadVar {
+                name: crate::key_fetch::TEST_ORIGIN_ENV,
+                message,
+            }
+        })?,
+    );
     if env.payload_bucket.is_none() {
         tracing::warn!("PAYLOAD_BUCKET is not set: a body whose envelope would not fit the queue is refused with 413");
     }
@@ -170,6 +184,7 @@ pub async fn receiver_from_env() -> Result<LambdaReceiver, ConfigError> {
 
 pub async fn consumer_from_env() -> Result<LambdaConsumer, ConfigError> {
     let env = ConsumerEnv::from_env()?;
+    traces("inbox-consumer")?;
     let specs = source_specs_from_env()?;
     let archives = env.archive_bodies || specs.iter().any(|s| s.archive == Some(true));
     for (name, set) in [
@@ -250,11 +265,13 @@ fn default_forwarder(
     let Some(url) = env.forward_url.clone() else {
         return Ok(None);
     };
-    let forwarder = HttpForwarder::new(url, Duration::from_millis(env.forward_timeout_ms))
-        .map_err(|e| ConfigError::BadVar {
+    let timeout = Duration::from_millis(env.forward_timeout_ms);
+    let forwarder = HttpForwarder::trusting(url, timeout, env.test_ca.as_ref()).map_err(|e| {
+        ConfigError::BadVar {
             name: "FORWARD_URL",
             message: e.to_string(),
-        })?;
+        }
+    })?;
     Ok(Some(match signer {
         Some(signer) => forwarder.signed(signer),
         None => forwarder,
@@ -262,7 +279,8 @@ fn default_forwarder(
 }
 
 /// One adapter per destination of `routes` (docs/routing.md), each SDK client built once,
-/// an HTTP destination's secrets read once; the pause board in the ledger's table. An
+/// an HTTP destination's secrets read once (its client trusting `HTTPS_TEST_CA_FILE`'s CA
+/// too where the environment names one); the pause board in the ledger's table. An
 /// `https://` destination without `signing_secret` is signed with `forward` (the stack's
 /// forward secret), unless it is declared `"unsigned": true`.
 pub async fn targets(
@@ -282,7 +300,8 @@ pub async fn targets(
         let adapter = match &d.target {
             Target::Https(url) => {
                 let timeout = d.timeout_ms.unwrap_or(env.forward_timeout_ms);
-                let forwarder = HttpForwarder::new(url.clone(), Duration::from_millis(timeout))
+                let timeout = Duration::from_millis(timeout);
+                let forwarder = HttpForwarder::trusting(url.clone(), timeout, env.test_ca.as_ref())
                     .map_err(|e| bad(&d.name, e.to_string()))?;
                 let own = forward_signer(&d.signing_secrets, resolver)
                     .await

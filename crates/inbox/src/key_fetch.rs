@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::signature::sns::CertKey;
+use crate::test_ca::TestCa;
 
 /// The environment variable that points fetched keys at a local server: tests only.
 pub const TEST_ORIGIN_ENV: &str = "KEY_FETCH_TEST_ORIGIN";
@@ -80,6 +81,16 @@ impl Default for KeyFetcher {
 impl KeyFetcher {
     /// A fetcher; `test_origin` (`http(s)://host[:port]`, tests only) receives every fetch.
     pub fn new(test_origin: Option<&str>) -> Result<KeyFetcher, String> {
+        KeyFetcher::trusting(test_origin, None)
+    }
+
+    /// [`KeyFetcher::new`] whose client also trusts the test-only CA (`HTTPS_TEST_CA_FILE`,
+    /// [`crate::test_ca`]) where there is one: an `https://` test origin with a certificate of
+    /// its own.
+    pub fn trusting(
+        test_origin: Option<&str>,
+        test_ca: Option<&TestCa>,
+    ) -> Result<KeyFetcher, String> {
         let test_origin = match test_origin {
             None => None,
             Some(text) => {
@@ -97,11 +108,12 @@ impl KeyFetcher {
                 Some(url)
             }
         };
-        let client = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .connect_timeout(Duration::from_secs(2))
             .redirect(reqwest::redirect::Policy::none())
-            .https_only(test_origin.is_none())
+            .https_only(test_origin.is_none());
+        let client = crate::test_ca::trusting(builder, test_ca)
             .build()
             .map_err(|e| format!("the key fetcher's HTTPS client: {e}"))?;
         Ok(KeyFetcher {
@@ -113,13 +125,17 @@ impl KeyFetcher {
     }
 
     /// The fetcher the environment asks for: [`TEST_ORIGIN_ENV`] read, and a warning logged
-    /// when it is set (it must never be in a deployed function).
-    pub fn from_env() -> Result<KeyFetcher, String> {
-        KeyFetcher::from_setting(std::env::var(TEST_ORIGIN_ENV).ok())
+    /// when it is set (it must never be in a deployed function); trusting `test_ca` too
+    /// (`HTTPS_TEST_CA_FILE`, read with the receiver's settings) where there is one.
+    pub fn from_env(test_ca: Option<&TestCa>) -> Result<KeyFetcher, String> {
+        KeyFetcher::from_setting(std::env::var(TEST_ORIGIN_ENV).ok(), test_ca)
     }
 
     /// [`KeyFetcher::from_env`] with the variable's value given (`None` or empty: unset).
-    pub fn from_setting(origin: Option<String>) -> Result<KeyFetcher, String> {
+    pub fn from_setting(
+        origin: Option<String>,
+        test_ca: Option<&TestCa>,
+    ) -> Result<KeyFetcher, String> {
         let origin = origin.filter(|v| !v.is_empty());
         if let Some(origin) = &origin {
             tracing::warn!(
@@ -128,7 +144,7 @@ impl KeyFetcher {
                 "TEST-ONLY SETTING: provider keys and certificates are fetched from this origin, not from the providers' hosts; never set it in a deployed stack"
             );
         }
-        KeyFetcher::new(origin.as_deref())
+        KeyFetcher::trusting(origin.as_deref(), test_ca)
     }
 
     /// Whether the test-only origin is set.
@@ -215,17 +231,13 @@ impl KeyFetcher {
             .get(self.target(url))
             .send()
             .await
-            .map_err(|e| FetchError::Transport(e.without_url().to_string()))?;
+            .map_err(transport)?;
         let status = response.status();
         if !status.is_success() {
             return Err(FetchError::Status(status.as_u16()));
         }
         let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|e| FetchError::Transport(e.without_url().to_string()))?
-        {
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() + chunk.len() > limit {
                 return Err(FetchError::TooLarge);
             }
@@ -233,6 +245,21 @@ impl KeyFetcher {
         }
         Ok(body)
     }
+}
+
+/// A fetch that got no answer: `reqwest`'s words without the URL, and the innermost cause
+/// (a refused connection, a certificate the client does not trust), which names no URL.
+fn transport(e: reqwest::Error) -> FetchError {
+    let mut cause: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+    while let Some(next) = cause.and_then(std::error::Error::source) {
+        cause = Some(next);
+    }
+    let cause = cause.map(ToString::to_string);
+    let text = e.without_url().to_string();
+    FetchError::Transport(match cause {
+        Some(cause) => format!("{text}: {cause}"),
+        None => text,
+    })
 }
 
 #[cfg(test)]
@@ -279,7 +306,7 @@ mod tests {
             .with_ansi(false)
             .finish();
         let fetcher = tracing::subscriber::with_default(subscriber, || {
-            KeyFetcher::from_setting(setting).expect("a fetcher")
+            KeyFetcher::from_setting(setting, None).expect("a fetcher")
         });
         let text = String::from_utf8(buffer.0.lock().expect("buffer").clone()).expect("utf-8");
         (fetcher.test_origin().map(str::to_owned), text)

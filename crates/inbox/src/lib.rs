@@ -23,6 +23,7 @@
 //! - [`log_text`]: outside text (a path segment, a queue message's key) capped for a log line.
 //! - [`clock`]: time, injected so that tests can move it.
 //! - [`app`]: the cold-start wiring the two binaries share.
+//! - [`test_ca`]: the test-only CA (`HTTPS_TEST_CA_FILE`) the HTTPS clients may also trust.
 //! - [`whsec`]: the one reader of `whsec_` secrets, for the verifier, the forward signer and
 //!   the dev stack's senders.
 //! - `answer`, `defaults` (crate-private leaves): the stored answer and shared defaults,
@@ -63,6 +64,8 @@ pub mod redelivery;
 pub(crate) mod replay_cache;
 pub mod route;
 pub mod signature;
+pub mod test_ca;
+pub mod trace;
 pub mod whsec;
 
 pub use clock::{Clock, SystemClock};

@@ -70,6 +70,12 @@ pub struct Envelope {
     /// one event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchPlace>,
+    /// The event's trace context as the receiver left it (W3C `traceparent`: the trace id and
+    /// the receiver's span; docs/operations.md, "Traces"). Input like the rest: the consumer
+    /// reads it with [`crate::trace::TraceContext::parse`] and starts a new trace where it
+    /// does not read (a log line, never a refusal). Absent in envelopes of before issue 39.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// An event of a batch: the SHA-256 of the whole signed body its bytes were cut from, its
@@ -94,6 +100,8 @@ pub struct EventParts<'a> {
     pub event_type: Option<&'a str>,
     /// Where it sat in a signed batch (§14); `None` for a request of one event.
     pub batch: Option<&'a BatchPlace>,
+    /// The trace context the consumer continues (`traceparent`).
+    pub traceparent: Option<&'a str>,
 }
 
 /// A message that cannot be read back.
@@ -129,6 +137,11 @@ impl Envelope {
             response_status,
             response_body,
             event_type: self.event_type.clone(),
+            trace_id: self
+                .traceparent
+                .as_deref()
+                .and_then(|t| crate::trace::TraceContext::parse(t).ok())
+                .map(|cx| cx.trace_id()),
         }
     }
 
@@ -155,6 +168,7 @@ impl Envelope {
             event_type: None,
             destination: None,
             batch: None,
+            traceparent: None,
         }
     }
 
@@ -179,6 +193,7 @@ impl Envelope {
                 headers: &self.headers,
                 event_type: self.event_type.as_deref(),
                 batch: self.batch.as_ref(),
+                traceparent: self.traceparent.as_deref(),
             })
         }
         .to_json()
@@ -202,6 +217,7 @@ impl Envelope {
             headers,
             event_type,
             batch: None,
+            traceparent: None,
         };
         Self::event_json_with_ref(&event, body_ref)
     }
@@ -235,6 +251,7 @@ impl Envelope {
             headers,
             event_type,
             batch: None,
+            traceparent: None,
         };
         Self::event_json(&event, body)
     }
@@ -323,6 +340,8 @@ struct Wire<'a> {
     destination: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch: Option<&'a BatchPlace>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traceparent: Option<&'a str>,
 }
 
 impl<'a> Wire<'a> {
@@ -343,6 +362,7 @@ impl<'a> Wire<'a> {
             event_type: event.event_type,
             destination: None,
             batch: event.batch,
+            traceparent: event.traceparent,
         }
     }
 
@@ -366,6 +386,10 @@ pub struct Outgoing {
     group_id: String,
     dedup_id: String,
     body: String,
+    /// X-Ray's form of the envelope's trace context, sent as the `AWSTraceHeader` system
+    /// attribute (docs/operations.md, "Traces"); the envelope's `traceparent` is what the
+    /// consumer reads.
+    trace_header: Option<String>,
 }
 
 impl Outgoing {
@@ -377,7 +401,21 @@ impl Outgoing {
             group_id: fifo::sqs_id(group),
             dedup_id: fifo::sqs_id(dedup),
             body,
+            trace_header: None,
         }
+    }
+
+    /// The same message carrying `trace`'s X-Ray header as its `AWSTraceHeader`.
+    pub fn with_trace(self, trace: Option<&crate::trace::TraceContext>) -> Self {
+        Self {
+            trace_header: trace.map(crate::trace::TraceContext::xray_header),
+            ..self
+        }
+    }
+
+    /// The `AWSTraceHeader` system attribute, where the message carries one.
+    pub fn trace_header(&self) -> Option<&str> {
+        self.trace_header.as_deref()
     }
 
     /// The `MessageGroupId` (FIFO queues only).
@@ -488,6 +526,12 @@ impl Queue for SqsQueue {
                 .message_group_id(msg.group_id)
                 .message_deduplication_id(msg.dedup_id);
         }
+        if let Some(header) = sending::aws_trace_header(msg.trace_header.as_deref()) {
+            req = req.message_system_attributes(
+                aws_sdk_sqs::types::MessageSystemAttributeNameForSends::AwsTraceHeader,
+                header,
+            );
+        }
         req.send()
             .await
             .map(|_| ())
@@ -522,6 +566,7 @@ mod tests {
             headers: &headers,
             event_type: None,
             batch: Some(&place),
+            traceparent: None,
         };
         let text = Envelope::event_json(&event, b"{}");
         assert!(

@@ -257,6 +257,7 @@ proptest! {
             lease_until_ms: 0,
             replay_id: None,
             event_type: None,
+            trace: None,
         };
         let payload = detail::detail(&job, detail::Carries::AnyJson);
         let ends_with_body = payload.ends_with(&format!(r#","body":{compact}}}"#));

@@ -30,4 +30,5 @@ pub mod smoke;
 pub mod stack;
 pub mod status;
 pub mod text;
+pub mod trace_link;
 pub mod why;

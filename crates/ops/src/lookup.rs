@@ -1,5 +1,6 @@
 //! `inbox-ops lookup`: one ledger item, every attribute, as plain JSON (a consistent read),
-//! and for a routed event each destination's item under `destinations` (docs/routing.md);
+//! and for a routed event each destination's item under `destinations` (docs/routing.md),
+//! `trace_link` beside `trace_id` where `TRACE_LINK_FORMAT` is set ([`crate::trace_link`]);
 //! with `--body`, the event's body from the archive (docs/design.md §12).
 
 use crate::stack::DEFAULT_STACK;
@@ -262,6 +263,10 @@ pub async fn run(args: &LookupArgs) -> anyhow::Result<ExitCode> {
             if let Some(states) = destination_items(&dynamo, table, &routes, key, &item).await? {
                 item["destinations"] = states;
             }
+            crate::trace_link::with_trace_link(
+                &mut item,
+                crate::trace_link::format_from_env().as_deref(),
+            );
             println!("{}", crate::text::json_shown(&item));
             Ok(ExitCode::SUCCESS)
         }

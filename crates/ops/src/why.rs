@@ -79,6 +79,10 @@ pub struct DeadLetter {
     /// read (none for a source that
     /// forwards to `FORWARD_URL`).
     pub destinations: Result<Vec<DestinationState>, String>,
+    /// The event's trace id, from the envelope's `traceparent` (it travels with the message
+    /// through the dead-letter queue), and its link under `TRACE_LINK_FORMAT`.
+    pub trace_id: Option<String>,
+    pub trace_link: Option<String>,
 }
 
 impl DeadLetter {
@@ -201,6 +205,13 @@ pub async fn why(
                     .map_err(|e| e.to_string()),
                     _ => Ok(Vec::new()),
                 };
+                let trace_id = match &parsed {
+                    Some(Ok(env)) => crate::trace_link::of_traceparent(env.traceparent.as_deref()),
+                    _ => None,
+                };
+                let trace_link = trace_id
+                    .as_deref()
+                    .and_then(crate::trace_link::link_from_env);
                 let envelope = match parsed {
                     Some(Ok(env)) => Ok((env.key, env.source)),
                     Some(Err(e)) => Err(e.to_string()),
@@ -224,6 +235,8 @@ pub async fn why(
                     envelope,
                     ledger: ledger_view,
                     destinations,
+                    trace_id,
+                    trace_link,
                 });
             }
         }
@@ -284,6 +297,8 @@ impl Why {
                     "destinations": d.destinations.as_deref().unwrap_or_default().iter().map(DestinationState::to_json).collect::<Vec<_>>(),
                     "destinations_error": d.destinations.as_ref().err(),
                     "hint": d.hint(now_ms),
+                    "trace_id": d.trace_id,
+                    "trace_link": d.trace_link,
                 })
             })
             .collect();
@@ -329,6 +344,10 @@ impl Why {
                 d.receive_count.map_or("?".to_owned(), |n| n.to_string()),
                 d.sent_at_ms.map_or("?".to_owned(), utc),
             ));
+            if let Some(id) = &d.trace_id {
+                let link = d.trace_link.as_deref().map(|l| format!("  {}", shown(l)));
+                out.push_str(&format!("  trace {id}{}\n", link.unwrap_or_default()));
+            }
             out.push_str(&format!("  -> {}\n", shown(&d.hint(now_ms))));
         }
         out.push_str(&format!(
@@ -421,6 +440,8 @@ mod tests {
                     envelope: Ok((key.into(), "github".into())),
                     ledger: LedgerView::Item(Box::new(record)),
                     destinations: Ok(vec![state]),
+                    trace_id: None,
+                    trace_link: None,
                 },
                 DeadLetter {
                     message_id: "m-2".into(),
@@ -431,6 +452,8 @@ mod tests {
                     envelope: Err("not an envelope: \x1b[2J".into()),
                     ledger: LedgerView::NoKey,
                     destinations: Err("\x1b[2J".into()),
+                    trace_id: None,
+                    trace_link: None,
                 },
             ],
             approximate_depth: Some(2),

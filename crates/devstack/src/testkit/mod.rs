@@ -1,7 +1,8 @@
 //! Shared by the end-to-end tests, the demo and the bench: the demo sources and their secrets,
 //! local AWS on a stack created from the template ([`LocalAws`]), the functions built on it, signed
-//! requests ([`requests`], [`apigw`]), and a system of record that counts calls per
-//! `Idempotency-Key` ([`SystemOfRecord`]).
+//! requests ([`requests`], [`apigw`]), a system of record that counts calls per
+//! `Idempotency-Key` ([`SystemOfRecord`]), and one over HTTPS with a CA of its own
+//! ([`HttpsServer`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,11 +22,13 @@ use crate::local_stack::{env_secrets_to_secrets_manager, Secret};
 
 pub mod apigw;
 mod front_door;
+mod https_server;
 mod local_aws;
 pub mod requests;
 mod system_of_record;
 
 pub use front_door::FrontDoor;
+pub use https_server::{HttpsServer, Received, Reply, TestCertificates};
 pub use local_aws::{LocalAws, UNUSED_FORWARD_URL};
 pub use requests::{
     context, github_headers, github_signature, hmac_hex, now_ms, post, post_with_deadline,

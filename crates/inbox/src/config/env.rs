@@ -4,6 +4,7 @@
 use super::secrets::SecretRef;
 use super::vars::{var, Function};
 use super::ConfigError;
+use crate::test_ca::{TestCa, TEST_CA_ENV};
 
 /// The most real failures `MAX_FAILURES` may ask for before a dead letter.
 pub const MAX_MAX_FAILURES: u64 = 1000;
@@ -82,6 +83,8 @@ pub struct ReceiverEnv {
     pub replay_cache_keys: u64,
     pub replay_cache_bytes: u64,
     pub replay_cache_seconds: u64,
+    /// `HTTPS_TEST_CA_FILE` (tests only): one more CA the key fetches trust.
+    pub test_ca: Option<TestCa>,
 }
 
 /// `ARCHIVE_BODIES`: `true` or `false` (unset: false).
@@ -100,8 +103,20 @@ impl ReceiverEnv {
             replay_cache_keys: v("REPLAY_CACHE_KEYS").number()?,
             replay_cache_bytes: v("REPLAY_CACHE_BYTES").number()?,
             replay_cache_seconds: v("REPLAY_CACHE_SECONDS").number()?,
+            test_ca: test_ca()?,
         })
     }
+}
+
+/// `HTTPS_TEST_CA_FILE` (tests only), read and checked once, logged at WARN when set
+/// ([`crate::test_ca`]); a bad file stops start-up naming the variable.
+pub fn test_ca() -> Result<Option<TestCa>, ConfigError> {
+    TestCa::from_setting(var(TEST_CA_ENV, Function::Both).text()).map_err(|message| {
+        ConfigError::BadVar {
+            name: TEST_CA_ENV,
+            message,
+        }
+    })
 }
 
 /// An optional variable: `None` when unset or blank.
@@ -137,6 +152,9 @@ pub struct ConsumerEnv {
     pub archive_bodies: bool,
     /// `ARCHIVE_STREAM`: the Firehose delivery stream the archive goes through.
     pub archive_stream: Option<String>,
+    /// `HTTPS_TEST_CA_FILE` (tests only): one more CA the forward and every `https://`
+    /// destination trust.
+    pub test_ca: Option<TestCa>,
 }
 
 /// `FORWARD_SIGNING_SECRET`: comma-separated secret references, or nothing.
@@ -188,6 +206,7 @@ impl ConsumerEnv {
             payload_bucket: v("PAYLOAD_BUCKET").text(),
             archive_bodies: archive_bodies()?,
             archive_stream: v("ARCHIVE_STREAM").text(),
+            test_ca: test_ca()?,
         })
     }
 }

@@ -346,6 +346,7 @@ mod tests {
                 response_status: 200,
                 response_body: String::new(),
                 event_type: None,
+                trace_id: None,
             };
             ledger.claim(&claim).await.expect("claimed");
         }
@@ -474,6 +475,7 @@ mod tests {
                 response_status: 200,
                 response_body: String::new(),
                 event_type: None,
+                trace_id: None,
             };
             ledger.claim(&claim).await.expect("claimed");
             let mut m = message(id);

@@ -67,8 +67,11 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
         let Admitted {
             envelope,
             spec,
-            job,
+            mut job,
         } = admitted;
+        // The event's run in its trace (ends as this returns): under the receiver's span.
+        let consume = super::spans::consume(&envelope);
+        job.trace = Some(*consume.context());
         let at_most_once = spec.delivery == Delivery::AtMostOnce && job.replay_id.is_none();
         match self.plan(&envelope, at_most_once, inv) {
             Plan::Held => Verdict::Held,
@@ -188,7 +191,15 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                 return verdict;
             }
         } else {
-            match self.take_event(msg, &take, job.replay_id.as_deref()).await {
+            let taken = {
+                let _span = crate::trace::child(
+                    crate::trace::names::TAKE,
+                    crate::trace::Kind::Internal,
+                    job.trace.as_ref(),
+                );
+                self.take_event(msg, &take, job.replay_id.as_deref()).await
+            };
+            match taken {
                 Ok(attempts) => job.attempt = attempts,
                 Err(verdict) => return verdict,
             }
@@ -273,7 +284,15 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
             if replay {
                 return Verdict::Done;
             }
-            return match self.ledger.complete(key, owner, self.clock.now_ms()).await {
+            let completed = {
+                let _span = crate::trace::child(
+                    crate::trace::names::COMPLETE,
+                    crate::trace::Kind::Internal,
+                    job.trace.as_ref(),
+                );
+                self.ledger.complete(key, owner, self.clock.now_ms()).await
+            };
+            return match completed {
                 Ok(true) => {
                     if names.is_empty() {
                         self.record(Recorded::Unrouted, self.fields(job, None).message(UNROUTED));

@@ -167,6 +167,8 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
         inv: &Invocation<'_>,
     ) -> Leg {
         let mut call = job.clone();
+        let mut span = crate::trace::deliver(dest.label(), job.trace.as_ref());
+        call.trace = span.as_ref().map(|s| *s.context()).or(call.trace);
         let owner = event_take.owner.as_str();
         let outcome = match dest {
             Dest::Default => match inv.throttled() {
@@ -215,6 +217,12 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                 outcome
             }
         };
+        super::spans::ended(span.take(), &outcome);
+        let _settle = crate::trace::child(
+            crate::trace::names::SETTLE,
+            crate::trace::Kind::Internal,
+            job.trace.as_ref(),
+        );
         self.settle(dest, &call, owner, outcome, inv).await
     }
 

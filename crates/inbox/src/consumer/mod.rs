@@ -47,6 +47,7 @@ mod item;
 mod processor;
 mod record;
 mod requeue;
+mod spans;
 
 use admit::Admitted;
 pub use admit::Refusal;
@@ -402,6 +403,8 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
                 f
             })
             .collect();
+        // The batch's spans, before Lambda freezes the sandbox (nothing where export is off).
+        crate::trace::flush().await;
         response
     }
 
@@ -496,6 +499,7 @@ impl<L: LedgerStore, P: Processor, C: Clock, W: Wired> Consumer<L, P, C, W> {
             lease_until_ms: inv.lease_until_ms,
             replay_id: envelope.replay_id.clone(),
             event_type: envelope.event_type.clone(),
+            trace: None,
         };
         Ok(Admitted {
             envelope,

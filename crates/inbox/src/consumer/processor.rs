@@ -23,6 +23,10 @@ pub struct Job {
     pub replay_id: Option<String>,
     /// The event's type, where the envelope carries one (docs/routing.md).
     pub event_type: Option<String>,
+    /// Where this call sits in the event's trace (its `inbox.deliver` span; docs/operations.md,
+    /// "Traces"): the shipped forward sends it as `traceparent`, the other adapters where their
+    /// target carries one. `None` where the event has no trace (a job built by hand).
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// Why a side effect did not happen; kept as `last_error` in the ledger.

@@ -133,6 +133,7 @@ mod tests {
             lease_until_ms: 0,
             replay_id: None,
             event_type: Some("invoice.paid".into()),
+            trace: None,
         }
     }
 

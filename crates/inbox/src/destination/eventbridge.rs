@@ -53,6 +53,11 @@ impl EventBus {
             .source(event_source(&job.source))
             .detail_type(detail_type)
             .detail(detail)
+            .set_trace_header(
+                job.trace
+                    .as_ref()
+                    .map(crate::trace::TraceContext::xray_header),
+            )
             .build();
         let answer = self.client.put_events().entries(entry).send().await;
         match answer {

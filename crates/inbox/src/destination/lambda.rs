@@ -36,7 +36,7 @@ impl FunctionTarget {
         )
         .await
         {
-            Ok(p) => p,
+            Ok(p) => with_traceparent(p, job),
             Err(e) => return Outcome::Failed(e),
         };
         let answer = self
@@ -55,5 +55,52 @@ impl FunctionTarget {
             ))),
             Err(e) => aws_error::outcome("Invoke", e.code(), &e.to_string()),
         }
+    }
+}
+
+/// The payload with the call's `traceparent` as its first member, where the event has a trace
+/// (docs/operations.md, "Traces"): an asynchronous `Invoke` passes no `ClientContext` to the
+/// function, and X-Ray's own header names the consumer's invocation, not the event.
+fn with_traceparent(payload: String, job: &Job) -> String {
+    match (&job.trace, payload.strip_prefix('{')) {
+        (Some(trace), Some(rest)) => {
+            let sep = if rest.starts_with('}') { "" } else { "," };
+            format!(
+                "{{\"{}\":\"{}\"{sep}{rest}",
+                crate::trace::TRACEPARENT,
+                trace.traceparent()
+            )
+        }
+        _ => payload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_payload_carries_the_call_s_traceparent_first() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let job = Job {
+            key: "k".into(),
+            source: "s".into(),
+            body: bytes::Bytes::new(),
+            headers: Default::default(),
+            attempt: 1,
+            lease_until_ms: 0,
+            replay_id: None,
+            event_type: None,
+            trace: crate::trace::TraceContext::parse(parent).ok(),
+        };
+        let payload = with_traceparent(r#"{"idempotency_key":"k"}"#.into(), &job);
+        assert_eq!(
+            payload,
+            format!(r#"{{"traceparent":"{parent}","idempotency_key":"k"}}"#)
+        );
+        let value: serde_json::Value = serde_json::from_str(&payload).expect("JSON");
+        assert_eq!(value["idempotency_key"], "k");
+        let untraced = Job { trace: None, ..job };
+        assert_eq!(with_traceparent("{}".into(), &untraced), "{}");
     }
 }

@@ -415,6 +415,7 @@ mod tests {
             lease_until_ms: i64::MAX,
             replay_id: None,
             event_type: None,
+            trace: None,
         }
     }
 

@@ -79,6 +79,10 @@ impl QueueTarget {
             Ok(b) => b,
             Err(e) => return Outcome::Failed(e),
         };
+        let traceparent = job
+            .trace
+            .as_ref()
+            .map(crate::trace::TraceContext::traceparent);
         let mut send = self
             .client
             .send_message()
@@ -90,6 +94,7 @@ impl QueueTarget {
             ("event_type", job.event_type.as_deref()),
             ("replay_id", job.replay_id.as_deref()),
             ("body_encoding", encoding),
+            (crate::trace::TRACEPARENT, traceparent.as_deref()),
         ];
         for (name, value) in attributes {
             if let Some(v) = value.and_then(attribute) {
@@ -100,6 +105,18 @@ impl QueueTarget {
             send = send
                 .message_group_id(sqs_id(&job.key))
                 .message_deduplication_id(dedup_id(&job.key, &self.name, job.replay_id.as_deref()));
+        }
+        if let Some(header) = job.trace.as_ref().and_then(|t| {
+            aws_sdk_sqs::types::MessageSystemAttributeValue::builder()
+                .data_type("String")
+                .string_value(t.xray_header())
+                .build()
+                .ok()
+        }) {
+            send = send.message_system_attributes(
+                aws_sdk_sqs::types::MessageSystemAttributeNameForSends::AwsTraceHeader,
+                header,
+            );
         }
         match send.send().await {
             Ok(_) => Outcome::Done,

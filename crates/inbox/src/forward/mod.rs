@@ -2,7 +2,8 @@
 //! (docs/design.md §6).
 //!
 //! - **Headers**: `Idempotency-Key: <key>`, `X-Webhook-Source`, the original `Content-Type`,
-//!   `Webhook-Replay-Id: <id>` on a replay,
+//!   `Webhook-Replay-Id: <id>` on a replay, `traceparent` (W3C: the call's span in the event's
+//!   trace, docs/operations.md "Traces"),
 //!   and, with signing secrets, the Standard Webhooks `webhook-id`, `webhook-timestamp` and
 //!   `webhook-signature` ([`signing`]). No `Referer`.
 //! - **Success is a 2xx to the POST itself.** No redirect is followed: a 3xx is a failure with
@@ -12,13 +13,17 @@
 //! - **Backpressure**: 429 and 503 are the system of record asking to be called later:
 //!   [`Outcome::Throttled`] after its `Retry-After` ([`retry_after`]), not a failure.
 //! - Anything else, no answer in time, or no time left in the lease is a failure;
-//!   `last_error` says which, never the URL. A response body is read at most
+//!   `last_error` says which, never the URL; a connection that could not be made says its
+//!   cause (`forward failed: could not connect: invalid peer certificate: UnknownIssuer`).
+//! - **Trust**: the public roots, and the test-only CA where `HTTPS_TEST_CA_FILE` names one
+//!   ([`HttpForwarder::trusting`], [`crate::test_ca`]). A response body is read at most
 //!   [`MAX_RESPONSE_BYTES`] (so the connection can be reused) and never kept.
 
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
 use crate::consumer::{Job, Outcome, ProcessError, Processor, LEASE_MARGIN_MS};
+use crate::test_ca::TestCa;
 
 pub mod retry_after;
 pub mod signing;
@@ -44,12 +49,22 @@ pub struct HttpForwarder {
 impl HttpForwarder {
     /// One client, one connection pool, for the life of the process; unsigned.
     pub fn new(url: impl Into<String>, timeout: Duration) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
+        Self::trusting(url, timeout, None)
+    }
+
+    /// [`HttpForwarder::new`] whose client also trusts the test-only CA
+    /// (`HTTPS_TEST_CA_FILE`, [`crate::test_ca`]) where there is one.
+    pub fn trusting(
+        url: impl Into<String>,
+        timeout: Duration,
+        test_ca: Option<&TestCa>,
+    ) -> Result<Self, reqwest::Error> {
+        let builder = reqwest::Client::builder()
             .connect_timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(60))
             .redirect(reqwest::redirect::Policy::none())
-            .referer(false)
-            .build()?;
+            .referer(false);
+        let client = crate::test_ca::trusting(builder, test_ca).build()?;
         Ok(Self {
             client,
             url: url.into(),
@@ -92,6 +107,11 @@ impl HttpForwarder {
             .header("X-Webhook-Source", &job.source);
         if let Some(replay_id) = &job.replay_id {
             request = request.header(REPLAY_ID_HEADER, replay_id);
+        }
+        // The call's place in the event's trace: the system of record can join it. A header
+        // beside the body; the body stays the bytes the sender signed.
+        if let Some(trace) = &job.trace {
+            request = request.header(crate::trace::TRACEPARENT, trace.traceparent());
         }
         if let Some(signer) = &self.signer {
             let signed = signer.sign(
@@ -175,13 +195,27 @@ async fn drain(response: &mut reqwest::Response) {
     }
 }
 
+/// What went wrong, never the URL: the kind, and for a connection that could not be made its
+/// first cause (a refused connection, a certificate the client does not trust), which names no
+/// URL (only `reqwest`'s own error does, and it is the outermost).
 fn without_url(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timed out"
+    if e.is_timeout() {
+        "timed out".to_owned()
     } else if e.is_connect() {
-        "could not connect"
+        match root_cause(e) {
+            Some(cause) => format!("could not connect: {cause}"),
+            None => "could not connect".to_owned(),
+        }
     } else {
-        "request error"
-    };
-    kind.to_owned()
+        "request error".to_owned()
+    }
+}
+
+/// The innermost error under `e` (its own text, not its wrappers'), where there is one.
+fn root_cause(e: &reqwest::Error) -> Option<String> {
+    let mut cause = std::error::Error::source(e)?;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    Some(cause.to_string())
 }

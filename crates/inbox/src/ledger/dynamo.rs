@@ -202,6 +202,9 @@ impl LedgerStore for DynamoLedger {
         if let Some(event_type) = &c.event_type {
             claimed.insert("event_type".to_owned(), s(event_type));
         }
+        if let Some(trace_id) = &c.trace_id {
+            claimed.insert("trace_id".to_owned(), s(trace_id));
+        }
         // An answer with no body (a 204) stores none: a duplicate finds no body and gives the
         // source's answer again, which is that same 204.
         if c.response_body.is_empty() {

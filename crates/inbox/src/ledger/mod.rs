@@ -182,6 +182,10 @@ pub struct Claim {
     /// The event's type, stored as the item's `event_type` for the operator (no transition
     /// reads it).
     pub event_type: Option<String>,
+    /// The event's trace id (32 hex digits), stored as the item's `trace_id` for the operator
+    /// (`inbox-ops lookup`, `why`, the console); no transition reads it, and the claim's
+    /// condition is unchanged.
+    pub trace_id: Option<String>,
 }
 
 /// What a claim found.

@@ -580,6 +580,7 @@ async fn claimed(ledger: &memory::MemoryLedger) {
         response_status: 200,
         response_body: "{}".into(),
         event_type: None,
+        trace_id: None,
     };
     assert_eq!(ledger.claim(&claim).await.unwrap(), ClaimOutcome::Claimed);
 }

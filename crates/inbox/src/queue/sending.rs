@@ -144,6 +144,12 @@ impl SqsQueue {
                         .message_group_id(msg.group_id.clone())
                         .message_deduplication_id(msg.dedup_id.clone());
                 }
+                if let Some(header) = aws_trace_header(msg.trace_header.as_deref()) {
+                    e = e.message_system_attributes(
+                        aws_sdk_sqs::types::MessageSystemAttributeNameForSends::AwsTraceHeader,
+                        header,
+                    );
+                }
                 e.build()
             })
             .collect();
@@ -191,6 +197,18 @@ impl SqsQueue {
             })
             .collect()
     }
+}
+
+/// The `AWSTraceHeader` system attribute of a message carrying `header` (X-Ray's form of its
+/// trace context; docs/operations.md, "Traces").
+pub(super) fn aws_trace_header(
+    header: Option<&str>,
+) -> Option<aws_sdk_sqs::types::MessageSystemAttributeValue> {
+    aws_sdk_sqs::types::MessageSystemAttributeValue::builder()
+        .data_type("String")
+        .string_value(header?)
+        .build()
+        .ok()
 }
 
 #[cfg(test)]

@@ -70,6 +70,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
         source: &Source,
         spec: &BatchSpec,
         body: &[u8],
+        trace: &crate::trace::TraceContext,
     ) -> Result<Response<Body>, Rejection> {
         let ranges = split(spec, body)?;
         if ranges.len() > spec.max_events {
@@ -77,7 +78,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
         }
         let parts = event_bytes(source, body, &ranges)?;
         let parts: Vec<&[u8]> = parts.iter().map(AsRef::as_ref).collect();
-        let events = self.events(req, source, body, &parts)?;
+        let events = self.events(req, source, body, &parts, trace)?;
         let keys: Vec<&str> = events.keys.iter().map(String::as_str).collect();
         let inv = caller(req);
         // Collected first: a closure inside the stream would not be `Send` for every lifetime.
@@ -155,6 +156,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
         source: &'a Source,
         body: &[u8],
         parts: &[&'a [u8]],
+        trace: &crate::trace::TraceContext,
     ) -> Result<Events<'a>, Rejection> {
         let batch_sha256 = key::sha256_hex(body);
         let now = self.clock.now_ms();
@@ -198,6 +200,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
                 event_type,
                 measured_at: now,
                 batch: Some(place),
+                trace: *trace,
+                traceparent: trace.traceparent(),
             };
             let carry = self.carry(&event)?;
             seen.insert(event_key, out.events.len());

@@ -224,6 +224,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
             response_status,
             response_body: response_body.to_owned(),
             event_type: event.event_type.clone(),
+            trace_id: Some(event.trace.trace_id()),
         };
         match self.ledger.claim(&claim).await {
             Err(e) => {

@@ -258,16 +258,39 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
 
     /// The HTTP contract of `POST /webhooks/{source}`.
     ///
-    /// Every line logged for the request sits in a `webhook` span carrying its source and,
-    /// once derived, its key (so a rejection after the claim still names the key).
-    #[tracing::instrument(name = "webhook", skip_all, fields(source, key, event_type))]
+    /// Every line logged for the request sits in a `webhook` span carrying its source, its
+    /// trace id and, once derived, its key (so a rejection after the claim still names the
+    /// key). The request is the trace's `inbox.receive` span, under the sender's
+    /// `traceparent` where one reads ([`crate::trace`]); its spans are exported before the
+    /// answer where export is on.
+    #[tracing::instrument(name = "webhook", skip_all, fields(source, key, event_type, trace_id))]
     pub async fn handle(&self, req: Request) -> Response<Body> {
         let source = source_name(&req).unwrap_or_default();
         tracing::Span::current().record("source", capped(&source, MAX_LOGGED_BYTES));
-        match self.process(&req, &source).await {
+        let mut span = crate::trace::start(
+            crate::trace::names::RECEIVE,
+            crate::trace::Kind::Server,
+            request::sender_trace(req.headers()).as_ref(),
+        );
+        tracing::Span::current().record("trace_id", span.context().trace_id());
+        span.attribute(
+            crate::trace::attributes::SOURCE,
+            capped(&source, MAX_LOGGED_BYTES).to_owned(),
+        );
+        let resp = match self.process(&req, &source, span.context()).await {
             Ok(resp) => resp,
-            Err(rejection) => self.reject(&source, rejection),
-        }
+            Err(rejection) => {
+                span.failed(rejection.status_and_code().1);
+                self.reject(&source, rejection)
+            }
+        };
+        span.attribute(
+            crate::trace::attributes::HTTP_STATUS,
+            i64::from(resp.status().as_u16()),
+        );
+        span.end();
+        crate::trace::flush().await;
+        resp
     }
 
     /// Counts, logs (the reason, never the body) and answers a rejection.
@@ -307,7 +330,12 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
 
     /// The checks in their documented order (docs/design.md §2), then the claim, then the
     /// first delivery's send or a duplicate's answer.
-    async fn process(&self, req: &Request, source_name: &str) -> Result<Response<Body>, Rejection> {
+    async fn process(
+        &self,
+        req: &Request,
+        source_name: &str,
+        trace: &crate::trace::TraceContext,
+    ) -> Result<Response<Body>, Rejection> {
         let (source, body) = match self.verified(req, source_name).await? {
             Checked::Event(source, body) => (source, body),
             Checked::Answered(resp) => {
@@ -320,7 +348,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
         };
         let body: &[u8] = &body;
         if let Some(batch) = &source.spec.batch {
-            return self.process_batch(req, source, batch, body).await;
+            return self.process_batch(req, source, batch, body, trace).await;
         }
         let body_sha256 = key::payload_sha256(body, &source.spec.attempt_fields);
         let (key, json) = derive_key(source, req, body, &body_sha256)?;
@@ -349,6 +377,8 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
             event_type,
             measured_at: now,
             batch: None,
+            trace: *trace,
+            traceparent: trace.traceparent(),
         };
         let carry = self.carry(&event)?;
         if source.spec.delivery == Delivery::AtMostOnce {

@@ -39,6 +39,9 @@ impl Carry {
 /// `"body_encoding":"base64"` come to about 260 bytes; the rest is margin.
 const ENVELOPE_FIXED_BYTES: usize = 512;
 
+/// The envelope's `,"traceparent":"<55 characters>"` (docs/operations.md, "Traces").
+const TRACEPARENT_FIELD_BYTES: usize = 72;
+
 /// Whether an envelope around a body of `body_len` bytes fits the queue whatever the body,
 /// key and headers hold, without building it. A body is carried as text only where SQS can
 /// carry every character, and JSON escapes those into at most 2 bytes (`\"`, `\\`, `\t`,
@@ -52,6 +55,7 @@ pub(super) fn envelope_surely_fits(
     headers: &BTreeMap<String, String>,
 ) -> bool {
     let around: usize = ENVELOPE_FIXED_BYTES
+        + TRACEPARENT_FIELD_BYTES
         + 8
         + crate::config::MAX_EVENT_TYPE_BYTES * 6
         + 16
@@ -108,6 +112,10 @@ pub(super) struct Event<'a> {
     pub(super) measured_at: i64,
     /// Where it sat in a signed batch (docs/design.md §14); `None` for a request of one event.
     pub(super) batch: Option<BatchPlace>,
+    /// The request's `inbox.receive` span: the trace the consumer continues (a batch's events
+    /// share it), and its `traceparent` for the envelope.
+    pub(super) trace: crate::trace::TraceContext,
+    pub(super) traceparent: String,
 }
 
 impl Event<'_> {
@@ -121,6 +129,7 @@ impl Event<'_> {
             headers: &self.headers,
             event_type: self.event_type.as_deref(),
             batch: self.batch.as_ref(),
+            traceparent: Some(&self.traceparent),
         }
     }
 }
@@ -184,7 +193,7 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
             name,
             event.json.as_ref(),
         );
-        Ok(Outgoing::new(&group, &event.key, text))
+        Ok(Outgoing::new(&group, &event.key, text).with_trace(Some(&event.trace)))
     }
 }
 

@@ -106,6 +106,32 @@ fn plain_host(host: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
 }
 
+/// The sender's trace context: its one `traceparent` header where it reads as W3C Trace
+/// Context says ([`crate::trace::TraceContext::parse`]); else none, a new trace starts, and a
+/// line says why (input: never a refusal). `tracestate` is not carried.
+pub(super) fn sender_trace(headers: &HeaderMap) -> Option<crate::trace::TraceContext> {
+    let mut values = headers.get_all(crate::trace::TRACEPARENT).iter();
+    let first = values.next()?;
+    let read = if values.next().is_some() {
+        Err("more than one traceparent header".to_owned())
+    } else {
+        first
+            .to_str()
+            .map_err(|_| "traceparent is not visible ASCII".to_owned())
+            .and_then(|text| crate::trace::TraceContext::parse(text).map_err(|e| e.to_string()))
+    };
+    match read {
+        Ok(cx) => Some(cx),
+        Err(reason) => {
+            tracing::info!(
+                reason,
+                "the sender's traceparent is not taken: a new trace starts"
+            );
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

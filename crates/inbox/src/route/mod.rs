@@ -73,7 +73,6 @@ struct Written {
     unsigned: bool,
     #[serde(default)]
     breaker: Option<WrittenBreaker>,
-    #[serde(default)]
     max_per_second: Option<Value>,
 }
 

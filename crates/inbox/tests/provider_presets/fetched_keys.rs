@@ -7,6 +7,7 @@
 use super::*;
 
 use inbox::key_fetch::{KeyFetcher, TEST_ORIGIN_ENV};
+use inbox::test_ca::TEST_CA_ENV;
 
 fn sns_cases() -> Vec<Case> {
     let python = root().join(".venv-providers/bin/python");
@@ -233,15 +234,20 @@ async fn a_bad_signature_is_401_and_the_certificate_is_fetched_once_per_instance
     assert_eq!(rx.key_fetcher().cached(), 1);
 }
 
+/// Neither test-only setting is in the template or samconfig.toml: the fetch origin, nor the
+/// CA the HTTPS clients would also trust (`inbox::test_ca`).
 #[test]
-fn the_template_never_sets_the_test_only_fetch_origin() {
+fn the_template_never_sets_the_test_only_fetch_origin_or_ca() {
     assert_eq!(TEST_ORIGIN_ENV, "KEY_FETCH_TEST_ORIGIN");
+    assert_eq!(TEST_CA_ENV, "HTTPS_TEST_CA_FILE");
     for file in ["template.yaml", "samconfig.toml"] {
         let text = std::fs::read_to_string(root().join(file)).expect(file);
-        assert!(
-            !text.contains(TEST_ORIGIN_ENV),
-            "{file} sets the test-only {TEST_ORIGIN_ENV}"
-        );
+        for setting in [TEST_ORIGIN_ENV, TEST_CA_ENV] {
+            assert!(
+                !text.contains(setting),
+                "{file} sets the test-only {setting}"
+            );
+        }
     }
     // And the setting is refused unless it is a bare origin.
     assert!(KeyFetcher::new(Some("http://127.0.0.1:1/certs")).is_err());

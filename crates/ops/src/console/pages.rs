@@ -23,10 +23,10 @@ pub struct Overview {
     pub status: Result<MappingStatus, String>,
     pub figures: Result<Vec<SourceFigures>, String>,
     pub alarms: Result<Vec<(String, String)>, String>,
-    /// Each destination's rate limit and this second's count (none without destinations).
-    pub rates: Result<Vec<crate::rate_status::RateRow>, String>,
     /// Each destination's pause and breaker (the pause board).
     pub destinations: Result<Vec<DestinationRow>, String>,
+    /// Each destination's rate limit and this second's count (none without destinations).
+    pub rates: Result<Vec<crate::rate_status::RateRow>, String>,
 }
 
 /// A link to the list filtered so.
@@ -91,8 +91,8 @@ pub fn overview(stack: &str, o: &Overview) -> Markup {
             }
             Err(e) => { p.error { "Delivery and queue status unavailable: " (e) } }
         }
-        (super::rates::section(&o.rates))
         (destinations(&o.destinations))
+        (super::rates::section(&o.rates))
         h2 { "Alarms in ALARM" }
         @match &o.alarms {
             Ok(firing) if firing.is_empty() => { p.ok { "None." } }
@@ -253,11 +253,28 @@ fn attribute(name: &str, value: &Value) -> String {
     }
 }
 
+/// The event's trace id (docs/operations.md, "Traces"), linked where `TRACE_LINK_FORMAT` makes a
+/// link of it ([`crate::trace_link::link`]: an `http(s)://` format, a 32-hex id); nothing for
+/// an item without one. Escaped like every value; the link opens without a referrer.
+pub fn trace_line(item: &Value, format: Option<&str>) -> Markup {
+    let Some(id) = item["trace_id"].as_str() else {
+        return html! {};
+    };
+    html! {
+        p.trace { "Trace " code { (shown(id)) }
+            @if let Some(link) = crate::trace_link::link(format, id) {
+                " · " a href=(link) rel="noreferrer noopener" { "open the trace" }
+            }
+        }
+    }
+}
+
 pub fn event(stack: &str, v: &EventView) -> Markup {
     let status = v.item["status"].as_str().unwrap_or_default();
     let body = html! {
         p { "Key " code.key { (shown(&v.key)) } " · status " strong class=(format!("status-{status}")) { (status) }
             " · " a href=(format!("/replay?key={}", encode(&v.key))) { "Replay this event…" } }
+        (trace_line(&v.item, crate::trace_link::format_from_env().as_deref()))
         @match &v.destinations {
             Ok(states) if states.is_empty() => {}
             Ok(states) => {
@@ -428,6 +445,31 @@ mod tests {
             }
             assert!(html.contains("github:\\u{1b}[2J\\u{202e}kcatta"), "{html}");
         }
+    }
+
+    #[test]
+    fn an_event_s_trace_id_is_linked_only_under_a_web_format_and_escaped() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let item = serde_json::json!({"trace_id": id});
+        let linked =
+            trace_line(&item, Some("https://ui.example/t/{trace_id}?a=1&b=2")).into_string();
+        assert!(linked.contains(&format!("<code>{id}</code>")), "{linked}");
+        assert!(
+            linked.contains(&format!(r#"href="https://ui.example/t/{id}?a=1&amp;b=2""#)),
+            "{linked}"
+        );
+        assert!(linked.contains(r#"rel="noreferrer noopener""#), "{linked}");
+        let unlinked = trace_line(&item, Some("javascript:alert(1)//{trace_id}")).into_string();
+        assert!(!unlinked.contains("href"), "{unlinked}");
+        assert!(unlinked.contains(id));
+        // A forged item's trace id is shown escaped, never linked.
+        let forged = serde_json::json!({"trace_id": "<script>\u{1b}[2J"});
+        let html = trace_line(&forged, Some("https://ui.example/t/{trace_id}")).into_string();
+        assert!(
+            !html.contains("<script>") && !html.contains('\x1b') && !html.contains("href"),
+            "{html}"
+        );
+        assert_eq!(trace_line(&serde_json::json!({}), None).into_string(), "");
     }
 
     #[test]

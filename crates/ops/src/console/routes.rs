@@ -111,15 +111,6 @@ async fn overview(State(c): State<Arc<Console>>) -> Markup {
             crate::stack::physical_ids(&c.sdk, &c.stack.name, "AWS::CloudWatch::Alarm").await?;
         figures::alarms_firing(&cloudwatch, &names).await
     };
-    let rates = async {
-        let routes = c.stack.routes()?;
-        if routes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let table = c.stack.need(&c.stack.table, crate::stack::TABLE_OUTPUT)?;
-        let rate = inbox::destination::DynamoRate::new(crate::aws::dynamo(&c.sdk), table);
-        anyhow::Ok(crate::rate_status::rows_at(&routes, &rate, c.now_ms()).await)
-    };
     let destinations = async {
         let table = c
             .stack
@@ -129,19 +120,28 @@ async fn overview(State(c): State<Arc<Console>>) -> Markup {
         let names = crate::breakers::names_of(c.stack.destinations_json.as_deref());
         Ok::<_, String>(crate::breakers::rows(&board, &names))
     };
-    let (status, figures, alarms, rates, destinations) = tokio::join!(
+    let rates = async {
+        let routes = c.stack.routes()?;
+        if routes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let table = c.stack.need(&c.stack.table, crate::stack::TABLE_OUTPUT)?;
+        let rate = inbox::destination::DynamoRate::new(crate::aws::dynamo(&c.sdk), table);
+        anyhow::Ok(crate::rate_status::rows_at(&routes, &rate, c.now_ms()).await)
+    };
+    let (status, figures, alarms, destinations, rates) = tokio::join!(
         c.status(),
         figures::last_day(&cloudwatch, &c.stack.sources, now_s),
         alarms,
-        rates,
-        destinations
+        destinations,
+        rates
     );
     let o = Overview {
         status: status.map_err(|e| e.to_string()),
         figures: figures.map_err(|e| format!("{e:#}")),
         alarms: alarms.map_err(|e| format!("{e:#}")),
-        rates: rates.map_err(|e| format!("{e:#}")),
         destinations,
+        rates: rates.map_err(|e| format!("{e:#}")),
     };
     pages::overview(&c.stack.name, &o)
 }
