@@ -378,6 +378,16 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn memory_drops_the_windows_older_than_a_minute() {
+        let rate = MemoryRate::new();
+        assert_eq!(rate.admit("crm", 3, 50_000).await, Ok(Admission::Granted));
+        assert_eq!(rate.admit("crm", 3, 109_999).await, Ok(Admission::Granted));
+        assert_eq!(rate.windows("crm"), BTreeMap::from([(50, 1), (109, 1)]));
+        assert_eq!(rate.admit("crm", 3, 200_000).await, Ok(Admission::Granted));
+        assert_eq!(rate.windows("crm"), BTreeMap::from([(200, 1)]));
+    }
+
     /// A limiter whose table is out of reach.
     struct Unreachable;
 
@@ -429,6 +439,11 @@ mod tests {
             .with_clock(Arc::new(clock.clone()));
         assert_eq!(limits.max_per_second("paced"), Some(2));
         assert_eq!(limits.max_per_second("free"), None);
+        let shown = format!("{limits:?}");
+        assert!(
+            shown.starts_with("RateLimits {") && shown.contains("\"paced\": 2"),
+            "{shown}"
+        );
         assert_eq!(limits.check("paced", &job()).await, None);
         assert_eq!(limits.check("paced", &job()).await, None);
         assert_eq!(
