@@ -70,6 +70,7 @@ mod bridge;
 mod checks;
 mod destinations;
 mod faults;
+mod ledger_adapter;
 mod params;
 mod queue_model;
 mod run;

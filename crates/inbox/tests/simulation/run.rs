@@ -16,9 +16,10 @@ use inbox::receiver::{Receiver, ReceiverSettings};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::adapters::{SimArchive, SimLedger, SimProcessor, SimQueue, SimRedelivery};
+use crate::adapters::{SimArchive, SimProcessor, SimQueue, SimRedelivery};
 use crate::destinations::{self, SimDestinations, SimRate, DESTINATIONS};
 use crate::faults::{Mutant, RATES};
+use crate::ledger_adapter::SimLedger;
 use crate::params::{
     sources_json, MAX_FAILURES, MAX_RECEIVE, QUEUE_RETENTION_MS, ROUTED_QUEUE_RETENTION_MS,
     SHORT_VISIBILITY_MS, START_MS, TEMPLATE_MAX_RECEIVE, VISIBILITY_MS,

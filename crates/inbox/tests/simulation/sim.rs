@@ -16,8 +16,9 @@ use lambda_http::{Body, Response};
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use crate::adapters::{SimLedger, SimProcessor, SimQueue, SimRedelivery};
+use crate::adapters::{SimProcessor, SimQueue, SimRedelivery};
 use crate::faults::Rates;
+use crate::ledger_adapter::SimLedger;
 use crate::params::VISIBILITY_MS;
 use crate::queue_model::Msg;
 use crate::world::{lock, Shared, World};
