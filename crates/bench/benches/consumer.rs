@@ -91,7 +91,7 @@ impl inbox::Processor for Noop {
     }
 }
 
-const BENCH_SOURCES: &str = r#"{"acme": {"signature": {"scheme": "none"}, "key": {"from": "header", "name": "webhook-id"}}}"#;
+const BENCH_SOURCES: &str = r#"{"acme": {"signature": {"scheme": "none"}, "allow_unsigned": true, "key": {"from": "header", "name": "webhook-id"}}}"#;
 
 /// Ten events as the receiver queues them (each its own group), their bodies' hashes true.
 fn claimed_batch() -> (Vec<SqsMessage>, Vec<Envelope>) {
