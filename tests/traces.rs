@@ -14,7 +14,6 @@
 //! its own ([`in_its_own_process`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
 
 use devstack::testkit::{github_headers, post, LocalAws};
 use inbox::destination::{Adapter, Targets};
@@ -25,78 +24,12 @@ use inbox::route::Routes;
 use inbox::trace::names;
 use serde_json::Value;
 
+use crate::support::downstream::{Downstream, Seen};
 use crate::support::{bridge, drain};
 
 #[test]
 fn in_its_own_process() {
     crate::support::in_own_process("traces::", 1);
-}
-
-/// What a loopback server was sent: each request's path, headers (lowercase names) and body.
-#[derive(Clone, Debug)]
-struct Seen {
-    path: String,
-    headers: BTreeMap<String, String>,
-    body: Vec<u8>,
-}
-
-/// A loopback HTTP server that answers 200 to everything and keeps what it was sent: the OTLP
-/// collector and the two systems of record.
-struct Recorder {
-    base: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    server: Arc<tiny_http::Server>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Recorder {
-    fn start() -> Recorder {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind loopback"));
-        let port = server.server_addr().to_ip().expect("an IP listener").port();
-        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-        let (s, log) = (server.clone(), seen.clone());
-        let thread = std::thread::spawn(move || {
-            for mut request in s.incoming_requests() {
-                let mut body = Vec::new();
-                let _ = std::io::Read::read_to_end(request.as_reader(), &mut body);
-                let headers = request
-                    .headers()
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.field.as_str().as_str().to_ascii_lowercase(),
-                            h.value.as_str().to_owned(),
-                        )
-                    })
-                    .collect();
-                log.lock().expect("log").push(Seen {
-                    path: request.url().to_owned(),
-                    headers,
-                    body,
-                });
-                let _ = request.respond(tiny_http::Response::from_string("{}"));
-            }
-        });
-        Recorder {
-            base: format!("http://127.0.0.1:{port}"),
-            seen,
-            server,
-            thread: Some(thread),
-        }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("log").clone()
-    }
-}
-
-impl Drop for Recorder {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// One exported span, as OTLP/HTTP JSON writes it.
@@ -110,7 +43,7 @@ struct Exported {
 }
 
 /// Every span the collector was sent.
-fn exported(collector: &Recorder) -> Vec<Exported> {
+fn exported(collector: &Downstream) -> Vec<Exported> {
     let mut out = Vec::new();
     for request in collector.seen() {
         assert_eq!(request.path, "/v1/traces", "OTLP/HTTP's traces path");
@@ -192,7 +125,7 @@ fn one<'a>(
 }
 
 /// The `traceparent` of the forward of `key` a system of record saw (exactly one forward).
-fn forwarded_traceparent(sor: &Recorder, key: &str) -> String {
+fn forwarded_traceparent(sor: &Downstream, key: &str) -> String {
     let forwards: Vec<Seen> = sor
         .seen()
         .into_iter()
@@ -214,7 +147,7 @@ fn check_event_trace(
     trace: &str,
     sender_span: Option<&str>,
     key: &str,
-    sors: &[(&str, &Recorder)],
+    sors: &[(&str, &Downstream)],
 ) {
     let receive = one(spans, trace, names::RECEIVE, None);
     assert_eq!(
@@ -273,14 +206,15 @@ fn check_event_trace(
 )]
 async fn one_trace_per_event_from_the_sender_through_both_destinations() {
     crate::support::own_process_only();
-    let collector = Recorder::start();
+    let collector = Downstream::start(|_, _| (200, Vec::new()));
     // The process's environment: this test runs alone in its process.
     std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.base);
     std::env::set_var("OTEL_EXPORTER_OTLP_TIMEOUT", "5000");
     assert!(inbox::trace::install_from_env("inbox-e2e").expect("the exporter"));
 
     let aws = LocalAws::new("traces").await;
-    let (ledger_sor, crm_sor) = (Recorder::start(), Recorder::start());
+    let answer_200 = || Downstream::start(|_, _| (200, Vec::new()));
+    let (ledger_sor, crm_sor) = (answer_200(), answer_200());
     let specs = inbox::SourceSpecs::parse(
         aws.stack
             .consumer

@@ -208,13 +208,13 @@ impl Span {
         &self.context
     }
 
-    /// Sets an attribute, where the span is recorded (nothing is built otherwise).
     /// Whether the span is exported (an SDK span behind it): only then are attributes worth
     /// their allocations.
     pub fn is_recording(&self) -> bool {
         self.recording.is_some()
     }
 
+    /// Sets an attribute, where the span is recorded (nothing is built otherwise).
     pub fn attribute(&mut self, key: &'static str, value: impl Into<opentelemetry::Value>) {
         if let Some(span) = &mut self.recording {
             span.set_attribute(KeyValue::new(key, value));

@@ -1,5 +1,8 @@
 //! What the end-to-end modules share: the bridge that plays the event source mapping, draining
-//! the queue through it, and running a test in a process of its own.
+//! the queue through it, running a test in a process of its own, and a system of record on
+//! loopback ([`downstream`]).
+
+pub mod downstream;
 
 use std::future::Future;
 use std::process::Command;
