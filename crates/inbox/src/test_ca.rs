@@ -140,6 +140,51 @@ mod tests {
         );
     }
 
+    /// A self-signed CA certificate made once with openssl for these tests (no key kept).
+    const CA_PEM: &str = include_str!("../testdata/test-ca.pem");
+
+    #[test]
+    fn one_ca_certificate_loads_and_names_its_file() {
+        let good = file("good.pem", CA_PEM);
+        let ca = TestCa::from_setting(Some(format!(" {good} ")))
+            .expect("one certificate")
+            .expect("set");
+        assert_eq!(ca.path(), good);
+        assert_eq!(
+            format!("{ca:?}"),
+            format!("TestCa {{ path: {good:?}, .. }}")
+        );
+        // Exactly the largest file read, the certificate and blank lines after it.
+        let padding =
+            "\n".repeat(usize::try_from(MAX_CA_FILE_BYTES).expect("small") - CA_PEM.len());
+        let largest = file("largest.pem", &format!("{CA_PEM}{padding}"));
+        assert_eq!(
+            TestCa::load(&largest).expect("at the limit").path(),
+            largest
+        );
+    }
+
+    #[test]
+    fn two_certificates_a_file_over_the_limit_or_text_without_a_marker_are_refused() {
+        let two = file("two.pem", &format!("{CA_PEM}{CA_PEM}"));
+        assert_eq!(
+            TestCa::load(&two).unwrap_err(),
+            format!("`{two}` holds 2 certificates; exactly one CA certificate is expected")
+        );
+        let padding =
+            "\n".repeat(usize::try_from(MAX_CA_FILE_BYTES).expect("small") + 1 - CA_PEM.len());
+        let over = file("over.pem", &format!("{CA_PEM}{padding}"));
+        assert_eq!(
+            TestCa::load(&over).unwrap_err(),
+            format!("`{over}` is over 65536 bytes; one PEM certificate is expected")
+        );
+        let long_text = file("long.pem", &"not a certificate, only text\n".repeat(4));
+        assert_eq!(
+            TestCa::load(&long_text).unwrap_err(),
+            format!("`{long_text}` holds no PEM certificate (`-----BEGIN CERTIFICATE-----`)")
+        );
+    }
+
     #[test]
     fn unset_or_blank_is_no_ca() {
         assert!(TestCa::from_setting(None).unwrap().is_none());

@@ -47,7 +47,7 @@ mod item;
 mod processor;
 mod record;
 mod requeue;
-mod spans;
+pub(crate) mod spans;
 
 use admit::Admitted;
 pub use admit::Refusal;

@@ -10,7 +10,7 @@ use crate::trace::{attributes, names, start, Kind, Span, TraceContext};
 /// The consumer's `inbox.consume` span of an envelope's event: under the envelope's
 /// `traceparent` where it reads; else (absent, or not W3C: input) a new trace, and a line saying
 /// why where it was there but did not read. Never a refusal: the event runs either way.
-pub(super) fn consume(envelope: &Envelope) -> Span {
+pub(crate) fn consume(envelope: &Envelope) -> Span {
     let parent = envelope.traceparent.as_deref().and_then(|text| {
         TraceContext::parse(text)
             .map_err(|e| {
@@ -32,7 +32,7 @@ pub(super) fn consume(envelope: &Envelope) -> Span {
 
 /// Ends a destination's span with what its call came to (`inbox.outcome`: `done`, `failed`
 /// with the error as its status, `throttled`).
-pub(super) fn ended(span: Option<Span>, outcome: &Outcome) {
+pub(crate) fn ended(span: Option<Span>, outcome: &Outcome) {
     let Some(mut span) = span else { return };
     if !span.is_recording() {
         return;

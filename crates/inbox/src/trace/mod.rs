@@ -321,6 +321,9 @@ pub async fn flush() {
 }
 
 #[cfg(test)]
+mod exported;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -339,6 +342,11 @@ mod tests {
         let child = child(names::TAKE, Kind::Internal, Some(span.context())).expect("a child");
         assert_eq!(child.context().trace_id(), sender.trace_id());
         assert!(super::child(names::TAKE, Kind::Internal, None).is_none());
+        assert_eq!(
+            format!("{span:?}"),
+            format!("Span {{ context: {:?}, recording: false }}", span.context())
+        );
+        assert!(!span.is_recording());
     }
 
     #[test]
