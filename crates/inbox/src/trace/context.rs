@@ -177,6 +177,19 @@ mod tests {
             (&GOOD.to_uppercase(), TraceparentError::Shape),
             (&GOOD.replace("4bf9", "4BF9"), TraceparentError::Shape),
             (&GOOD.replace('-', "_"), TraceparentError::Shape),
+            // One separator wrong, each place.
+            (
+                &format!("{}_{}", &GOOD[..2], &GOOD[3..]),
+                TraceparentError::Shape,
+            ),
+            (
+                &format!("{}_{}", &GOOD[..35], &GOOD[36..]),
+                TraceparentError::Shape,
+            ),
+            (
+                &format!("{}_{}", &GOOD[..52], &GOOD[53..]),
+                TraceparentError::Shape,
+            ),
             (&format!(" {GOOD}"), TraceparentError::Shape),
             (&GOOD[..54], TraceparentError::Shape),
             (&GOOD.replace("-01", "-0g"), TraceparentError::Shape),
