@@ -167,6 +167,13 @@ mod tests {
         assert_eq!(cx.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert!(cx.is_sampled());
         assert_eq!(cx.traceparent(), GOOD, "written back as version 00");
+        let longest = format!("{}{}", &later[..56], "a".repeat(MAX_TRACEPARENT_LEN - 56));
+        assert_eq!(longest.len(), MAX_TRACEPARENT_LEN);
+        assert_eq!(
+            TraceContext::parse(&longest),
+            Ok(cx),
+            "as long as it may be"
+        );
     }
 
     #[test]
