@@ -27,6 +27,10 @@ fn export_in_its_own_process() {
         ])
         .env(OWN_PROCESS, "1")
         .env_remove("OTEL_SDK_DISABLED")
+        // Blank: as if unset (the service name is then the code's).
+        .env("OTEL_SERVICE_NAME", " ")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+        .env_remove("OTEL_EXPORTER_OTLP_TIMEOUT")
         .output()
         .expect("the test binary runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -93,6 +97,55 @@ fn spans_of(body: &[u8]) -> Vec<(String, String, Vec<String>, String)> {
     out
 }
 
+/// The endpoint read from the environment: the traces variable first, a blank one as unset,
+/// none at all where the SDK is disabled.
+fn which_endpoint_turns_export_on(endpoint: &str) {
+    use super::export::endpoint_from_env;
+    std::env::remove_var("OTEL_EXPORTER_OTLP_ENDPOINT");
+    std::env::set_var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", " ");
+    assert_eq!(endpoint_from_env(), None, "blank is unset");
+    std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+    assert_eq!(endpoint_from_env().as_deref(), Some(endpoint));
+    let full = format!("{endpoint}/v1/traces");
+    std::env::set_var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &full);
+    assert_eq!(endpoint_from_env(), Some(full), "the traces variable first");
+    std::env::set_var("OTEL_SDK_DISABLED", "TRUE");
+    assert_eq!(endpoint_from_env(), None, "disabled");
+    std::env::remove_var("OTEL_SDK_DISABLED");
+    // The SDK reads the traces variable too, and refuses a blank one: unset it.
+    std::env::remove_var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+}
+
+/// The exporter installed for `endpoint`, once.
+fn install(endpoint: &str) {
+    which_endpoint_turns_export_on(endpoint);
+    std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+    assert!(!exporting());
+    assert_eq!(
+        install_from_env("unit").map_err(|e| e.to_string()),
+        Ok(true)
+    );
+    assert!(exporting());
+    assert_eq!(
+        install_from_env("unit").ok(),
+        Some(true),
+        "a second call changes nothing"
+    );
+}
+
+/// The `service.name` of the request's first resource.
+fn service_name(body: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(body).expect("OTLP JSON");
+    v["resourceSpans"][0]["resource"]["attributes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|kv| kv["key"] == "service.name")
+        .and_then(|kv| kv["value"]["stringValue"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 #[tokio::test]
 #[ignore = "installs the exporter for the whole process: run by export_in_its_own_process"]
 async fn spans_reach_the_collector() {
@@ -101,15 +154,7 @@ async fn spans_reach_the_collector() {
         "run through export_in_its_own_process"
     );
     let (endpoint, received) = collector();
-    std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    assert!(!exporting());
-    assert_eq!(install_from_env("unit").ok(), Some(true));
-    assert!(exporting());
-    assert_eq!(
-        install_from_env("unit").ok(),
-        Some(true),
-        "a second call changes nothing"
-    );
+    install(&endpoint);
 
     // The receiver's span under a sampled sender, the consumer's under the envelope, a
     // destination's call that failed.
@@ -143,6 +188,7 @@ async fn spans_reach_the_collector() {
     let requests = received.lock().expect("log").clone();
     assert_eq!(requests.len(), 1, "one request per flush");
     assert_eq!(requests[0].0, "/v1/traces");
+    assert_eq!(service_name(&requests[0].1), "unit");
     let mut spans = spans_of(&requests[0].1);
     spans.sort();
     let trace = sender.trace_id();
