@@ -1,9 +1,11 @@
-//! The export path, with an exporter installed: process-wide state, so the test that installs
-//! it runs alone in a child process of this test binary (`export_in_its_own_process`), against
-//! a loopback OTLP/HTTP collector. What it proves: the spans reach the collector over OTLP/HTTP
-//! JSON at `/v1/traces` once per flush, under their parent's trace, with their names,
-//! attributes and error status, at most `MAX_BUFFERED_SPANS` between two flushes, and nothing
-//! is sent when nothing ended.
+//! The trace context without an exporter, and the export path with one installed.
+//!
+//! The exporter is process-wide state, so the test that installs it runs alone in a child
+//! process of this test binary (`export_in_its_own_process`), against a loopback OTLP/HTTP
+//! collector. What it proves: the spans reach the collector over OTLP/HTTP JSON at
+//! `/v1/traces` once per flush, under their parent's trace, with their names, attributes and
+//! error status, at most `MAX_BUFFERED_SPANS` between two flushes, and nothing is sent when
+//! nothing ended.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,6 +14,57 @@ use serde_json::Value;
 use super::*;
 use crate::consumer::{Outcome, ProcessError};
 
+#[test]
+fn without_an_exporter_a_span_continues_its_parent_s_trace_with_a_new_id() {
+    let sender = TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")
+        .expect("valid");
+    let span = start(names::RECEIVE, Kind::Server, Some(&sender));
+    assert!(!exporting());
+    assert_eq!(span.context().trace_id(), sender.trace_id());
+    assert_ne!(span.context().span_id_bytes(), sender.span_id_bytes());
+    assert!(
+        !span.context().is_sampled(),
+        "the sender's decision is kept"
+    );
+    let child = child(names::TAKE, Kind::Internal, Some(span.context())).expect("a child");
+    assert_eq!(child.context().trace_id(), sender.trace_id());
+    assert!(super::child(names::TAKE, Kind::Internal, None).is_none());
+    assert_eq!(
+        format!("{span:?}"),
+        format!("Span {{ context: {:?}, recording: false }}", span.context())
+    );
+    assert!(!span.is_recording());
+}
+
+#[test]
+fn without_a_parent_a_new_sampled_trace_starts() {
+    let (a, b) = (
+        start(names::RECEIVE, Kind::Server, None),
+        start(names::RECEIVE, Kind::Server, None),
+    );
+    assert_ne!(a.context().trace_id(), b.context().trace_id());
+    assert!(a.context().is_sampled());
+    assert_ne!(a.context().trace_id_bytes(), [0; 16]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs();
+    let first = u64::from(u32::from_be_bytes(
+        a.context().trace_id_bytes()[..4]
+            .try_into()
+            .expect("4 bytes"),
+    ));
+    assert!(
+        now.abs_diff(first) <= 5,
+        "X-Ray reads the first 4 bytes as the time"
+    );
+    assert_eq!(
+        TraceContext::parse(&a.context().traceparent()),
+        Ok(*a.context()),
+        "a new trace's traceparent reads back"
+    );
+}
+
 const OWN_PROCESS: &str = "INBOX_TRACE_EXPORT_OWN_PROCESS";
 
 #[test]
@@ -19,7 +72,7 @@ fn export_in_its_own_process() {
     let exe = std::env::current_exe().expect("this test binary");
     let out = std::process::Command::new(exe)
         .args([
-            "trace::exported::spans_reach_the_collector",
+            "trace::tests::spans_reach_the_collector",
             "--exact",
             "--ignored",
             "--test-threads",
