@@ -3,8 +3,9 @@
 //! Each test makes its own stack on one local AWS API server (moto) that this process starts on
 //! a free loopback port and that stops with it (`devstack::testkit::LocalAws`); the ledger's
 //! transitions and the idempotency library also start one dynalite. The shared support (the
-//! bridge, draining the queue, a test in a process of its own) is in `support.rs`. docs/testing.md
-//! describes each module; `testing_doc` checks that its table names these modules.
+//! bridge, draining the queue, a test in a process of its own, a system of record on loopback)
+//! is in `support/`. docs/testing.md describes each module; `testing_doc` checks that its table
+//! names these modules.
 
 mod support;
 
