@@ -137,12 +137,18 @@ impl Envelope {
             response_status,
             response_body,
             event_type: self.event_type.clone(),
-            trace_id: self
-                .traceparent
-                .as_deref()
-                .and_then(|t| crate::trace::TraceContext::parse(t).ok())
-                .map(|cx| cx.trace_id()),
+            trace_id: self.trace_id(),
         }
+    }
+
+    /// The event's trace id (32 hex digits), where its `traceparent` reads as W3C: what the
+    /// claim stores, and what `inbox-ops why` shows of a dead letter (the envelope keeps it
+    /// through the dead-letter queue and a redrive).
+    pub fn trace_id(&self) -> Option<String> {
+        self.traceparent
+            .as_deref()
+            .and_then(|t| crate::trace::TraceContext::parse(t).ok())
+            .map(|cx| cx.trace_id())
     }
 
     pub fn new(
@@ -471,6 +477,7 @@ impl<T: Queue> Queue for std::sync::Arc<T> {
 mod memory;
 mod sending;
 pub use memory::MemoryQueue;
+pub(crate) use sending::aws_trace_header;
 pub use sending::{group_runs, SEND_BATCH_BYTES, SEND_BATCH_ENTRIES};
 
 /// SQS: FIFO where the URL ends in `.fifo` (group and deduplication ids set), standard
@@ -549,6 +556,18 @@ impl Queue for SqsQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_envelope_s_trace_id_is_its_traceparent_s_where_that_reads() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let mut env = Envelope::new("github:1", "github", 1, "sha", BTreeMap::new(), b"{}");
+        assert_eq!(env.trace_id(), None);
+        env.traceparent = Some(format!("00-{id}-00f067aa0ba902b7-01"));
+        assert_eq!(env.trace_id().as_deref(), Some(id));
+        assert_eq!(env.accepted_claim(1, 1).trace_id.as_deref(), Some(id));
+        env.traceparent = Some("00-garbage".into());
+        assert_eq!(env.trace_id(), None);
+    }
 
     #[test]
     fn an_event_of_a_batch_carries_its_place_last_and_reads_back() {

@@ -10,25 +10,18 @@
 /// The variable holding the format.
 pub const TRACE_LINK_FORMAT: &str = "TRACE_LINK_FORMAT";
 
-/// Whether `id` is a W3C trace id: 32 lowercase hex digits, not all zeros.
-pub fn is_trace_id(id: &str) -> bool {
-    id.len() == 32
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        && id.bytes().any(|b| b != b'0')
-}
-
 /// The link to `trace_id` under `format`; `None` where there is no format, the format is no
-/// `http(s)://` URL holding a placeholder, or the id is not a trace id.
+/// `http(s)://` URL holding a placeholder, or the id is not a W3C trace id (32 lowercase hex
+/// digits, not all zeros: [`inbox::trace::context::trace_id_from_hex`]).
 pub fn link(format: Option<&str>, trace_id: &str) -> Option<String> {
     let format = format?.trim();
     let web = format.starts_with("https://") || format.starts_with("http://");
     let placed = format.contains("{trace_id}") || format.contains("{xray_trace_id}");
-    if !web || !placed || !is_trace_id(trace_id) {
+    if !web || !placed {
         return None;
     }
-    let xray = format!("1-{}-{}", &trace_id[..8], &trace_id[8..]);
+    let xray =
+        inbox::trace::context::xray_trace_id(&inbox::trace::context::trace_id_from_hex(trace_id)?);
     Some(
         format
             .replace("{trace_id}", trace_id)
@@ -46,14 +39,6 @@ pub fn format_from_env() -> Option<String> {
 /// [`link`] under `TRACE_LINK_FORMAT`.
 pub fn link_from_env(trace_id: &str) -> Option<String> {
     link(format_from_env().as_deref(), trace_id)
-}
-
-/// The trace id of an envelope's `traceparent`, where it reads as W3C (a dead letter's: the
-/// envelope keeps it through the dead-letter queue and a redrive).
-pub fn of_traceparent(traceparent: Option<&str>) -> Option<String> {
-    traceparent
-        .and_then(|t| inbox::trace::TraceContext::parse(t).ok())
-        .map(|cx| cx.trace_id())
 }
 
 /// `lookup`'s item with `trace_link` beside its `trace_id`, where [`link`] makes one.
@@ -117,15 +102,5 @@ mod tests {
         let mut without = serde_json::json!({"pk": "github:1"});
         with_trace_link(&mut without, Some("https://x.example/t/{trace_id}"));
         assert!(without.get("trace_link").is_none());
-    }
-
-    #[test]
-    fn a_dead_letter_s_traceparent_gives_its_trace_id() {
-        assert_eq!(
-            of_traceparent(Some(&format!("00-{ID}-00f067aa0ba902b7-01"))).as_deref(),
-            Some(ID)
-        );
-        assert_eq!(of_traceparent(Some("00-garbage")), None);
-        assert_eq!(of_traceparent(None), None);
     }
 }

@@ -206,7 +206,7 @@ pub async fn why(
                     _ => Ok(Vec::new()),
                 };
                 let trace_id = match &parsed {
-                    Some(Ok(env)) => crate::trace_link::of_traceparent(env.traceparent.as_deref()),
+                    Some(Ok(env)) => env.trace_id(),
                     _ => None,
                 };
                 let trace_link = trace_id

@@ -106,13 +106,11 @@ impl QueueTarget {
                 .message_group_id(sqs_id(&job.key))
                 .message_deduplication_id(dedup_id(&job.key, &self.name, job.replay_id.as_deref()));
         }
-        if let Some(header) = job.trace.as_ref().and_then(|t| {
-            aws_sdk_sqs::types::MessageSystemAttributeValue::builder()
-                .data_type("String")
-                .string_value(t.xray_header())
-                .build()
-                .ok()
-        }) {
+        let xray = job
+            .trace
+            .as_ref()
+            .map(crate::trace::TraceContext::xray_header);
+        if let Some(header) = crate::queue::aws_trace_header(xray.as_deref()) {
             send = send.message_system_attributes(
                 aws_sdk_sqs::types::MessageSystemAttributeNameForSends::AwsTraceHeader,
                 header,

@@ -200,8 +200,8 @@ impl SqsQueue {
 }
 
 /// The `AWSTraceHeader` system attribute of a message carrying `header` (X-Ray's form of its
-/// trace context; docs/operations.md, "Traces").
-pub(super) fn aws_trace_header(
+/// trace context; docs/operations.md, "Traces"): the receiver's sends and an SQS destination's.
+pub(crate) fn aws_trace_header(
     header: Option<&str>,
 ) -> Option<aws_sdk_sqs::types::MessageSystemAttributeValue> {
     aws_sdk_sqs::types::MessageSystemAttributeValue::builder()

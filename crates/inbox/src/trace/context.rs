@@ -106,11 +106,9 @@ impl TraceContext {
         )
     }
 
-    /// The trace id in X-Ray's form, `1-<8 hex>-<24 hex>`: the same 128 bits, its first 32
-    /// read by X-Ray as an epoch time (X-Ray takes W3C ids written so).
+    /// The trace id in X-Ray's form ([`xray_trace_id`]).
     pub fn xray_trace_id(&self) -> String {
-        let hex = hex::encode(self.trace_id);
-        format!("1-{}-{}", &hex[..8], &hex[8..])
+        xray_trace_id(&self.trace_id)
     }
 
     /// X-Ray's trace header (`AWSTraceHeader`, EventBridge's `TraceHeader`):
@@ -126,6 +124,19 @@ impl TraceContext {
         );
         out
     }
+}
+
+/// A trace id as the ledger keeps it (`trace_id`: 32 lowercase hex digits, not all zeros), as
+/// its 16 bytes; `None` for anything else (an item is input).
+pub fn trace_id_from_hex(text: &str) -> Option<[u8; 16]> {
+    hex_bytes::<16>(text.as_bytes()).filter(|id| *id != [0; 16])
+}
+
+/// A trace id in X-Ray's form, `1-<8 hex>-<24 hex>`: the same 128 bits, its first 32 read by
+/// X-Ray as an epoch time (X-Ray takes W3C ids written so).
+pub fn xray_trace_id(trace_id: &[u8; 16]) -> String {
+    let hex = hex::encode(trace_id);
+    format!("1-{}-{}", &hex[..8], &hex[8..])
 }
 
 /// `N` bytes from `2N` lowercase hex digits (uppercase is refused: W3C requires lowercase).
@@ -147,6 +158,23 @@ mod tests {
     use super::*;
 
     const GOOD: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_stored_trace_id_reads_only_as_32_lowercase_hex_digits_not_all_zeros() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        let bytes = trace_id_from_hex(id).expect("a trace id");
+        assert_eq!(hex::encode(bytes), id);
+        assert_eq!(xray_trace_id(&bytes), "1-4bf92f35-77b34da6a3ce929d0e0e4736");
+        for not_one in [
+            "",
+            &id.to_uppercase(),
+            &"0".repeat(32),
+            &id[..31],
+            &format!("{id}0"),
+        ] {
+            assert_eq!(trace_id_from_hex(not_one), None, "{not_one}");
+        }
+    }
 
     #[test]
     fn a_valid_traceparent_is_read_and_written_back_the_same() {
