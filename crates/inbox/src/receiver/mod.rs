@@ -273,10 +273,12 @@ impl<L: LedgerStore, Q: Queue, C: Clock, S: PayloadBucket> Receiver<L, Q, C, S> 
             request::sender_trace(req.headers()).as_ref(),
         );
         tracing::Span::current().record("trace_id", span.context().trace_id());
-        span.attribute(
-            crate::trace::attributes::SOURCE,
-            capped(&source, MAX_LOGGED_BYTES).to_owned(),
-        );
+        if span.is_recording() {
+            span.attribute(
+                crate::trace::attributes::SOURCE,
+                capped(&source, MAX_LOGGED_BYTES).to_owned(),
+            );
+        }
         let resp = match self.process(&req, &source, span.context()).await {
             Ok(resp) => resp,
             Err(rejection) => {

@@ -163,7 +163,7 @@ pub fn child(name: &'static str, kind: Kind, parent: Option<&TraceContext>) -> O
 /// for the default one), under the event's span.
 pub fn deliver(destination: &str, parent: Option<&TraceContext>) -> Option<Span> {
     let mut span = child(names::DELIVER, Kind::Client, parent)?;
-    if span.recording.is_some() {
+    if span.is_recording() {
         span.attribute(attributes::DESTINATION, destination.to_owned());
     }
     Some(span)
