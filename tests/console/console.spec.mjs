@@ -130,7 +130,7 @@ test('from the dead letter to the failed event in the list, with its last_error'
   await page.screenshot({ path: path.join(shots, 'console-events.png'), fullPage: true });
 });
 
-test('opening the failed event shows its body, its headers masked', async () => {
+test('opening the failed event shows its body, its headers masked, its trace id', async () => {
   await page.getByRole('link', { name: failedKey }).click();
   await page.getByRole('heading', { name: `Event ${failedKey}` }).waitFor();
   const body = await page.locator('#body').innerText();
@@ -139,6 +139,10 @@ test('opening the failed event shows its body, its headers masked', async () => 
   assert.match(main, /x-hub-signature-256\s+•••••• \(masked, \d+ characters\)/);
   assert.doesNotMatch(main, /sha256=[0-9a-f]{64}/, 'no signature on the page');
   assert.ok(main.includes(lastError));
+  // The trace id under the key (docs/operations.md, "Traces"): the item's own.
+  const trace = main.match(/Trace ([0-9a-f]{32})/);
+  assert.ok(trace, `the event's trace id under its key: ${main}`);
+  assert.match(main, new RegExp(`trace_id\\s+${trace[1]}`));
   await page.screenshot({ path: path.join(shots, 'console-event.png'), fullPage: true });
 });
 
